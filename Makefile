@@ -1,0 +1,39 @@
+# The two commands a newcomer needs: `make run` and `make test`. Both install first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: install run test test-fast conformance bench clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+run: install
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
+	MCP_ALLOW_ANONYMOUS=$${MCP_ALLOW_ANONYMOUS:-1} DJANGO_DEBUG=$${DJANGO_DEBUG:-1} \
+		$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
+
+test: install
+	$(PY) -m pytest
+	bash bin/conformance
+
+test-fast: install
+	$(PY) -m pytest -m "not browser and not e2e and not services"
+
+conformance: install
+	bash bin/conformance
+
+bench: install
+	bash bench/run.sh
+
+clean:
+	rm -rf $(VENV) db.sqlite3 db.sqlite3-wal db.sqlite3-shm

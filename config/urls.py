@@ -1,0 +1,10 @@
+"""HTTP routes served by Django; /mcp is routed to the Channels consumer in config/asgi.py."""
+
+from django.contrib import admin
+from django.urls import path
+from django.views.generic import RedirectView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+]

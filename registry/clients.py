@@ -1,0 +1,82 @@
+"""MCP client tokens: issue (shown once, stored hashed), revoke, and resolve to a Viewer.
+
+Resolving a token is on every authenticated request, so results are cached in memory for a
+few seconds: a revoked or expired token stops working within TOKEN_CACHE_S.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from registry.catalog import Viewer
+from registry.models import McpClient
+
+TOKEN_PREFIX = "mcpr_"
+TOKEN_CACHE_S = 5.0
+_cache: dict[str, tuple[float, Viewer | None]] = {}
+_lock = threading.Lock()
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+@transaction.atomic
+def issue_token(client: McpClient) -> str:
+    """Give `client` a new token (replacing any old one) and return it; only its hash is kept."""
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    client.token_hash = hash_token(raw)
+    client.token_prefix = raw[: len(TOKEN_PREFIX) + 6]
+    client.save()
+    forget_cached_tokens()
+    return raw
+
+
+def create_client(*, name: str, label: str = "production", scope_tags: str = "", **fields) -> tuple[McpClient, str]:
+    client = McpClient(name=name, label=label, scope_tags=scope_tags, **fields)
+    client.token_hash = secrets.token_hex(32)  # placeholder until issue_token replaces it
+    raw = issue_token(client)
+    return client, raw
+
+
+def forget_cached_tokens() -> None:
+    with _lock:
+        _cache.clear()
+
+
+def cached_viewer(raw: str) -> tuple[bool, Viewer | None]:
+    """(known, viewer) from the in-memory cache; known=False means ask `load_viewer`."""
+    entry = _cache.get(hash_token(raw))
+    if entry is None or entry[0] < time.monotonic():
+        return False, None
+    return True, entry[1]
+
+
+def load_viewer(raw: str) -> Viewer | None:
+    """Resolve a bearer token to the Viewer it stands for, or None if unknown, revoked or expired."""
+    digest = hash_token(raw)
+    client = McpClient.objects.filter(token_hash=digest).first()
+    viewer = None
+    if client is not None and client.usable:
+        viewer = Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+        now = timezone.now()
+        if client.last_seen_at is None or now - client.last_seen_at > timedelta(minutes=1):
+            McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
+    with _lock:
+        _cache[digest] = (time.monotonic() + TOKEN_CACHE_S, viewer)
+    return viewer
+
+
+def client_by_name(name: str) -> Viewer | None:
+    """The Viewer of a named client, for transports where the operator picks it (stdio)."""
+    client = McpClient.objects.filter(name=name).first()
+    if client is None or not client.usable:
+        return None
+    return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)

@@ -1,0 +1,73 @@
+"""Domain errors raised by registry services and the read side.
+
+Each carries enough detail for the caller (admin, importer, MCP handler) to name the
+problem and the place; mapping to HTTP or JSON-RPC codes happens outside the registry.
+"""
+
+from __future__ import annotations
+
+
+class RegistryError(Exception):
+    """Base class for every error the registry reports to a caller."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class UnknownPrompt(RegistryError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown prompt: {name}")
+        self.name = name
+
+
+class UnknownResource(RegistryError):
+    def __init__(self, uri: str) -> None:
+        super().__init__(f"Resource not found: {uri}")
+        self.uri = uri
+
+
+class MissingArguments(RegistryError):
+    def __init__(self, names: list[str]) -> None:
+        super().__init__("Missing required argument(s): " + ", ".join(names))
+        self.names = names
+
+
+class InvalidArguments(RegistryError):
+    """Arguments of the wrong type, or values that make the rendered prompt invalid."""
+
+
+class InvalidUri(RegistryError):
+    def __init__(self, uri: str, reason: str) -> None:
+        super().__init__(f"Invalid URI {uri!r}: {reason}")
+        self.uri = uri
+        self.reason = reason
+
+
+class TemplateSyntaxError(RegistryError):
+    """A placeholder template that cannot be parsed; `line` is 1-based."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(f"Line {line}: {message}")
+        self.line = line
+        self.detail = message
+
+
+class ImmutableVersionError(RegistryError):
+    """Someone tried to change or delete a published version."""
+
+
+class NothingToPublish(RegistryError):
+    """The draft is identical to the newest published version."""
+
+
+class PublishPermissionDenied(RegistryError):
+    """The acting user may not publish, move labels or roll back."""
+
+
+class InvalidEntry(RegistryError):
+    """A draft that cannot be published as it stands; `problems` lists each one."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems

@@ -1,0 +1,104 @@
+"""Counting which client was served which version, batched off the request path.
+
+`record_fetch` only bumps an in-memory counter; a daemon thread writes the totals to
+FetchCounter every few seconds (and at exit), so serving a prompt never waits on a write.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections import Counter
+from datetime import datetime, timezone
+
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db.models import F
+
+from registry.catalog import Served, Viewer
+from registry.models import FetchCounter
+
+log = logging.getLogger(__name__)
+FLUSH_INTERVAL_S = 2.0
+
+_Key = tuple[int | None, str, str, str, int, str]  # client id, client name, kind, key, version, label
+_pending: Counter[_Key] = Counter()
+_last_seen: dict[_Key, datetime] = {}
+_lock = threading.Lock()
+_flusher: threading.Thread | None = None
+
+
+def record_fetch(served: Served, viewer: Viewer) -> None:
+    """Count one served prompts/get or resources/read; cheap and non-blocking."""
+    key = (viewer.client_id, viewer.client_name, served.kind, served.key, served.version, served.label)
+    with _lock:
+        _pending[key] += 1
+        _last_seen[key] = datetime.now(timezone.utc)
+    _ensure_flusher()
+
+
+def _ensure_flusher() -> None:
+    global _flusher
+    if _flusher is None or not _flusher.is_alive():
+        with _lock:
+            if _flusher is None or not _flusher.is_alive():
+                _flusher = threading.Thread(target=_flush_forever, name="fetch-counter-flush", daemon=True)
+                _flusher.start()
+
+
+def _flush_forever() -> None:
+    while True:
+        time.sleep(FLUSH_INTERVAL_S)
+        try:
+            flush()
+        except Exception:  # keep counting even if one flush failed; the counts are retried
+            log.exception("could not write fetch counters")
+        finally:
+            close_old_connections()
+
+
+def flush() -> int:
+    """Write pending counts to the database; returns how many counters were touched."""
+    with _lock:
+        batch = dict(_pending)
+        seen = dict(_last_seen)
+        _pending.clear()
+        _last_seen.clear()
+    if not batch:
+        return 0
+    try:
+        for key, count in batch.items():
+            _upsert(key, count, seen[key])
+    except Exception:
+        with _lock:  # put them back so nothing is lost
+            for key, count in batch.items():
+                _pending[key] += count
+                _last_seen.setdefault(key, seen[key])
+        raise
+    return len(batch)
+
+
+def _upsert(key: _Key, count: int, when: datetime) -> None:
+    client_id, client_name, kind, entry_key, version, label = key
+    lookup = dict(client_name=client_name, entry_kind=kind, entry_key=entry_key, version=version, label=label)
+    for _attempt in range(2):
+        with transaction.atomic():
+            updated = FetchCounter.objects.filter(**lookup).update(count=F("count") + count, last_at=when)
+            if updated:
+                return
+            try:
+                with transaction.atomic():
+                    FetchCounter.objects.create(client_id=client_id, count=count, first_at=when, last_at=when, **lookup)
+                return
+            except IntegrityError:  # another process created it first; update it instead
+                continue
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    if _pending and connection.vendor:
+        try:
+            flush()
+        except Exception:
+            log.warning("fetch counters lost at exit", exc_info=True)

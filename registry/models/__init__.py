@@ -1,0 +1,31 @@
+"""Registry models; see each module for one concept."""
+
+from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
+from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
+from registry.models.clients import FetchCounter, McpClient
+from registry.models.prompts import (
+    ContentKind,
+    MessageRole,
+    Prompt,
+    PromptArgument,
+    PromptLabel,
+    PromptMessage,
+    PromptVersion,
+)
+from registry.models.resources import (
+    Audience,
+    Resource,
+    ResourceLabel,
+    ResourceTemplate,
+    ResourceTemplateLabel,
+    ResourceTemplateVersion,
+    ResourceVersion,
+    TemplateVariable,
+)
+
+__all__ = [
+    "PRODUCTION", "STAGING", "AuditAction", "AuditEntry", "Audience", "ChangeLogEntry", "ContentKind",
+    "EntryVersion", "FetchCounter", "McpClient", "MessageRole", "Prompt", "PromptArgument", "PromptLabel",
+    "PromptMessage", "PromptVersion", "ReleaseLabel", "Resource", "ResourceLabel", "ResourceTemplate",
+    "ResourceTemplateLabel", "ResourceTemplateVersion", "ResourceVersion", "TemplateVariable", "VersionedEntry",
+]

@@ -1,0 +1,85 @@
+"""The append-only audit log and the change log that drives notifications."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from registry.errors import ImmutableVersionError
+
+
+class AuditAction(models.TextChoices):
+    CREATE = "create", "Created"
+    EDIT = "edit", "Edited draft"
+    DELETE = "delete", "Deleted"
+    PUBLISH = "publish", "Published"
+    LABEL_MOVE = "label_move", "Moved label"
+    ROLLBACK = "rollback", "Rolled back"
+    ARCHIVE = "archive", "Archived"
+    UNARCHIVE = "unarchive", "Restored from archive"
+    RESTORE_DRAFT = "restore_draft", "Draft restored from a version"
+
+
+class AppendOnlyQuerySet(models.QuerySet):
+    def update(self, **kwargs):  # type: ignore[override]
+        raise ImmutableVersionError("The audit log is append-only.")
+
+    def delete(self):  # type: ignore[override]
+        raise ImmutableVersionError("The audit log is append-only.")
+
+
+class AuditEntry(models.Model):
+    """Who did what to which entry, when, why, and exactly what changed."""
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, help_text="User name, or the tool that acted.")
+    action = models.CharField(max_length=20, choices=AuditAction.choices, db_index=True)
+    entry_kind = models.CharField(max_length=20, db_index=True)
+    entry_key = models.CharField(max_length=2048)
+    entry_id = models.BigIntegerField(null=True, blank=True)
+    label = models.CharField(max_length=40, blank=True)
+    from_version = models.PositiveIntegerField(null=True, blank=True)
+    to_version = models.PositiveIntegerField(null=True, blank=True)
+    changes = models.JSONField(default=list, blank=True, help_text="Field-level diff: [{field, before, after}].")
+    note = models.TextField(blank=True)
+
+    objects = AppendOnlyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "audit entries"
+        permissions = [("export_auditentry", "Can export the audit log")]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.entry_kind} {self.entry_key}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ImmutableVersionError("Audit entries cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):  # type: ignore[override]
+        raise ImmutableVersionError("Audit entries cannot be deleted.")
+
+
+class ChangeLogEntry(models.Model):
+    """One served-content change, written in the changing transaction.
+
+    Processes that did not make the change (another worker, a management command) catch up
+    from this table, so no change is missed even if the fast path (channel layer) was down.
+    """
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    entry_kind = models.CharField(max_length=20)  # prompt, resource, template
+    entry_key = models.CharField(max_length=2048)
+    label = models.CharField(max_length=40, blank=True, help_text="Label whose served content changed; blank = all.")
+    list_changed = models.BooleanField(default=False, help_text="The set of listed entries or their metadata changed.")
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.entry_kind} {self.entry_key} [{self.label or 'all'}]"

@@ -1,0 +1,116 @@
+"""Shared shape of every versioned registry entry: working copy, versions, release labels.
+
+Prompts, resources and resource templates all follow one pipeline. The entry row (with its
+child rows) is the draft editors change freely; publishing freezes a JSON snapshot of it as
+the next immutable version; release labels point at versions and are what clients receive.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+from registry.errors import ImmutableVersionError
+
+PRODUCTION = "production"
+STAGING = "staging"
+
+label_name_validator = RegexValidator(
+    r"^[a-z0-9][a-z0-9_-]{0,39}$",
+    "A label name is 1-40 lowercase letters, digits, '-' or '_', e.g. 'production' or 'canary'.",
+    code="invalid_label",
+)
+
+
+class VersionedEntry(models.Model):
+    """Fields every entry has besides its own content."""
+
+    tags = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Comma-separated tags. Clients limited to some tags only see entries carrying one of them.",
+    )
+    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
+
+    class Meta:
+        abstract = True
+
+    @property
+    def tag_set(self) -> frozenset[str]:
+        return frozenset(t.strip().lower() for t in self.tags.split(",") if t.strip())
+
+    @property
+    def key(self) -> str:
+        """The identifier clients use: a prompt name, a resource URI or a URI template."""
+        raise NotImplementedError
+
+    def save(self, *args, **kwargs) -> None:
+        self.tags = ", ".join(sorted(self.tag_set))
+        super().save(*args, **kwargs)
+
+
+class ImmutableQuerySet(models.QuerySet):
+    """Bulk updates and deletes would bypass the per-row guard, so they are refused too."""
+
+    def update(self, **kwargs):  # type: ignore[override]
+        raise ImmutableVersionError("Published versions cannot be changed.")
+
+    def delete(self):  # type: ignore[override]
+        raise ImmutableVersionError("Published versions cannot be deleted.")
+
+    def for_entry(self, entry: VersionedEntry) -> "ImmutableQuerySet":
+        return self.filter(entry=entry).order_by("-number")
+
+
+class EntryVersion(models.Model):
+    """A published, frozen snapshot of an entry. Insert-only."""
+
+    number = models.PositiveIntegerField()
+    snapshot = models.JSONField(help_text="Everything clients receive from this version.")
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the canonical snapshot.")
+    change_note = models.TextField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    author_name = models.CharField(max_length=150, help_text="Who published it, kept if the user is deleted.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ImmutableQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+        ordering = ["-number"]
+
+    def __str__(self) -> str:
+        return f"{self.entry.key} v{self.number}"  # type: ignore[attr-defined]
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding:
+            raise ImmutableVersionError(f"{self} is published and cannot be changed; publish a new version.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):  # type: ignore[override]
+        raise ImmutableVersionError(f"{self} is published and cannot be deleted.")
+
+
+class ReleaseLabel(models.Model):
+    """A named pointer ('production', 'staging', custom) from an entry to one of its versions."""
+
+    name = models.CharField(max_length=40, validators=[label_name_validator])
+    protected = models.BooleanField(
+        default=False, help_text="Moving a protected label needs an approved review."
+    )
+    moved_at = models.DateTimeField(auto_now=True)
+    moved_by = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} → v{self.version.number}"  # type: ignore[attr-defined]

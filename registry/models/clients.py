@@ -1,0 +1,71 @@
+"""MCP clients (bearer-token holders) and the counters of what each was served."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from registry.models.base import PRODUCTION, label_name_validator
+
+
+class McpClient(models.Model):
+    """An MCP client the admin issued a token to; the token itself is shown once, stored hashed."""
+
+    name = models.CharField(max_length=100, unique=True, help_text="e.g. 'support-desk-agent'.")
+    description = models.TextField(blank=True)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    token_prefix = models.CharField(max_length=12, editable=False, help_text="First characters, to recognise it.")
+    label = models.CharField(
+        max_length=40,
+        default=PRODUCTION,
+        validators=[label_name_validator],
+        help_text="Release label this client is served ('staging' for early adopters).",
+    )
+    scope_tags = models.CharField(
+        max_length=500, blank=True, help_text="Comma-separated tags; if set, the client only sees entries with one."
+    )
+    active = models.BooleanField(default=True, help_text="Untick to revoke the token.")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP client"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def scope(self) -> frozenset[str]:
+        return frozenset(t.strip().lower() for t in self.scope_tags.split(",") if t.strip())
+
+    @property
+    def usable(self) -> bool:
+        return self.active and (self.expires_at is None or self.expires_at > timezone.now())
+
+
+class FetchCounter(models.Model):
+    """How often one client (or anonymous callers) was served one version of one entry."""
+
+    client = models.ForeignKey(McpClient, null=True, blank=True, on_delete=models.SET_NULL, related_name="fetches")
+    client_name = models.CharField(max_length=100, help_text="Client name at fetch time; '' for anonymous.")
+    entry_kind = models.CharField(max_length=20)
+    entry_key = models.CharField(max_length=2048)
+    version = models.PositiveIntegerField()
+    label = models.CharField(max_length=40)
+    count = models.PositiveBigIntegerField(default=0)
+    first_at = models.DateTimeField()
+    last_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-last_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["client_name", "entry_kind", "entry_key", "version", "label"], name="unique_fetch_counter"
+            )
+        ]
+
+    def __str__(self) -> str:
+        who = self.client_name or "anonymous"
+        return f"{who}: {self.entry_kind} {self.entry_key} v{self.version} ×{self.count}"

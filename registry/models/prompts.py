@@ -1,0 +1,130 @@
+"""Prompts: the working copy (with arguments and messages), versions and labels."""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from django.db import models
+
+from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
+
+prompt_name_validator = RegexValidator(
+    r"^[A-Za-z0-9_.\-]{1,128}$",
+    "A prompt name is 1-128 letters, digits, '_', '-' or '.', with no spaces.",
+    code="invalid_prompt_name",
+)
+argument_name_validator = RegexValidator(
+    r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$",
+    "An argument name starts with a letter or '_' and has only letters, digits, '_', '-' or '.'.",
+    code="invalid_argument_name",
+)
+
+
+class Prompt(VersionedEntry):
+    name = models.CharField(
+        max_length=128,
+        unique=True,
+        validators=[prompt_name_validator],
+        help_text="The name MCP clients use. Cannot change once published.",
+    )
+    title = models.CharField(max_length=200, blank=True, help_text="Human-readable name shown in clients.")
+    description = models.TextField(blank=True, help_text="What the prompt is for; shown in clients' prompt lists.")
+
+    kind = "prompt"
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("publish_prompt", "Can publish prompt versions, move labels and roll back")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+class PromptArgument(models.Model):
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="arguments")
+    position = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=64, validators=[argument_name_validator])
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    required = models.BooleanField(default=True)
+    default = models.TextField(blank=True, help_text="Used when an optional argument is not given.")
+    suggestions = models.TextField(
+        blank=True, help_text="Suggested values, one per line; clients offer them as completions."
+    )
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["prompt", "name"], name="unique_argument_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def suggestion_list(self) -> list[str]:
+        return [line.strip() for line in self.suggestions.splitlines() if line.strip()]
+
+
+class MessageRole(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+
+
+class ContentKind(models.TextChoices):
+    TEXT = "text", "Text"
+    IMAGE = "image", "Image"
+    AUDIO = "audio", "Audio"
+    RESOURCE = "resource", "Embedded resource"
+    RESOURCE_LINK = "resource_link", "Resource link"
+
+
+class PromptMessage(models.Model):
+    """One message of the prompt body; each carries exactly one content block."""
+
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="messages")
+    position = models.PositiveIntegerField(default=0)
+    role = models.CharField(max_length=10, choices=MessageRole.choices, default=MessageRole.USER)
+    kind = models.CharField(max_length=16, choices=ContentKind.choices, default=ContentKind.TEXT)
+    text = models.TextField(
+        blank=True,
+        help_text="Text messages: the text, with {{ argument }} placeholders. "
+        "Embedded resources given inline: their text.",
+    )
+    uri = models.CharField(
+        max_length=2048, blank=True, help_text="Embedded resources and links: the URI; may use {{ argument }}."
+    )
+    resource = models.ForeignKey(
+        "registry.Resource",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Embed or link a registry resource (its published content is frozen into the version).",
+    )
+    mime_type = models.CharField(max_length=100, blank=True)
+    data = models.BinaryField(null=True, blank=True, help_text="Uploaded bytes (images, audio, binary embeds).")
+    link_name = models.CharField(max_length=200, blank=True, help_text="Resource links: the name shown.")
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.position}. {self.role} {self.kind}"
+
+
+class PromptVersion(EntryVersion):
+    entry = models.ForeignKey(Prompt, on_delete=models.PROTECT, related_name="versions")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta(EntryVersion.Meta):
+        constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_prompt_version")]
+
+
+class PromptLabel(ReleaseLabel):
+    entry = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="labels")
+    version = models.ForeignKey(PromptVersion, on_delete=models.PROTECT, related_name="labels")
+
+    class Meta(ReleaseLabel.Meta):
+        constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_prompt_label")]

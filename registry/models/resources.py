@@ -1,0 +1,156 @@
+"""Direct resources and RFC 6570 resource templates, each versioned and labelled like prompts."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from registry.errors import InvalidUri
+from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
+from registry.uris import parse_uri_template, validate_uri
+
+
+def uri_field_validator(value: str) -> None:
+    try:
+        validate_uri(value)
+    except InvalidUri as exc:
+        raise ValidationError(exc.message, code="invalid_uri") from exc
+
+
+def uri_template_field_validator(value: str) -> None:
+    try:
+        parse_uri_template(value)
+    except InvalidUri as exc:
+        raise ValidationError(exc.message, code="invalid_uri_template") from exc
+
+
+class Audience(models.TextChoices):
+    ANY = "", "Not specified"
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant (the model)"
+    BOTH = "user,assistant", "User and assistant"
+
+
+class ResourceDescription(VersionedEntry):
+    """What resources and templates share: naming, MIME type and annotations."""
+
+    name = models.CharField(max_length=200, help_text="Short programmatic name, e.g. 'style-guide'.")
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    mime_type = models.CharField(max_length=100, blank=True, help_text="e.g. text/markdown, image/png.")
+    audience = models.CharField(max_length=20, choices=Audience.choices, blank=True)
+    priority = models.FloatField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="0 to 1; 1 means clients should treat it as required context.",
+    )
+
+    class Meta:
+        abstract = True
+
+
+class Resource(ResourceDescription):
+    uri = models.CharField(
+        max_length=2048,
+        unique=True,
+        validators=[uri_field_validator],
+        help_text="The URI clients read, e.g. docs://style-guide. Cannot change once published.",
+    )
+    text = models.TextField(blank=True, help_text="Text content (leave empty when uploading a file).")
+    data = models.BinaryField(null=True, blank=True, help_text="Uploaded bytes, for binary content.")
+
+    kind = "resource"
+
+    class Meta:
+        ordering = ["uri"]
+        permissions = [("publish_resource", "Can publish resource versions, move labels and roll back")]
+
+    def __str__(self) -> str:
+        return self.uri
+
+    @property
+    def key(self) -> str:
+        return self.uri
+
+    @property
+    def size(self) -> int:
+        return len(bytes(self.data)) if self.data else len(self.text.encode("utf-8"))
+
+
+class ResourceVersion(EntryVersion):
+    entry = models.ForeignKey(Resource, on_delete=models.PROTECT, related_name="versions")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta(EntryVersion.Meta):
+        constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_resource_version")]
+
+
+class ResourceLabel(ReleaseLabel):
+    entry = models.ForeignKey(Resource, on_delete=models.CASCADE, related_name="labels")
+    version = models.ForeignKey(ResourceVersion, on_delete=models.PROTECT, related_name="labels")
+
+    class Meta(ReleaseLabel.Meta):
+        constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_resource_label")]
+
+
+class ResourceTemplate(ResourceDescription):
+    uri_template = models.CharField(
+        max_length=2048,
+        unique=True,
+        validators=[uri_template_field_validator],
+        help_text="RFC 6570 template, e.g. docs://tickets/{id}. Cannot change once published.",
+    )
+    body = models.TextField(
+        blank=True, help_text="Text returned for a matching URI; {{ variable }} inserts the URI's values."
+    )
+
+    kind = "template"
+
+    class Meta:
+        ordering = ["uri_template"]
+        permissions = [("publish_resourcetemplate", "Can publish template versions, move labels and roll back")]
+
+    def __str__(self) -> str:
+        return self.uri_template
+
+    @property
+    def key(self) -> str:
+        return self.uri_template
+
+
+class TemplateVariable(models.Model):
+    """Per-variable help and suggested values, which drive completion/complete."""
+
+    template = models.ForeignKey(ResourceTemplate, on_delete=models.CASCADE, related_name="variables")
+    name = models.CharField(max_length=64)
+    description = models.TextField(blank=True)
+    suggestions = models.TextField(blank=True, help_text="Suggested values, one per line.")
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["template", "name"], name="unique_template_variable")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def suggestion_list(self) -> list[str]:
+        return [line.strip() for line in self.suggestions.splitlines() if line.strip()]
+
+
+class ResourceTemplateVersion(EntryVersion):
+    entry = models.ForeignKey(ResourceTemplate, on_delete=models.PROTECT, related_name="versions")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta(EntryVersion.Meta):
+        constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_template_version")]
+
+
+class ResourceTemplateLabel(ReleaseLabel):
+    entry = models.ForeignKey(ResourceTemplate, on_delete=models.CASCADE, related_name="labels")
+    version = models.ForeignKey(ResourceTemplateVersion, on_delete=models.PROTECT, related_name="labels")
+
+    class Meta(ReleaseLabel.Meta):
+        constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_template_label")]

@@ -1,0 +1,148 @@
+"""URI and RFC 6570 URI-template checks, expansion and matching (no Django).
+
+`uritemplate` parses and expands templates; matching a concrete URI back to a template is
+not something it offers, so `UriTemplateMatcher` builds a regular expression from the parsed
+expressions. Every value taken out of a URI is decoded and checked: no path traversal, no
+control characters, no separators a simple expression could not have produced.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from uritemplate import URITemplate
+from uritemplate.variable import URIVariable
+
+from registry.errors import InvalidUri
+
+MAX_URI_LENGTH = 2048
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_FORBIDDEN = re.compile(r"[\x00-\x20\x7f<>\"\\^`|]")
+_TRAVERSAL = re.compile(r"(^|/)\.\.?(/|$)")
+
+
+def validate_uri(uri: str) -> str:
+    """Return `uri` if it is an absolute RFC 3986 URI without traversal; raise InvalidUri."""
+    if not isinstance(uri, str) or not uri:
+        raise InvalidUri(str(uri), "a URI is required")
+    if len(uri) > MAX_URI_LENGTH:
+        raise InvalidUri(uri[:80] + "...", f"longer than {MAX_URI_LENGTH} characters")
+    if not _SCHEME.match(uri):
+        raise InvalidUri(uri, "it must start with a scheme such as 'docs://' or 'https://'")
+    if _FORBIDDEN.search(uri):
+        raise InvalidUri(uri, "spaces, quotes, backslashes and control characters are not allowed")
+    path = uri.split("?", 1)[0].split("#", 1)[0]
+    rest = path.split(":", 1)[1]
+    if _TRAVERSAL.search(unquote(rest)):
+        raise InvalidUri(uri, "'.' and '..' path segments are not allowed")
+    return uri
+
+
+_OPERATOR_VALUE = {
+    "": r"[^/?#&,]*",
+    "+": r"[^?#]*",
+    "#": r".*",
+    ".": r"[^/?#.&]*",
+    "/": r"[^/?#]*",
+    ";": r"[^/?#;&]*",
+    "?": r"[^&#]*",
+    "&": r"[^&#]*",
+}
+_PREFIX = {"": "", "+": "", "#": "#", ".": r"\.", "/": "/", ";": ";", "?": r"\?", "&": "&"}
+
+
+def parse_uri_template(text: str) -> URITemplate:
+    """Parse and check an RFC 6570 template; raise InvalidUri naming the problem."""
+    if not text or not isinstance(text, str):
+        raise InvalidUri(str(text), "a URI template is required")
+    if text.count("{") != text.count("}") or re.search(r"\{[^}]*\{|\}[^{]*\}", text):
+        raise InvalidUri(text, "braces '{' and '}' must come in pairs, one expression each")
+    for expression in re.findall(r"\{([^}]*)\}", text):
+        body = expression.lstrip("+#./;?&")
+        names = [part.rstrip("*").split(":", 1)[0] for part in body.split(",")]
+        if not body or any(not re.fullmatch(r"[A-Za-z0-9_](?:[A-Za-z0-9_.]|%[0-9A-Fa-f]{2})*", n) for n in names):
+            raise InvalidUri(text, f"'{{{expression}}}' is not a valid expression: use names like {{id}}")
+    if not _SCHEME.match(text):
+        raise InvalidUri(text, "it must start with a scheme such as 'docs://'")
+    template = URITemplate(text)
+    if not template.variable_names:
+        raise InvalidUri(text, "a template needs at least one {variable}; use a direct resource otherwise")
+    literal = re.sub(r"\{[^}]*\}", "x", text)
+    validate_uri(literal)
+    return template
+
+
+def template_variable_names(text: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for variable in parse_uri_template(text).variables:
+        for name in variable.variable_names:
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+@dataclass(frozen=True)
+class UriTemplateMatcher:
+    """Matches concrete URIs against one template and extracts decoded variable values."""
+
+    template: str
+    pattern: re.Pattern[str]
+    groups: tuple[tuple[str, str], ...]  # (regex group, variable name)
+
+    @classmethod
+    def build(cls, template_text: str) -> "UriTemplateMatcher":
+        template = parse_uri_template(template_text)
+        regex: list[str] = []
+        groups: list[tuple[str, str]] = []
+        pos = 0
+        expressions = list(re.finditer(r"\{[^}]*\}", template_text))
+        variables: list[URIVariable] = list(template.variables)
+        for expression, variable in zip(expressions, variables):
+            regex.append(re.escape(template_text[pos : expression.start()]))
+            pos = expression.end()
+            operator = getattr(variable.operator, "value", variable.operator)
+            value = _OPERATOR_VALUE.get(operator, _OPERATOR_VALUE[""])
+            names = variable.variable_names
+            if operator in ("?", "&"):
+                pairs = []
+                for i, name in enumerate(names):
+                    group = f"g{len(groups)}"
+                    groups.append((group, name))
+                    sep = _PREFIX[operator] if i == 0 else "&"
+                    pairs.append(f"(?:{sep}{re.escape(name)}=(?P<{group}>{value}))?")
+                regex.append("".join(pairs))
+                continue
+            parts = []
+            for i, name in enumerate(names):
+                group = f"g{len(groups)}"
+                groups.append((group, name))
+                sep = _PREFIX[operator] if i == 0 else (_PREFIX[operator] or ",")
+                if operator == ";":
+                    parts.append(f"{sep}{re.escape(name)}=?(?P<{group}>{value})")
+                else:
+                    parts.append(f"{sep}(?P<{group}>{value})")
+            regex.append("".join(parts))
+        regex.append(re.escape(template_text[pos:]))
+        return cls(template_text, re.compile("^" + "".join(regex) + "$"), tuple(groups))
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """Return the decoded variables if `uri` is an instance of the template, else None.
+
+        Raises InvalidUri when the URI matches the template's shape but a value is unsafe.
+        """
+        found = self.pattern.match(uri)
+        if found is None:
+            return None
+        values: dict[str, str] = {}
+        for group, name in self.groups:
+            raw = found.group(group)
+            if raw is None:
+                continue
+            value = unquote(raw)
+            if value in (".", "..") or "/../" in f"/{value}/" or re.search(r"[\x00-\x1f\x7f]", value):
+                raise InvalidUri(uri, f"unsafe value for {{{name}}}")
+            values[name] = value
+        if any(v == "" for v in values.values()):
+            return None
+        return values
