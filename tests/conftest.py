@@ -1,0 +1,36 @@
+"""Shared fixtures: role users and a clean in-memory catalog per test."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry import changes
+from tests.factories import make_user
+
+
+@pytest.fixture(autouse=True)
+def fresh_catalog():
+    """Each test starts from a new catalog generation, so no cached catalog leaks between tests."""
+    changes.bump_generation()
+    yield
+    changes.bump_generation()
+
+
+@pytest.fixture
+def editor(db):
+    return make_user("Editors")
+
+
+@pytest.fixture
+def publisher(db):
+    return make_user("Publishers")
+
+
+@pytest.fixture
+def auditor(db):
+    return make_user("Auditors")
+
+
+@pytest.fixture
+def superuser(db):
+    return make_user(None)

@@ -1,0 +1,75 @@
+"""Plain builders for test data (no JSON fixtures): each returns saved rows with sensible defaults."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from registry.models import Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate, TemplateVariable
+
+PNG_1X1 = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+_counter = itertools.count(1)
+
+
+def make_user(role: str | None = None, *, username: str | None = None, password: str = "pw-for-tests-1"):
+    """A staff user in one of the role groups ('Editors', 'Publishers', 'Auditors'), or a superuser for None."""
+    User = get_user_model()
+    user = User.objects.create_user(
+        username=username or f"{(role or 'admin').lower()}-{next(_counter)}", password=password, is_staff=True
+    )
+    if role is None:
+        user.is_superuser = True
+        user.save()
+    else:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def make_prompt(
+    name: str | None = None,
+    *,
+    description: str = "A prompt for tests",
+    arguments: list[dict[str, Any]] | None = None,
+    messages: list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> Prompt:
+    """A draft prompt; by default one required argument `topic` and one user text message using it."""
+    prompt = Prompt.objects.create(name=name or f"prompt-{next(_counter)}", description=description, **fields)
+    if arguments is None:
+        arguments = [{"name": "topic", "required": True}]
+    if messages is None:
+        messages = [{"role": "user", "kind": "text", "text": "Tell me about {{ topic }}."}]
+    for position, arg in enumerate(arguments):
+        PromptArgument.objects.create(prompt=prompt, position=position, **arg)
+    for position, message in enumerate(messages):
+        PromptMessage.objects.create(prompt=prompt, position=position, **message)
+    return prompt
+
+
+def make_resource(uri: str | None = None, *, text: str = "Some content", **fields: Any) -> Resource:
+    fields.setdefault("name", (uri or "doc").rsplit("/", 1)[-1] or "doc")
+    fields.setdefault("mime_type", "text/plain")
+    return Resource.objects.create(uri=uri or f"docs://doc-{next(_counter)}", text=text, **fields)
+
+
+def make_template(
+    uri_template: str | None = None,
+    *,
+    body: str = "Item {{ id }}",
+    suggestions: dict[str, list[str]] | None = None,
+    **fields: Any,
+) -> ResourceTemplate:
+    fields.setdefault("name", "items")
+    fields.setdefault("mime_type", "text/plain")
+    template = ResourceTemplate.objects.create(
+        uri_template=uri_template or f"items{next(_counter)}://{{id}}", body=body, **fields
+    )
+    for name, values in (suggestions or {}).items():
+        TemplateVariable.objects.create(template=template, name=name, suggestions="\n".join(values))
+    return template
