@@ -1,0 +1,272 @@
+"""The /mcp HTTP transport as a raw ASGI application.
+
+Thin by design: HTTP verbs, Host/Origin, Accept/Content-Type, body size, JSON vs SSE framing
+and the long-lived stream loop. Everything protocol-related is the dispatcher's.
+
+Why not ``AsyncHttpConsumer``: it handles one ASGI message at a time and stops when
+``handle()`` returns (so a stream cannot watch for disconnects and channel-layer events at
+once), and Channels' per-message database-connection cleanup costs a thread hop per request,
+halving throughput. This class keeps the consumer's role and is still driven by
+``channels.testing.HttpCommunicator`` in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+
+from . import errors, jsonrpc, sse
+from .dispatcher import Dispatcher, Reply, Stream, dispatcher as default_dispatcher
+from .settings import mcp_settings, on_reload
+from .versions import headers_from_asgi
+
+logger = logging.getLogger(__name__)
+
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+_LOCAL_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
+_host_verdicts: dict[str, bool] = {}
+on_reload(_host_verdicts.clear)
+
+
+def _host_ok(host: str) -> bool:
+    """Host (or Origin's host) against ALLOWED_HOSTS, any port; cached per value."""
+    verdict = _host_verdicts.get(host)
+    if verdict is None:
+        domain, _port = split_domain_port(host.lower())
+        if not domain and host.lower().startswith("[::1]"):
+            domain = "[::1]"
+        allowed = list(settings.ALLOWED_HOSTS)
+        if settings.DEBUG and not allowed:
+            allowed = [".localhost", "127.0.0.1", "[::1]"]
+        verdict = bool(domain) and validate_host(domain, allowed)
+        if len(_host_verdicts) > 1024:
+            _host_verdicts.clear()
+        _host_verdicts[host] = verdict
+    return verdict
+
+
+def _origin_ok(origin: str) -> bool:
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and _host_ok(parts.netloc)
+
+
+def _accepts(accept: str | None) -> tuple[bool, bool]:
+    """(JSON acceptable, SSE acceptable). A missing Accept header accepts anything."""
+    if accept is None:
+        return True, True
+    a = accept.lower()
+    wildcard = "*/*" in a
+    return (wildcard or "application/json" in a or "application/*" in a,
+            wildcard or "text/event-stream" in a or "text/*" in a)
+
+
+class McpHttpApp:
+    """ASGI app for the MCP endpoint path (POST, GET stream, DELETE)."""
+
+    def __init__(self, dispatcher: Dispatcher | None = None) -> None:
+        self.dispatcher = dispatcher or default_dispatcher
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"McpHttpApp cannot handle {scope['type']!r} connections")
+        headers, duplicated = headers_from_asgi(scope.get("headers") or [])
+        method = scope["method"]
+        if method not in ("POST", "GET", "DELETE"):
+            await self._reply(send, self._refusal(errors.MethodNotAllowed(), allow="GET, POST, DELETE"))
+            return
+        host = headers.get("host", "")
+        origin = headers.get("origin")
+        if not _host_ok(host) or (origin is not None and not _origin_ok(origin)):
+            await self._reply(send, self._refusal(errors.Forbidden("Forbidden: Host or Origin not allowed")))
+            return
+        try:
+            identity = await self.dispatcher.authenticate(headers.get("authorization"))
+        except errors.McpError as exc:
+            await self._reply(send, self._refusal(exc))
+            return
+        if method == "POST":
+            await self._post(scope, receive, send, headers, duplicated, identity)
+        elif method == "GET":
+            if not _accepts(headers.get("accept"))[1]:
+                await self._reply(send, self._refusal(errors.NotAcceptable(
+                    "Not Acceptable: Accept must allow text/event-stream")))
+                return
+            reply = await self.dispatcher.open_stream(headers, identity)
+            await self._reply(send, reply, receive=receive)
+        else:
+            await self._reply(send, await self.dispatcher.end_session(headers, identity))
+
+    async def _post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str],
+                    duplicated: str | None, identity: Any) -> None:
+        want_json, want_sse = _accepts(headers.get("accept"))
+        if not (want_json or want_sse):
+            await self._reply(send, self._refusal(errors.NotAcceptable()))
+            return
+        ctype = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if ctype != "application/json":
+            await self._reply(send, self._refusal(errors.UnsupportedMediaType()))
+            return
+        body = await self._read_body(receive, headers)
+        if body is None:  # client went away
+            return
+        if isinstance(body, errors.McpError):
+            await self._reply(send, self._refusal(body))
+            return
+        reply = await self.dispatcher.post(headers, body, identity, duplicated_header=duplicated)
+        if reply.stream is not None and not want_sse:
+            reply = self._refusal(errors.NotAcceptable(
+                "Not Acceptable: subscriptions/listen answers with text/event-stream"))
+        await self._reply(send, reply, receive=receive, sse_body=not want_json)
+
+    @staticmethod
+    async def _read_body(receive: Any, headers: dict[str, str]) -> bytes | errors.McpError | None:
+        limit = mcp_settings.MAX_BODY_BYTES
+        declared = headers.get("content-length")
+        if declared is not None:
+            try:
+                if int(declared) > limit:
+                    return errors.PayloadTooLarge(f"Payload Too Large: body exceeds {limit} bytes")
+            except ValueError:
+                return errors.InvalidRequest("Bad Request: invalid Content-Length")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    return errors.PayloadTooLarge(f"Payload Too Large: body exceeds {limit} bytes")
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    @staticmethod
+    def _refusal(exc: errors.McpError, *, allow: str | None = None) -> Reply:
+        reply = Reply(exc.http_status or 400, jsonrpc.encode_error(None, exc),
+                      authenticate=isinstance(exc, errors.Unauthorized))
+        reply.allow = allow or (reply.allow if reply.allow else None)
+        if isinstance(exc, errors.MethodNotAllowed) and reply.allow is None:
+            reply.allow = "GET, POST, DELETE"
+        return reply
+
+    async def _reply(self, send: Any, reply: Reply, *, receive: Any = None, sse_body: bool = False) -> None:
+        if reply.stream is not None:
+            await self._stream(send, receive, reply)
+            return
+        headers: list[tuple[bytes, bytes]] = []
+        if reply.session_id:
+            headers.append((b"mcp-session-id", reply.session_id.encode("ascii")))
+        if reply.allow:
+            headers.append((b"allow", reply.allow.encode("ascii")))
+        if reply.authenticate:
+            headers.append((b"www-authenticate", b'Bearer realm="mcp"'))
+        headers.extend(reply.extra)
+        body = reply.body
+        if body is None:
+            body = b""
+            headers.append((b"content-length", b"0"))
+        elif sse_body and reply.status == 200:
+            # The client accepts only text/event-stream: one event carrying the response.
+            body = sse.event(body)
+            headers.extend(_SSE_HEADERS)
+            headers.append((b"content-length", str(len(body)).encode()))
+        else:
+            headers.extend(_JSON_HEADERS)
+            headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _stream(self, send: Any, receive: Any, reply: Reply) -> None:
+        """Long-lived SSE stream: first frames, then channel-layer events as they come, with
+        keep-alive comments, until the client disconnects (or the server closes it)."""
+        stream: Stream = reply.stream  # type: ignore[assignment]
+        headers = list(_SSE_HEADERS)
+        if reply.session_id and not reply.modern:
+            headers.append((b"mcp-session-id", reply.session_id.encode("ascii")))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        first = b"".join(sse.event(m) for m in stream.first) or sse.comment("stream open")
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        await run_stream_loop(stream, receive, send)
+
+
+async def _wait_disconnect(receive: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def _channel_layer() -> Any:
+    try:
+        from channels.layers import get_channel_layer
+
+        return get_channel_layer()
+    except Exception:  # noqa: BLE001 - misconfigured layer: stream still works, without events
+        logger.exception("channel layer unavailable; MCP streams will carry no notifications")
+        return None
+
+
+async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
+    """The stream's event loop. Three sources at once: client disconnect (ends the loop),
+    channel-layer events for the stream's groups (rendered by ``stream.render``), and the
+    keep-alive timer. An event ``{"type": "mcp.close"}`` ends the stream from the server side
+    (the modern listen stream then sends its closing result)."""
+    layer = _channel_layer() if stream.groups else None
+    channel = None
+    if layer is not None:
+        channel = await layer.new_channel("mcp.stream!")
+        for group in stream.groups:
+            await layer.group_add(group, channel)
+    disconnect = asyncio.ensure_future(_wait_disconnect(receive))
+    event_task: asyncio.Future | None = None
+    keepalive = float(mcp_settings.KEEPALIVE_SECONDS)
+    try:
+        while True:
+            if layer is not None and event_task is None:
+                event_task = asyncio.ensure_future(layer.receive(channel))
+            waiting = {disconnect} if event_task is None else {disconnect, event_task}
+            done, _ = await asyncio.wait(waiting, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
+            if disconnect in done:
+                return
+            if event_task is not None and event_task in done:
+                event = event_task.result()
+                event_task = None
+                if event.get("type") == "mcp.close":
+                    if stream.closing is not None:
+                        await send({"type": "http.response.body", "body": sse.event(stream.closing),
+                                    "more_body": False})
+                    else:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    return
+                frame = stream.render(event)
+                if frame is not None:
+                    await send({"type": "http.response.body", "body": sse.event(frame), "more_body": True})
+                continue
+            await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
+    finally:
+        for task in (disconnect, event_task):
+            if task is not None and not task.done():
+                task.cancel()
+        if layer is not None:
+            for group in stream.groups:
+                try:
+                    await layer.group_discard(group, channel)
+                except Exception:  # noqa: BLE001
+                    logger.debug("group_discard failed", exc_info=True)

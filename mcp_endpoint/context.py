@@ -1,0 +1,46 @@
+"""Per-request protocol context handed from the dispatcher to handlers. Pure Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .shapes import finalize_modern
+
+
+@dataclass(slots=True)
+class Identity:
+    """Who is asking: the registry viewer plus what the transport needs to know about it."""
+
+    viewer: Any              # registry.catalog.Viewer (opaque above handlers)
+    client_id: int | None = None
+    scoped: bool = False     # scoped clients see per-client lists -> cacheScope "private"
+    label: str = "production"
+
+    @property
+    def cache_key(self) -> tuple:
+        v = self.viewer
+        return (getattr(v, "label", self.label), tuple(sorted(getattr(v, "scope_tags", ()) or ())))
+
+
+@dataclass(slots=True)
+class RequestContext:
+    version: str                              # negotiated / requested protocol revision
+    modern: bool                              # 2026-07-28 stateless wire
+    identity: Identity
+    server_info: dict[str, Any]               # Implementation, already shaped for ``version``
+    ttl_ms: int = 60_000
+    session: Any = None                       # sessions.Session on the legacy wire
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cache_scope(self) -> str:
+        return "private" if self.identity.scoped else "public"
+
+    def complete(self, result: dict[str, Any], *, cacheable: bool = False) -> dict[str, Any]:
+        """Add the 2026-07-28 result fields (``resultType``, serverInfo ``_meta``, and caching
+        hints when ``cacheable``); legacy results pass through untouched."""
+        if not self.modern:
+            return result
+        return finalize_modern(result, self.server_info,
+                               cache=(self.ttl_ms, self.cache_scope) if cacheable else None)

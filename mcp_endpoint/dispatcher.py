@@ -1,0 +1,550 @@
+"""Protocol core: era/version routing, the method tables, and error mapping in one place.
+
+Transport-neutral: the HTTP consumer and the stdio command hand over headers and bodies and
+get :class:`Reply` objects back. Routing on one dual-era endpoint (digest §1.3):
+
+1. JSON array body -> legacy batch (2025-03-26 sessions only);
+2. ``MCP-Protocol-Version`` absent or a legacy revision -> legacy wire (``initialize``,
+   ``Mcp-Session-Id``, ``ping``, ``logging/setLevel``, ``resources/subscribe``);
+3. anything else -> modern 2026-07-28 validation ladder (``_meta`` -> headers -> version).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from . import errors, handlers, jsonrpc, shapes
+from .context import Identity, RequestContext
+from .jsonrpc import Message, RawJSON
+from .sessions import Session
+from .sessions import store as session_store
+from .settings import mcp_settings
+from .versions import (
+    DEFAULT_LEGACY,
+    H_PROTOCOL_VERSION,
+    H_SESSION_ID,
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
+    MODERN,
+    MODERN_VERSIONS,
+    SUPPORTED_VERSIONS,
+    check_modern_headers,
+    negotiate_legacy,
+)
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[[RequestContext, dict[str, Any]], Awaitable[Any]]
+
+# HTTP status of a JSON-RPC error on the modern wire (as the SDK's ERROR_CODE_HTTP_STATUS).
+_MODERN_STATUS = {
+    errors.PARSE_ERROR: 400, errors.INVALID_REQUEST: 400, errors.INVALID_PARAMS: 400,
+    errors.HEADER_MISMATCH: 400, errors.MISSING_CLIENT_CAPABILITY: 400,
+    errors.UNSUPPORTED_PROTOCOL_VERSION: 400, errors.METHOD_NOT_FOUND: 404,
+}
+
+_COMMON: dict[str, Handler] = {
+    "prompts/list": handlers.prompts_list,
+    "prompts/get": handlers.prompts_get,
+    "resources/list": handlers.resources_list,
+    "resources/read": handlers.resources_read,
+    "resources/templates/list": handlers.resource_templates_list,
+    "completion/complete": handlers.completion_complete,
+    "tools/list": handlers.tools_list,
+    "tools/call": handlers.tools_call,
+}
+
+
+async def _ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+LEGACY_METHODS: dict[str, Handler] = dict(
+    _COMMON,
+    **{
+        "ping": _ping,
+        "logging/setLevel": handlers.logging_set_level,
+        "resources/subscribe": handlers.resources_subscribe,
+        "resources/unsubscribe": handlers.resources_unsubscribe,
+    },
+)
+# server/discover and subscriptions/listen are dispatched specially (see _modern_request).
+MODERN_METHODS: dict[str, Handler] = dict(_COMMON)
+
+
+def capabilities(*, modern: bool) -> dict[str, Any]:
+    """Exactly what is served. ``logging`` only where logging/setLevel exists (legacy)."""
+    caps: dict[str, Any] = {
+        "prompts": {"listChanged": True},
+        "resources": {"subscribe": True, "listChanged": True},
+        "completions": {},
+        "tools": {},
+    }
+    if not modern:
+        caps["logging"] = {}
+    return caps
+
+
+def server_info(version: str) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "name": mcp_settings.SERVER_NAME,
+        "title": mcp_settings.SERVER_TITLE,
+        "version": mcp_settings.SERVER_VERSION,
+        "description": mcp_settings.SERVER_DESCRIPTION,
+    }
+    if mcp_settings.WEBSITE_URL:
+        info["websiteUrl"] = mcp_settings.WEBSITE_URL
+    return shapes.shape_server_info(info, version)
+
+
+def label_group(label: str) -> str:
+    """Channel-layer group that carries change events for one release label."""
+    return "mcp.label." + hashlib.sha256(label.encode()).hexdigest()[:24]
+
+
+def session_group(session_id: str) -> str:
+    return "mcp.session." + hashlib.sha256(session_id.encode()).hexdigest()[:24]
+
+
+@dataclass(slots=True)
+class Stream:
+    """A long-lived SSE stream the transport keeps open (legacy GET or modern listen).
+
+    ``first``: messages to send immediately; ``groups``: channel-layer groups to join;
+    ``render(event)``: turns a channel-layer event into a message to send (or None to skip);
+    ``closing``: message to send when the server ends the stream itself (listen result)."""
+
+    first: list[bytes]
+    groups: list[str]
+    render: Callable[[dict[str, Any]], bytes | None]
+    closing: bytes | None = None
+    modern: bool = False
+
+
+@dataclass(slots=True)
+class Reply:
+    status: int
+    body: bytes | None = None          # one JSON-RPC message or a batch array; None = empty
+    session_id: str | None = None      # Mcp-Session-Id to set (initialize)
+    stream: Stream | None = None
+    modern: bool = False
+    allow: str | None = None           # Allow header for 405
+    authenticate: bool = False         # add WWW-Authenticate: Bearer (401)
+    extra: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+
+def error_reply(exc: BaseException, rid: Any = None, *, modern: bool = False) -> Reply:
+    """Exception -> JSON-RPC error reply. The single place that picks codes and statuses."""
+    err = as_mcp_error(exc, modern=modern)
+    if modern:
+        status = err.http_status or _MODERN_STATUS.get(err.code, 200)
+    else:
+        status = err.http_status or 200
+    return Reply(status, jsonrpc.encode_error(rid, err), modern=modern,
+                 authenticate=isinstance(err, errors.Unauthorized))
+
+
+def as_mcp_error(exc: BaseException, *, modern: bool) -> errors.McpError:
+    if not isinstance(exc, errors.McpError):
+        translated = handlers.translate_domain_error(exc)
+        if translated is None:
+            logger.exception("Unexpected error while handling an MCP request", exc_info=exc)
+            return errors.InternalError()
+        exc = translated
+    if isinstance(exc, errors.ResourceNotFound):
+        # -32002 is the legacy code; 2026-07-28 forbids it and uses -32602 (both with data.uri).
+        return errors.McpError(exc.message, data={"uri": exc.uri},
+                               code=errors.INVALID_PARAMS if modern else errors.RESOURCE_NOT_FOUND)
+    return exc
+
+
+def _error_bytes(exc: BaseException, rid: Any, *, modern: bool) -> bytes:
+    return jsonrpc.encode_error(rid, as_mcp_error(exc, modern=modern))
+
+
+def _encode_result(rid: Any, result: Any, ctx: RequestContext) -> bytes:
+    if ctx.modern and isinstance(result, dict) and "resultType" not in result:
+        result = ctx.complete(result)  # every 2026-07-28 result carries resultType
+    return jsonrpc.encode_result(rid, result)
+
+
+class Dispatcher:
+    """Stateless apart from the session store; one instance serves every transport."""
+
+    def __init__(self) -> None:
+        self.legacy_methods = LEGACY_METHODS
+        self.modern_methods = MODERN_METHODS
+
+    # ------------------------------------------------------------------ entry points
+
+    async def authenticate(self, authorization: str | None) -> Identity:
+        return await handlers.authenticate(authorization)
+
+    async def post(self, headers: dict[str, str], body: bytes, identity: Identity, *,
+                   duplicated_header: str | None = None) -> Reply:
+        """One HTTP POST body. Never raises for protocol problems: returns an error Reply."""
+        try:
+            obj = jsonrpc.parse_body(body)
+        except errors.McpError as exc:
+            return error_reply(exc, None, modern=self._looks_modern(headers))
+        version_header = headers.get(H_PROTOCOL_VERSION)
+        if isinstance(obj, list):
+            return await self._legacy_batch(obj, headers, identity)
+        if version_header is None or version_header in LEGACY_VERSIONS:
+            return await self._legacy_single(obj, headers, identity)
+        if headers.get(H_SESSION_ID) is not None and version_header not in MODERN_VERSIONS \
+                and not self._has_modern_meta(obj):
+            # A legacy session client sending a version header we don't know: legacy 400.
+            return error_reply(errors.InvalidRequest(
+                f"Bad Request: unsupported MCP-Protocol-Version {version_header!r}",
+                data={"supported": list(LEGACY_VERSIONS)}), jsonrpc.request_id_of(obj))
+        return await self._modern(obj, headers, identity, duplicated_header)
+
+    async def open_stream(self, headers: dict[str, str], identity: Identity) -> Reply:
+        """HTTP GET: the legacy session's standalone SSE stream; 405 on the modern wire."""
+        version_header = headers.get(H_PROTOCOL_VERSION)
+        sid = headers.get(H_SESSION_ID)
+        if sid is None:
+            if version_header is not None and version_header in LEGACY_VERSIONS:
+                return error_reply(errors.SessionRequired())
+            return self._method_not_allowed()
+        if version_header is not None and version_header not in LEGACY_VERSIONS:
+            return self._method_not_allowed()
+        try:
+            session = await self._session(sid, identity)
+        except errors.McpError as exc:
+            return error_reply(exc)
+        return Reply(200, stream=self._session_stream(session), session_id=session.session_id)
+
+    async def end_session(self, headers: dict[str, str], identity: Identity) -> Reply:
+        """HTTP DELETE: end a legacy session (404 when unknown or already ended)."""
+        version_header = headers.get(H_PROTOCOL_VERSION)
+        sid = headers.get(H_SESSION_ID)
+        if version_header is not None and version_header not in LEGACY_VERSIONS and sid is None:
+            return self._method_not_allowed()
+        if sid is None:
+            return error_reply(errors.SessionRequired())
+        try:
+            session = await self._session(sid, identity)
+        except errors.McpError as exc:
+            return error_reply(exc)
+        if not await session_store.end(session.session_id):
+            return error_reply(errors.SessionNotFound())
+        return Reply(200)
+
+    async def handle_stdio(self, line: bytes, state: "StdioState") -> bytes | None:
+        """One stdio line (message or 2025-03-26 batch) -> reply line or None."""
+        try:
+            obj = jsonrpc.parse_body(line)
+        except errors.McpError as exc:
+            return _error_bytes(exc, None, modern=False)
+        if isinstance(obj, list):
+            if state.version != "2025-03-26" or not obj:
+                return _error_bytes(errors.InvalidRequest("Batches are only allowed at 2025-03-26"), None,
+                                    modern=False)
+            out = [r for r in [await self._stdio_one(o, state) for o in obj] if r is not None]
+            return jsonrpc.encode_batch(out) if out else None
+        return await self._stdio_one(obj, state)
+
+    # ------------------------------------------------------------------ legacy wire
+
+    @staticmethod
+    def _looks_modern(headers: dict[str, str]) -> bool:
+        v = headers.get(H_PROTOCOL_VERSION)
+        return v is not None and v not in LEGACY_VERSIONS
+
+    @staticmethod
+    def _has_modern_meta(obj: Any) -> bool:
+        params = obj.get("params") if isinstance(obj, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
+
+    @staticmethod
+    def _method_not_allowed() -> Reply:
+        """GET/DELETE without a legacy session: the modern wire is POST only."""
+        reply = error_reply(errors.MethodNotAllowed("Method Not Allowed: use POST (GET and DELETE need a "
+                                                    "2025-xx Mcp-Session-Id)"))
+        reply.allow = "POST"
+        return reply
+
+    async def _session(self, sid: str, identity: Identity) -> Session:
+        session = await session_store.get(sid)
+        if session is None or session.client_id != identity.client_id:
+            raise errors.SessionNotFound()
+        return session
+
+    def _legacy_ctx(self, session: Session, identity: Identity) -> RequestContext:
+        return RequestContext(version=session.protocol_version, modern=False, identity=identity,
+                              server_info=server_info(session.protocol_version),
+                              ttl_ms=mcp_settings.CACHE_TTL_MS, session=session)
+
+    async def _legacy_single(self, obj: Any, headers: dict[str, str], identity: Identity) -> Reply:
+        rid = jsonrpc.request_id_of(obj)
+        try:
+            msg = jsonrpc.classify(obj)
+        except errors.McpError as exc:
+            return error_reply(exc, rid)
+        if msg.method == "initialize":
+            if not msg.is_request:
+                return Reply(202)
+            return await self._initialize(msg, identity)
+        sid = headers.get(H_SESSION_ID)
+        try:
+            if sid is None:
+                raise errors.SessionRequired()
+            session = await self._session(sid, identity)
+        except errors.McpError as exc:
+            return error_reply(exc, rid)
+        if not msg.is_request:
+            return Reply(202)
+        ctx = self._legacy_ctx(session, identity)
+        body, _code = await self._call(self.legacy_methods, msg, ctx)
+        return Reply(200, body)
+
+    async def _legacy_batch(self, items: list[Any], headers: dict[str, str], identity: Identity) -> Reply:
+        if not items:
+            return error_reply(errors.InvalidRequest("Invalid request: empty batch"))
+        if any(isinstance(o, dict) and o.get("method") == "initialize" for o in items):
+            return error_reply(errors.InvalidRequest("initialize must not be part of a batch"))
+        version_header = headers.get(H_PROTOCOL_VERSION)
+        if version_header is not None and version_header != DEFAULT_LEGACY:
+            return error_reply(errors.InvalidRequest("Batches are only allowed at 2025-03-26"))
+        sid = headers.get(H_SESSION_ID)
+        try:
+            if sid is None:
+                raise errors.SessionRequired()
+            session = await self._session(sid, identity)
+        except errors.McpError as exc:
+            return error_reply(exc)
+        if session.protocol_version != DEFAULT_LEGACY:
+            return error_reply(errors.InvalidRequest(
+                f"Batches are only allowed at 2025-03-26 (session negotiated {session.protocol_version})"))
+        ctx = self._legacy_ctx(session, identity)
+        out: list[bytes] = []
+        for obj in items:
+            try:
+                msg = jsonrpc.classify(obj)
+            except errors.McpError as exc:
+                out.append(_error_bytes(exc, jsonrpc.request_id_of(obj), modern=False))
+                continue
+            if msg.is_request:
+                out.append((await self._call(self.legacy_methods, msg, ctx))[0])
+        if not out:
+            return Reply(202)
+        return Reply(200, jsonrpc.encode_batch(out))
+
+    async def _initialize(self, msg: Message, identity: Identity) -> Reply:
+        params = msg.params
+        version = negotiate_legacy(params.get("protocolVersion"))
+        client_info = params.get("clientInfo") if isinstance(params.get("clientInfo"), dict) else {}
+        caps = params.get("capabilities") if isinstance(params.get("capabilities"), dict) else {}
+        try:
+            session = await session_store.create(protocol_version=version, client_info=client_info,
+                                                 client_capabilities=caps, client_id=identity.client_id)
+        except Exception as exc:  # noqa: BLE001 - database down etc.: internal error, logged
+            return error_reply(exc, msg.id)
+        return Reply(200, jsonrpc.encode_result(msg.id, self.initialize_result(version)),
+                     session_id=session.session_id)
+
+    @staticmethod
+    def initialize_result(version: str) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": capabilities(modern=False),
+            "serverInfo": server_info(version),
+        }
+        if mcp_settings.INSTRUCTIONS:
+            result["instructions"] = mcp_settings.INSTRUCTIONS
+        return result
+
+    async def _call(self, table: dict[str, Handler], msg: Message, ctx: RequestContext) -> tuple[bytes, int | None]:
+        """Run one request's handler -> (serialised response, JSON-RPC error code or None)."""
+        handler = table.get(msg.method or "")
+        try:
+            if handler is None:
+                raise errors.MethodNotFound(f"Method not found: {msg.method}")
+            result = await handler(ctx, msg.params)
+        except Exception as exc:  # noqa: BLE001 - mapped to a JSON-RPC error in one place
+            err = as_mcp_error(exc, modern=ctx.modern)
+            return jsonrpc.encode_error(msg.id, err), err.code
+        return _encode_result(msg.id, result, ctx), None
+
+    def _session_stream(self, session: Session) -> Stream:
+        """Legacy GET stream: list_changed always; resources/updated for subscribed URIs."""
+
+        def render(event: dict[str, Any]) -> bytes | None:
+            method = event.get("method")
+            params = event.get("params") or {}
+            if method in ("notifications/prompts/list_changed", "notifications/resources/list_changed"):
+                return jsonrpc.encode_notification(method)
+            if method == "notifications/resources/updated" and params.get("uri") in session.subscriptions:
+                return jsonrpc.encode_notification(method, {"uri": params["uri"]})
+            return None
+
+        return Stream(first=[], groups=[session_group(session.session_id)], render=render)
+
+    # ------------------------------------------------------------------ modern wire
+
+    async def _modern(self, obj: Any, headers: dict[str, str], identity: Identity,
+                      duplicated_header: str | None) -> Reply:
+        rid = jsonrpc.request_id_of(obj)
+        try:
+            if not isinstance(obj, dict):
+                raise errors.InvalidRequest("Body must be a single JSON-RPC request or notification object")
+            msg = jsonrpc.classify(obj)
+            if msg.kind == "response":
+                raise errors.InvalidRequest("Clients must not POST responses at 2026-07-28")
+            if msg.kind == "notification":
+                if headers.get(H_PROTOCOL_VERSION) not in MODERN_VERSIONS:
+                    raise self._unsupported(headers.get(H_PROTOCOL_VERSION))
+                return Reply(202, modern=True)
+            ctx = self._modern_ctx(msg, headers, identity, duplicated_header)
+        except Exception as exc:  # noqa: BLE001
+            return error_reply(exc, rid, modern=True)
+        if msg.method == "server/discover":
+            return Reply(200, jsonrpc.encode_result(msg.id, self.discover_result(ctx)), modern=True)
+        if msg.method == "subscriptions/listen":
+            return self._listen(msg, ctx)
+        body, code = await self._call(self.modern_methods, msg, ctx)
+        return Reply(200 if code is None else _MODERN_STATUS.get(code, 200), body, modern=True)
+
+    def _modern_ctx(self, msg: Message, headers: dict[str, str], identity: Identity,
+                    duplicated_header: str | None) -> RequestContext:
+        """The 2026-07-28 validation ladder: ``_meta`` keys -> headers -> supported version."""
+        meta = msg.params.get("_meta")
+        if not isinstance(meta, dict):
+            raise errors.InvalidParams(
+                f"params._meta must carry {META_PROTOCOL_VERSION!r} and {META_CLIENT_CAPABILITIES!r}",
+                http_status=400)
+        missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
+        if missing:
+            raise errors.InvalidParams("params._meta is missing required key(s): " + ", ".join(missing),
+                                       http_status=400)
+        version = meta[META_PROTOCOL_VERSION]
+        if duplicated_header:
+            raise errors.HeaderMismatch(f"{duplicated_header} header appears more than once")
+        if headers.get(H_PROTOCOL_VERSION) != version:
+            raise errors.HeaderMismatch("MCP-Protocol-Version header does not match params._meta protocolVersion")
+        check_modern_headers(headers, msg.method or "", msg.params, is_request=True)
+        if not isinstance(version, str):
+            raise errors.InvalidParams("params._meta protocolVersion must be a string", http_status=400)
+        if version not in MODERN_VERSIONS:
+            raise self._unsupported(version)
+        caps = meta[META_CLIENT_CAPABILITIES]
+        if not isinstance(caps, dict):
+            raise errors.InvalidParams("params._meta clientCapabilities must be an object", http_status=400)
+        if msg.method not in self.modern_methods and msg.method not in ("server/discover", "subscriptions/listen"):
+            raise errors.MethodNotFound(f"Method not found: {msg.method}")
+        return RequestContext(version=version, modern=True, identity=identity, server_info=server_info(version),
+                              ttl_ms=mcp_settings.CACHE_TTL_MS, client_capabilities=caps)
+
+    @staticmethod
+    def _unsupported(requested: Any) -> errors.McpError:
+        return errors.UnsupportedProtocolVersion(
+            f"Unsupported protocol version: {requested!r}",
+            data={"supported": list(SUPPORTED_VERSIONS), "requested": requested})
+
+    def discover_result(self, ctx: RequestContext) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": capabilities(modern=True),
+        }
+        if mcp_settings.INSTRUCTIONS:
+            result["instructions"] = mcp_settings.INSTRUCTIONS
+        return ctx.complete(result, cacheable=True)
+
+    def _listen(self, msg: Message, ctx: RequestContext) -> Reply:
+        """subscriptions/listen: acknowledge the honoured subset first, then only requested
+        notifications, each tagged with the subscription id (the listen request's id)."""
+        wanted = msg.params.get("notifications")
+        if wanted is not None and not isinstance(wanted, dict):
+            return error_reply(errors.InvalidParams("params.notifications must be an object"), msg.id, modern=True)
+        wanted = wanted or {}
+        honoured: dict[str, Any] = {}
+        for key in ("promptsListChanged", "resourcesListChanged"):
+            if wanted.get(key) is True:
+                honoured[key] = True
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list):
+            honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+        sub_meta = {META_SUBSCRIPTION_ID: msg.id}
+        ack = jsonrpc.encode_notification("notifications/subscriptions/acknowledged",
+                                          {"_meta": sub_meta, "notifications": honoured})
+        watched = set(honoured.get("resourceSubscriptions", ()))
+
+        def render(event: dict[str, Any]) -> bytes | None:
+            method = event.get("method")
+            params = dict(event.get("params") or {})
+            if method == "notifications/prompts/list_changed" and honoured.get("promptsListChanged"):
+                pass
+            elif method == "notifications/resources/list_changed" and honoured.get("resourcesListChanged"):
+                pass
+            elif method == "notifications/resources/updated" and params.get("uri") in watched:
+                pass
+            else:
+                return None
+            params["_meta"] = sub_meta
+            return jsonrpc.encode_notification(method, params)
+
+        closing = jsonrpc.encode_result(msg.id, {"resultType": "complete", "_meta": dict(sub_meta)})
+        stream = Stream(first=[ack], groups=[label_group(ctx.identity.label)], render=render,
+                        closing=closing, modern=True)
+        return Reply(200, stream=stream, modern=True)
+
+    # ------------------------------------------------------------------ stdio
+
+    async def _stdio_one(self, obj: Any, state: "StdioState") -> bytes | None:
+        rid = jsonrpc.request_id_of(obj)
+        try:
+            msg = jsonrpc.classify(obj)
+        except errors.McpError as exc:
+            return _error_bytes(exc, rid, modern=False)
+        if not msg.is_request:
+            return None
+        meta = msg.params.get("_meta")
+        modern = isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
+        if msg.method == "initialize" and not modern:
+            state.version = negotiate_legacy(msg.params.get("protocolVersion"))
+            state.session = Session("stdio", state.version, state.identity.client_id, persistent=False)
+            return jsonrpc.encode_result(msg.id, self.initialize_result(state.version))
+        if modern or msg.method == "server/discover":
+            try:
+                if not isinstance(meta, dict) or META_CLIENT_CAPABILITIES not in meta \
+                        or META_PROTOCOL_VERSION not in meta:
+                    raise errors.InvalidParams("params._meta must carry protocolVersion and clientCapabilities")
+                version = meta[META_PROTOCOL_VERSION]
+                if version not in MODERN_VERSIONS:
+                    raise self._unsupported(version)
+                ctx = RequestContext(version=version, modern=True, identity=state.identity,
+                                     server_info=server_info(version), ttl_ms=mcp_settings.CACHE_TTL_MS,
+                                     client_capabilities=meta[META_CLIENT_CAPABILITIES])
+            except Exception as exc:  # noqa: BLE001
+                return _error_bytes(exc, msg.id, modern=True)
+            if msg.method == "server/discover":
+                return jsonrpc.encode_result(msg.id, self.discover_result(ctx))
+            body, _code = await self._call(self.modern_methods, msg, ctx)
+            return body
+        if state.session is None:
+            state.session = Session("stdio", state.version, state.identity.client_id, persistent=False)
+        ctx = self._legacy_ctx(state.session, state.identity)
+        body, _code = await self._call(self.legacy_methods, msg, ctx)
+        return body
+
+
+@dataclass
+class StdioState:
+    identity: Identity
+    version: str = DEFAULT_LEGACY
+    session: Session | None = None
+
+
+dispatcher = Dispatcher()
+
+
+__all__ = ["Dispatcher", "Reply", "Stream", "StdioState", "dispatcher", "capabilities", "server_info",
+           "label_group", "session_group", "MODERN", "RawJSON"]

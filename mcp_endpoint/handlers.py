@@ -1,0 +1,480 @@
+"""One short async function per MCP method: adapters onto ``registry.catalog``.
+
+This is the only ``mcp_endpoint`` module that imports ``registry``. Handlers return result dicts
+(or pre-serialised :class:`RawJSON` for cached pages) already shaped for the request's revision;
+domain errors propagate and are mapped by the dispatcher through :func:`translate_domain_error`.
+
+Hot path (list/get/read with the label's catalog in memory): no database query, no thread hop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from registry import catalog, clients, fetches
+from registry import errors as registry_errors
+
+from . import errors, shapes
+from .context import Identity, RequestContext
+from .jsonrpc import RawJSON, dumps
+from .pagination import paginate
+from .sessions import LOG_LEVELS
+from .sessions import store as session_store
+from .settings import mcp_settings, on_reload
+
+logger = logging.getLogger(__name__)
+
+MAX_COMPLETION_VALUES = 100
+_CACHEABLE_READ_BYTES = 256 * 1024  # larger reads are served fresh rather than cached
+
+
+class RegistrySource:
+    """The registry entry points the handlers use, behind one seam (tests may pass a fake)."""
+
+    def cached_catalog(self, label: str) -> Any:
+        return catalog.cached_catalog(label)
+
+    def load_catalog(self, label: str) -> Any:
+        return catalog.load_catalog(label)
+
+    def record_fetch(self, served: Any, viewer: Any) -> None:
+        fetches.record_fetch(served, viewer)
+
+    def anonymous_viewer(self) -> Any:
+        return catalog.Viewer()
+
+    def cached_viewer(self, raw_token: str) -> tuple[bool, Any]:
+        """(known, viewer-or-None) from the registry's in-memory token cache; no database."""
+        return clients.cached_viewer(raw_token)
+
+    def load_viewer(self, raw_token: str) -> Any:
+        """Sync, queries the database. None for unknown, expired or revoked tokens."""
+        return clients.load_viewer(raw_token)
+
+    def viewer_by_name(self, name: str) -> Any:
+        return clients.client_by_name(name)
+
+
+source = RegistrySource()
+
+
+class _LRU:
+    def __init__(self) -> None:
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        if len(self._data) > mcp_settings.RESULT_CACHE_SIZE:
+            self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        self._data.clear()
+
+
+_results = _LRU()
+_loading: dict[str, asyncio.Future] = {}
+_secret_cache: list[bytes] = []
+
+
+def reset_caches() -> None:
+    _results.clear()
+    _secret_cache.clear()
+
+
+on_reload(reset_caches)
+
+
+def _secret() -> bytes:
+    if not _secret_cache:
+        _secret_cache.append(hashlib.sha256(b"mcp_endpoint.cursor:" + settings.SECRET_KEY.encode()).digest())
+    return _secret_cache[0]
+
+
+# --------------------------------------------------------------------------- identity
+
+
+def identity_of(viewer: Any) -> Identity:
+    """Registry Viewer -> transport identity. Scoped clients get private caching."""
+    return Identity(viewer=viewer, client_id=viewer.client_id, scoped=bool(viewer.scope_tags),
+                    label=viewer.label)
+
+
+def anonymous() -> Identity:
+    """Anonymous viewers get the production label and no scope."""
+    return identity_of(source.anonymous_viewer())
+
+
+async def authenticate(authorization: str | None) -> Identity:
+    """``Authorization`` header -> Identity, or :class:`errors.Unauthorized` (HTTP 401).
+    No header is accepted only while ALLOW_ANONYMOUS is on; a bad token is never anonymous.
+    The registry caches token lookups in memory, so the hot path makes no query."""
+    if not authorization:
+        if mcp_settings.ALLOW_ANONYMOUS:
+            return anonymous()
+        raise errors.Unauthorized()
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise errors.Unauthorized("Unauthorized: use Authorization: Bearer <token>")
+    known, viewer = source.cached_viewer(token)
+    if not known:
+        viewer = await database_sync_to_async(source.load_viewer)(token)
+    if viewer is None:
+        raise errors.Unauthorized("Unauthorized: invalid, expired or revoked token")
+    return identity_of(viewer)
+
+
+def authenticate_stdio(client_name: str | None) -> Identity:
+    """stdio takes its credentials from the environment: ``--client NAME`` picks a registry
+    client by name (sync: call it before the event loop starts); none means anonymous."""
+    if not client_name:
+        return anonymous()
+    viewer = source.viewer_by_name(client_name)
+    if viewer is None:
+        raise errors.Unauthorized(f"Unknown or disabled client {client_name!r}")
+    return identity_of(viewer)
+
+
+# --------------------------------------------------------------------------- domain errors
+
+
+def translate_domain_error(exc: BaseException) -> errors.McpError | None:
+    """Registry error -> protocol error kind (the dispatcher picks era-specific codes)."""
+    if isinstance(exc, registry_errors.UnknownPrompt):
+        return errors.InvalidParams(exc.message, data={"name": exc.name})
+    if isinstance(exc, registry_errors.MissingArguments):
+        return errors.InvalidParams(exc.message, data={"missing": list(exc.names)})
+    if isinstance(exc, registry_errors.UnknownResource):
+        return errors.ResourceNotFound(exc.uri)
+    if isinstance(exc, registry_errors.InvalidUri):
+        return errors.InvalidParams(exc.message, data={"uri": exc.uri})
+    if isinstance(exc, registry_errors.InvalidArguments):
+        return errors.InvalidParams(exc.message)
+    return None
+
+
+# --------------------------------------------------------------------------- catalog
+
+
+async def get_catalog(label: str) -> Any:
+    """The label's in-memory snapshot; on a miss one loader per label and event loop runs the
+    database load in a worker thread while concurrent callers wait for it."""
+    catalog = source.cached_catalog(label)
+    if catalog is not None:
+        return catalog
+    loop = asyncio.get_running_loop()
+    task = _loading.get(label)
+    if task is None or task.done() or task.get_loop() is not loop:
+        task = loop.create_task(database_sync_to_async(source.load_catalog)(label))
+        _loading[label] = task
+        task.add_done_callback(lambda t, lbl=label: _loading.pop(lbl, None) if _loading.get(lbl) is t else None)
+    return await asyncio.shield(task)
+
+
+def _str_param(params: dict[str, Any], name: str) -> str:
+    value = params.get(name)
+    if not isinstance(value, str) or not value:
+        raise errors.InvalidParams(f"params.{name} must be a non-empty string")
+    return value
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise errors.InvalidParams(f"{what} must be an object of string values")
+    return value
+
+
+# --------------------------------------------------------------------------- lists
+
+
+async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, field: str, key: str,
+                sorted_by_key: bool) -> RawJSON:
+    cursor = params.get("cursor")
+    catalog = await get_catalog(ctx.identity.label)
+    cache_key = (method, ctx.identity.cache_key, ctx.version, ctx.cache_scope, cursor,
+                 catalog.generation, mcp_settings.PAGE_SIZE)
+    hit = _results.get(cache_key)
+    if hit is not None:
+        return hit
+    viewer = ctx.identity.viewer
+    items = getattr(catalog, field)(viewer)
+    page, next_cursor = paginate(items, kind=method, key=key, cursor=cursor, page_size=mcp_settings.PAGE_SIZE,
+                                 secret=_secret(), sorted_by_key=sorted_by_key)
+    result: dict[str, Any] = {_LIST_FIELDS[method]: shapes.shape_items(page, ctx.version)}
+    if next_cursor:
+        result["nextCursor"] = next_cursor
+    raw = RawJSON(dumps(ctx.complete(result, cacheable=True)))
+    _results.put(cache_key, raw)
+    return raw
+
+
+_LIST_FIELDS = {"prompts/list": "prompts", "resources/list": "resources",
+                "resources/templates/list": "resourceTemplates"}
+
+
+async def prompts_list(ctx: RequestContext, params: dict[str, Any]) -> RawJSON:
+    return await _list(ctx, params, method="prompts/list", field="prompts", key="name", sorted_by_key=True)
+
+
+async def resources_list(ctx: RequestContext, params: dict[str, Any]) -> RawJSON:
+    return await _list(ctx, params, method="resources/list", field="resources", key="uri", sorted_by_key=True)
+
+
+async def resource_templates_list(ctx: RequestContext, params: dict[str, Any]) -> RawJSON:
+    return await _list(ctx, params, method="resources/templates/list", field="templates", key="uriTemplate",
+                       sorted_by_key=False)
+
+
+# --------------------------------------------------------------------------- prompts / resources
+
+
+async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    name = _str_param(params, "name")
+    arguments = _string_map(params.get("arguments"), "params.arguments")
+    catalog = await get_catalog(ctx.identity.label)
+    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
+    source.record_fetch(served, ctx.identity.viewer)
+    return ctx.complete(shapes.shape_prompt_result(served.result, ctx.version))
+
+
+async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any] | RawJSON:
+    uri = _str_param(params, "uri")
+    catalog = await get_catalog(ctx.identity.label)
+    cache_key = ("resources/read", ctx.identity.cache_key, ctx.version, ctx.cache_scope, uri, catalog.generation)
+    hit = _results.get(cache_key)
+    if hit is not None:
+        served, raw = hit
+        source.record_fetch(served, ctx.identity.viewer)
+        return raw
+    served = catalog.read_resource(ctx.identity.viewer, uri)
+    if not served.result.get("contents"):
+        raise errors.ResourceNotFound(uri)  # never answer with empty contents
+    raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True)))
+    if len(raw.data) <= _CACHEABLE_READ_BYTES:
+        _results.put(cache_key, (served, raw))
+    source.record_fetch(served, ctx.identity.viewer)
+    return raw
+
+
+async def _resource_exists(ctx: RequestContext, uri: str) -> None:
+    catalog = await get_catalog(ctx.identity.label)
+    if any(r.get("uri") == uri for r in catalog.resources(ctx.identity.viewer)):
+        return
+    catalog.read_resource(ctx.identity.viewer, uri)  # templated URIs: raises UnknownResource if no match
+
+
+async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    uri = _str_param(params, "uri")
+    await _resource_exists(ctx, uri)
+    await session_store.set_subscription(ctx.session, uri, True)
+    return {}
+
+
+async def resources_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    uri = _str_param(params, "uri")
+    await session_store.set_subscription(ctx.session, uri, False)
+    return {}
+
+
+async def completion_complete(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    ref = params.get("ref")
+    if not isinstance(ref, dict) or ref.get("type") not in ("ref/prompt", "ref/resource"):
+        raise errors.InvalidParams("params.ref must be a ref/prompt or ref/resource reference")
+    _str_param(ref, "name" if ref["type"] == "ref/prompt" else "uri")
+    argument = params.get("argument")
+    if not isinstance(argument, dict) or not isinstance(argument.get("name"), str) \
+            or not isinstance(argument.get("value", ""), str):
+        raise errors.InvalidParams("params.argument must be {name: string, value: string}")
+    context = params.get("context") or {}
+    if not isinstance(context, dict):
+        raise errors.InvalidParams("params.context must be an object")
+    known = _string_map(context.get("arguments"), "params.context.arguments")
+    catalog = await get_catalog(ctx.identity.label)
+    found = catalog.complete(ctx.identity.viewer, ref, argument["name"], argument.get("value", ""), known)
+    values = list(found.get("values") or [])
+    completion: dict[str, Any] = {"values": values[:MAX_COMPLETION_VALUES]}
+    total = found.get("total")
+    if isinstance(total, int):
+        completion["total"] = max(total, len(values))
+    has_more = bool(found.get("hasMore")) or len(values) > MAX_COMPLETION_VALUES
+    if has_more or "hasMore" in found:
+        completion["hasMore"] = has_more
+    return ctx.complete({"completion": completion})
+
+
+async def logging_set_level(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise errors.InvalidParams(f"params.level must be one of {', '.join(LOG_LEVELS)}", data={"level": level})
+    await session_store.set_log_level(ctx.session, level)
+    return {}
+
+
+# --------------------------------------------------------------------------- mirror tools
+# Read-only tools that mirror prompts/resources for clients that only speak tools.
+
+_READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "get_prompt",
+        "title": "Get prompt",
+        "description": "Render a registry prompt with its arguments and return its messages.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Prompt name (see prompts/list or search_registry)."},
+                "arguments": {"type": "object", "additionalProperties": {"type": "string"},
+                              "description": "Prompt arguments; every value is a string."},
+            },
+            "required": ["name"],
+        },
+        "annotations": dict(_READ_ONLY, title="Get prompt"),
+    },
+    {
+        "name": "read_resource",
+        "title": "Read resource",
+        "description": "Read a registry resource (or a URI matching a resource template).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "Resource URI."}},
+            "required": ["uri"],
+        },
+        "annotations": dict(_READ_ONLY, title="Read resource"),
+    },
+    {
+        "name": "search_registry",
+        "title": "Search registry",
+        "description": "Find prompts and resources whose name, title, URI or description contains the query.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Case-insensitive text to look for."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "Most results (20)."},
+            },
+            "required": ["query"],
+        },
+        "annotations": dict(_READ_ONLY, title="Search registry"),
+    },
+]
+
+
+async def tools_list(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    if params.get("cursor") is not None:
+        raise errors.InvalidParams("Invalid cursor", data={"cursor": params.get("cursor")})
+    return ctx.complete({"tools": [shapes.shape_tool(t, ctx.version) for t in TOOLS]}, cacheable=True)
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+async def _tool_get_prompt(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    name = args.get("name")
+    if not isinstance(name, str) or not name:
+        return _tool_error("Argument 'name' must be a non-empty string.")
+    arguments = args.get("arguments") or {}
+    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+        return _tool_error("Argument 'arguments' must be an object of string values.")
+    catalog = await get_catalog(ctx.identity.label)
+    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
+    source.record_fetch(served, ctx.identity.viewer)
+    content: list[dict[str, Any]] = []
+    if served.result.get("description"):
+        content.append({"type": "text", "text": f"Prompt {name}: {served.result['description']}"})
+    for message in served.result.get("messages", []):
+        block = message.get("content") or {}
+        if block.get("type") == "text":
+            content.append({"type": "text", "text": f"[{message.get('role', 'user')}] {block.get('text', '')}"})
+        else:
+            content.append(block)
+    return {"content": content, "isError": False}
+
+
+async def _tool_read_resource(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    uri = args.get("uri")
+    if not isinstance(uri, str) or not uri:
+        return _tool_error("Argument 'uri' must be a non-empty string.")
+    catalog = await get_catalog(ctx.identity.label)
+    served = catalog.read_resource(ctx.identity.viewer, uri)
+    contents = served.result.get("contents") or []
+    if not contents:
+        return _tool_error(f"Resource not found: {uri}")
+    source.record_fetch(served, ctx.identity.viewer)
+    return {"content": [{"type": "resource", "resource": item} for item in contents], "isError": False}
+
+
+async def _tool_search(ctx: RequestContext, args: dict[str, Any]) -> dict[str, Any]:
+    query = args.get("query")
+    limit = args.get("limit", 20)
+    if not isinstance(query, str):
+        return _tool_error("Argument 'query' must be a string.")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 100:
+        return _tool_error("Argument 'limit' must be an integer from 1 to 100.")
+    needle = query.strip().lower()
+    catalog = await get_catalog(ctx.identity.label)
+    viewer = ctx.identity.viewer
+
+    def hit(item: dict[str, Any], *fields: str) -> bool:
+        return any(needle in str(item.get(f) or "").lower() for f in fields)
+
+    content: list[dict[str, Any]] = []
+    for prompt in catalog.prompts(viewer):
+        if len(content) >= limit:
+            break
+        if hit(prompt, "name", "title", "description"):
+            args_list = ", ".join(a.get("name", "") for a in prompt.get("arguments") or [])
+            text = f"Prompt {prompt['name']}({args_list})"
+            if prompt.get("description"):
+                text += f": {prompt['description']}"
+            content.append({"type": "text", "text": text + "  (use get_prompt)"})
+    for resource in catalog.resources(viewer):
+        if len(content) >= limit:
+            break
+        if hit(resource, "uri", "name", "title", "description"):
+            link = {"type": "resource_link"}
+            link.update({k: resource[k] for k in ("uri", "name", "title", "description", "mimeType", "size")
+                         if resource.get(k) is not None})
+            content.append(link)
+    if not content:
+        content.append({"type": "text", "text": f"No prompts or resources match {query!r}."})
+    return {"content": content, "isError": False}
+
+
+_TOOL_IMPLS = {"get_prompt": _tool_get_prompt, "read_resource": _tool_read_resource, "search_registry": _tool_search}
+
+
+async def tools_call(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Tool failures (unknown tool, bad arguments, unknown prompt/resource) are results with
+    ``isError: true`` so the model can read them, not JSON-RPC errors."""
+    name = params.get("name")
+    args = params.get("arguments")
+    impl = _TOOL_IMPLS.get(name) if isinstance(name, str) else None
+    if impl is None:
+        result = _tool_error(f"Unknown tool: {name!r}")
+    elif args is not None and not isinstance(args, dict):
+        result = _tool_error("Tool arguments must be an object.")
+    else:
+        try:
+            result = await impl(ctx, args or {})
+        except registry_errors.RegistryError as exc:
+            result = _tool_error(exc.message)
+        except errors.McpError as exc:
+            result = _tool_error(exc.message)
+    return ctx.complete(shapes.shape_tool_result(result, ctx.version))

@@ -1,0 +1,27 @@
+"""Legacy (2025-xx) sessions. Kept in the database so every worker process sees them; each
+process fronts them with a short-lived in-memory cache (see sessions.py)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class McpSession(models.Model):
+    session_id = models.CharField(max_length=64, primary_key=True)
+    protocol_version = models.CharField(max_length=16)
+    client_info = models.JSONField(default=dict, blank=True)
+    client_capabilities = models.JSONField(default=dict, blank=True)
+    # The registry client that opened the session (None = anonymous); a session is only ever
+    # used with the same credentials it was opened with.
+    client_id = models.BigIntegerField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    last_seen = models.DateTimeField(auto_now_add=True, db_index=True)
+    ended = models.BooleanField(default=False)
+    subscriptions = models.JSONField(default=list, blank=True)
+    log_level = models.CharField(max_length=16, default="info")
+
+    class Meta:
+        verbose_name = "MCP session"
+
+    def __str__(self) -> str:
+        return f"{self.session_id[:8]}… ({self.protocol_version}{', ended' if self.ended else ''})"

@@ -1,0 +1,144 @@
+"""Legacy session ids and per-session state.
+
+Sessions live in the database (``McpSession``) so that every worker process sees them. Each
+process keeps a small LRU of recently used sessions and trusts an entry for
+``SESSION_CACHE_SECONDS``; after that the row is re-read (one query per session per interval,
+never per request), so a DELETE served by another process takes effect within that window.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from .models import McpSession
+from .settings import mcp_settings, on_reload
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_TOUCH_EVERY = 60.0  # seconds between last_seen writes for a busy session
+
+
+def new_session_id() -> str:
+    """128 bits from the OS CSPRNG, hex: visible ASCII (0x21-0x7E) only."""
+    return secrets.token_hex(16)
+
+
+def well_formed(session_id: str) -> bool:
+    return 0 < len(session_id) <= 64 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
+
+
+@dataclass
+class Session:
+    session_id: str
+    protocol_version: str
+    client_id: int | None = None
+    client_info: dict[str, Any] = field(default_factory=dict)
+    subscriptions: set[str] = field(default_factory=set)
+    log_level: str = "info"
+    checked_at: float = 0.0   # time.monotonic() of the last database confirmation
+    touched_at: float = 0.0   # time.monotonic() of the last last_seen write
+    persistent: bool = True   # False: in-memory only (stdio's implicit session)
+
+
+class SessionStore:
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, Session] = OrderedDict()
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _remember(self, session: Session) -> None:
+        self._cache[session.session_id] = session
+        self._cache.move_to_end(session.session_id)
+        while len(self._cache) > mcp_settings.SESSION_CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    async def create(self, *, protocol_version: str, client_info: dict[str, Any] | None,
+                     client_capabilities: dict[str, Any] | None, client_id: int | None) -> Session:
+        sid = new_session_id()
+        await _db_create(sid, protocol_version, client_info or {}, client_capabilities or {}, client_id)
+        now = time.monotonic()
+        session = Session(sid, protocol_version, client_id, client_info or {}, set(), "info", now, now)
+        self._remember(session)
+        return session
+
+    async def get(self, session_id: str) -> Session | None:
+        """The live session, or None when unknown, ended or expired."""
+        if not well_formed(session_id):
+            return None
+        now = time.monotonic()
+        cached = self._cache.get(session_id)
+        if cached is not None and now - cached.checked_at < mcp_settings.SESSION_CACHE_SECONDS:
+            return cached
+        touch = cached is None or now - cached.touched_at >= _TOUCH_EVERY
+        row = await _db_load(session_id, touch)
+        if row is None:
+            self._cache.pop(session_id, None)
+            return None
+        session = Session(
+            session_id, row["protocol_version"], row["client_id"], row["client_info"] or {},
+            set(row["subscriptions"] or ()), row["log_level"], now,
+            now if touch else (cached.touched_at if cached else now),
+        )
+        self._remember(session)
+        return session
+
+    async def end(self, session_id: str) -> bool:
+        """End a live session; False when it was unknown or already ended."""
+        self._cache.pop(session_id, None)
+        if not well_formed(session_id):
+            return False
+        return await _db_end(session_id)
+
+    async def set_subscription(self, session: Session, uri: str, subscribed: bool) -> None:
+        if subscribed:
+            session.subscriptions.add(uri)
+        else:
+            session.subscriptions.discard(uri)
+        if session.persistent:
+            await _db_update(session.session_id, subscriptions=sorted(session.subscriptions))
+
+    async def set_log_level(self, session: Session, level: str) -> None:
+        session.log_level = level
+        if session.persistent:
+            await _db_update(session.session_id, log_level=level)
+
+
+def _cutoff():
+    return timezone.now() - timedelta(seconds=mcp_settings.SESSION_IDLE_SECONDS)
+
+
+@database_sync_to_async
+def _db_create(sid: str, version: str, info: dict, caps: dict, client_id: int | None) -> None:
+    McpSession.objects.create(session_id=sid, protocol_version=version, client_info=info,
+                              client_capabilities=caps, client_id=client_id)
+
+
+@database_sync_to_async
+def _db_load(sid: str, touch: bool) -> dict[str, Any] | None:
+    row = (McpSession.objects.filter(pk=sid, ended=False, last_seen__gte=_cutoff())
+           .values("protocol_version", "client_id", "client_info", "subscriptions", "log_level").first())
+    if row is not None and touch:
+        McpSession.objects.filter(pk=sid).update(last_seen=timezone.now())
+    return row
+
+
+@database_sync_to_async
+def _db_end(sid: str) -> bool:
+    return McpSession.objects.filter(pk=sid, ended=False).update(ended=True) > 0
+
+
+@database_sync_to_async
+def _db_update(sid: str, **fields: Any) -> None:
+    McpSession.objects.filter(pk=sid).update(**fields)
+
+
+store = SessionStore()
+on_reload(store.clear_cache)
