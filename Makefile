@@ -23,7 +23,7 @@ run: install
 		$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest -q
 	bash bin/conformance
 
 test-fast: install

@@ -21,6 +21,7 @@ from registry.models import FetchCounter
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_S = 2.0
+AUTO_FLUSH = True  # tests switch the background thread off and call flush() themselves
 
 _Key = tuple[int | None, str, str, str, int, str]  # client id, client name, kind, key, version, label
 _pending: Counter[_Key] = Counter()
@@ -35,7 +36,8 @@ def record_fetch(served: Served, viewer: Viewer) -> None:
     with _lock:
         _pending[key] += 1
         _last_seen[key] = datetime.now(timezone.utc)
-    _ensure_flusher()
+    if AUTO_FLUSH:
+        _ensure_flusher()
 
 
 def _ensure_flusher() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import changes
+from registry import changes, fetches
 from tests.factories import make_user
 
 
@@ -12,6 +12,7 @@ from tests.factories import make_user
 def fresh_catalog():
     """Each test starts from a new catalog generation, so no cached catalog leaks between tests."""
     changes.bump_generation()
+    fetches.AUTO_FLUSH = False
     yield
     changes.bump_generation()
 

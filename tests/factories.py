@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
+from registry.roles import ensure_role_groups
 from registry.models import Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate, TemplateVariable
 
 PNG_1X1 = base64.b64decode(
@@ -27,6 +28,8 @@ def make_user(role: str | None = None, *, username: str | None = None, password:
         user.is_superuser = True
         user.save()
     else:
+        if not Group.objects.filter(name=role).exists():  # transactional tests flush migration data
+            ensure_role_groups()
         user.groups.add(Group.objects.get(name=role))
     return user
 

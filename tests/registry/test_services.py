@@ -1,0 +1,179 @@
+import pytest
+
+from registry import services
+from registry.errors import InvalidEntry, NothingToPublish, PublishPermissionDenied, RegistryError
+from registry.models import AuditEntry, ChangeLogEntry, PromptLabel, PromptMessage, PromptVersion
+from registry.snapshots import snapshot_of
+from tests.factories import make_prompt, make_resource
+
+
+def production_of(prompt):
+    return PromptLabel.objects.get(entry=prompt, name="production").version.number
+
+
+@pytest.mark.django_db
+def test_publish_freezes_the_draft_as_version_one_and_moves_production(publisher):
+    prompt = make_prompt("greet")
+    version = services.publish(prompt, acting_user=publisher, note="First cut")
+    assert (version.number, version.parent, version.author, version.change_note) == (1, None, publisher, "First cut")
+    assert version.snapshot["messages"][0]["content"]["text"] == "Tell me about {{ topic }}."
+    assert len(version.content_hash) == 64
+    assert production_of(prompt) == 1
+    publish_row = AuditEntry.objects.get(action="publish")
+    assert (publish_row.actor, publish_row.to_version, publish_row.note) == (publisher, 1, "First cut")
+    assert {"field": "name", "before": None, "after": "greet"} in publish_row.changes
+    move = AuditEntry.objects.get(action="label_move")
+    assert (move.label, move.from_version, move.to_version) == ("production", None, 1)
+
+
+@pytest.mark.django_db
+def test_second_publish_records_parent_and_message_diff(publisher):
+    prompt = make_prompt("greet")
+    first = services.publish(prompt, acting_user=publisher, note="v1")
+    PromptMessage.objects.filter(prompt=prompt).update(text="Explain {{ topic }} simply.")
+    second = services.publish(prompt, acting_user=publisher, note="simpler")
+    assert (second.number, second.parent) == (2, first)
+    diff = AuditEntry.objects.filter(action="publish", to_version=2).get().changes
+    assert diff == [{"field": "messages[1].content.text", "before": "Tell me about {{ topic }}.",
+                     "after": "Explain {{ topic }} simply."}]
+    assert production_of(prompt) == 2
+
+
+@pytest.mark.django_db
+def test_publishing_an_unchanged_draft_is_refused(publisher):
+    prompt = make_prompt()
+    services.publish(prompt, acting_user=publisher, note="v1")
+    with pytest.raises(NothingToPublish):
+        services.publish(prompt, acting_user=publisher, note="again")
+    assert PromptVersion.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_publish_requires_a_change_note(publisher):
+    with pytest.raises(InvalidEntry):
+        services.publish(make_prompt(), acting_user=publisher, note="   ")
+    assert PromptVersion.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_editor_cannot_publish_move_or_roll_back(editor, publisher):
+    prompt = make_prompt()
+    with pytest.raises(PublishPermissionDenied):
+        services.publish(prompt, acting_user=editor, note="sneaky")
+    services.publish(prompt, acting_user=publisher, note="v1")
+    with pytest.raises(PublishPermissionDenied):
+        services.move_label(prompt, label="staging", version_number=1, acting_user=editor)
+    with pytest.raises(PublishPermissionDenied):
+        services.rollback(prompt, acting_user=editor, note="no")
+    assert PromptVersion.objects.count() == 1
+    assert not AuditEntry.objects.filter(actor=editor).exists()
+
+
+@pytest.mark.django_db
+def test_broken_draft_cannot_be_published(publisher):
+    prompt = make_prompt(messages=[{"role": "user", "kind": "text", "text": "Hi {{ nobody }}"}])
+    with pytest.raises(InvalidEntry) as error:
+        services.publish(prompt, acting_user=publisher, note="x")
+    assert "nobody" in str(error.value)
+    assert PromptVersion.objects.count() == 0 and AuditEntry.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_rollback_points_production_at_the_previous_version_and_is_audited(publisher):
+    prompt = make_prompt()
+    services.publish(prompt, acting_user=publisher, note="v1")
+    PromptMessage.objects.filter(prompt=prompt).update(text="New {{ topic }}")
+    services.publish(prompt, acting_user=publisher, note="v2")
+    services.rollback(prompt, acting_user=publisher, note="v2 confuses the model")
+    assert production_of(prompt) == 1
+    row = AuditEntry.objects.get(action="rollback")
+    assert (row.label, row.from_version, row.to_version, row.note) == ("production", 2, 1, "v2 confuses the model")
+    assert row.changes[0]["field"] == "messages[1].content.text"
+
+
+@pytest.mark.django_db
+def test_rollback_of_the_first_version_is_refused(publisher):
+    prompt = make_prompt()
+    services.publish(prompt, acting_user=publisher, note="v1")
+    with pytest.raises(RegistryError):
+        services.rollback(prompt, acting_user=publisher, note="nowhere to go")
+
+
+@pytest.mark.django_db
+def test_move_label_creates_staging_and_records_a_change(publisher):
+    prompt = make_prompt()
+    services.publish(prompt, acting_user=publisher, note="v1", labels=())
+    before = ChangeLogEntry.objects.count()
+    services.move_label(prompt, label="staging", version_number=1, acting_user=publisher, note="try it")
+    assert PromptLabel.objects.get(entry=prompt, name="staging").version.number == 1
+    change = ChangeLogEntry.objects.last()
+    assert ChangeLogEntry.objects.count() == before + 1
+    assert (change.entry_kind, change.entry_key, change.label) == ("prompt", prompt.name, "staging")
+
+
+@pytest.mark.django_db
+def test_archive_is_audited_and_announced(publisher):
+    resource = make_resource("docs://old")
+    services.publish(resource, acting_user=publisher, note="v1")
+    services.set_archived(resource, archived=True, acting_user=publisher, note="superseded")
+    resource.refresh_from_db()
+    assert resource.archived_at is not None
+    assert AuditEntry.objects.filter(action="archive", entry_key="docs://old", note="superseded").exists()
+    assert ChangeLogEntry.objects.filter(entry_key="docs://old", list_changed=True).exists()
+
+
+@pytest.mark.django_db
+def test_draft_edits_are_audited_with_a_field_diff_and_announce_nothing(editor):
+    prompt = make_prompt()
+    before = snapshot_of(prompt)
+    prompt.description = "Sharper"
+    prompt.save()
+    row = services.record_draft_change(prompt, before=before, acting_user=editor)
+    assert row.action == "edit" and row.actor == editor
+    assert row.changes == [{"field": "description", "before": "A prompt for tests", "after": "Sharper"}]
+    assert ChangeLogEntry.objects.count() == 0
+    assert services.record_draft_change(prompt, before=snapshot_of(prompt), acting_user=editor) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_changes_are_announced_once_per_transaction_after_commit(publisher):
+    from django.db import transaction
+
+    from registry.signals import registry_changed
+
+    batches = []
+
+    def receiver(sender, batch, **kwargs):
+        batches.append(batch)
+
+    registry_changed.connect(receiver, dispatch_uid="test-receiver")
+    try:
+        prompts = [make_prompt() for _ in range(5)]
+        with transaction.atomic():
+            for prompt in prompts:
+                services.publish(prompt, acting_user=publisher, note="bulk")
+            assert batches == []
+        assert len(batches) == 1
+        assert {c.key for c in batches[0].changes} == {p.name for p in prompts}
+    finally:
+        registry_changed.disconnect(dispatch_uid="test-receiver")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rolled_back_transaction_announces_nothing(publisher):
+    from django.db import transaction
+
+    from registry.signals import registry_changed
+
+    batches = []
+    registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-rollback", weak=False)
+    try:
+        prompt = make_prompt()
+        with pytest.raises(RuntimeError):
+            with transaction.atomic():
+                services.publish(prompt, acting_user=publisher, note="doomed")
+                raise RuntimeError("abort")
+        assert batches == []
+        assert not ChangeLogEntry.objects.exists()
+    finally:
+        registry_changed.disconnect(dispatch_uid="test-rollback")
