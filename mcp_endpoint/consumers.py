@@ -231,7 +231,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     layer = _channel_layer() if stream.groups else None
     channel = None
     if layer is not None:
-        channel = await layer.new_channel("mcp.stream!")
+        channel = await layer.new_channel()
         for group in stream.groups:
             await layer.group_add(group, channel)
     disconnect = asyncio.ensure_future(_wait_disconnect(receive))

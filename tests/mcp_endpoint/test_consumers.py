@@ -1,0 +1,189 @@
+"""The /mcp transport at ASGI level: statuses, headers, JSON vs SSE bodies, the GET stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.layers import get_channel_layer
+from channels.testing import ApplicationCommunicator, HttpCommunicator
+
+from mcp_endpoint.consumers import McpHttpApp
+from mcp_endpoint.dispatcher import session_group
+from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("anonymous_allowed")]
+
+INIT = rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "1"}})
+
+
+async def open_session(app):
+    response = await call_asgi(app, "POST", legacy_headers(version=None), INIT)
+    assert response.status == 200
+    return response.headers["mcp-session-id"]
+
+
+async def test_initialize_over_http_sets_the_session_header_and_answers_json(mcp_app, registry_data):
+    response = await call_asgi(mcp_app, "POST", legacy_headers(version=None), INIT)
+    assert response.status == 200 and response.headers["content-type"] == "application/json"
+    assert response.json()["result"]["protocolVersion"] == "2025-11-25"
+    assert len(response.headers["mcp-session-id"]) >= 32
+
+
+async def test_http_communicator_drives_a_modern_request(mcp_app, registry_data):
+    headers, body = modern_request("prompts/list")
+    comm = HttpCommunicator(mcp_app, "POST", "/mcp", body=body,
+                            headers=[(k.encode(), v.encode()) for k, v in headers.items()])
+    response = await comm.get_response()
+    assert response["status"] == 200
+    assert json.loads(response["body"])["result"]["resultType"] == "complete"
+
+
+async def test_sse_only_accept_gets_one_sse_event(mcp_app, registry_data):
+    headers, body = modern_request("prompts/list")
+    headers["accept"] = "text/event-stream"
+    response = await call_asgi(mcp_app, "POST", headers, body)
+    assert response.status == 200 and response.headers["content-type"] == "text/event-stream"
+    assert response.headers["x-accel-buffering"] == "no"
+    (message,) = response.sse_messages()
+    assert message["id"] == 1 and "prompts" in message["result"]
+
+
+async def test_foreign_host_or_origin_is_403_with_a_json_rpc_body(mcp_app, registry_data):
+    headers, body = modern_request("server/discover")
+    for override in ({"host": "evil.example.com"}, {"origin": "http://evil.example.com"}, {"origin": "null"}):
+        response = await call_asgi(mcp_app, "POST", dict(headers, **override), body)
+        assert response.status == 403 and "error" in response.json()
+
+
+async def test_localhost_with_any_port_is_allowed(mcp_app, registry_data):
+    headers, body = modern_request("server/discover")
+    for host in ("localhost:9999", "127.0.0.1:1", "[::1]:8080"):
+        response = await call_asgi(mcp_app, "POST", dict(headers, host=host, origin=f"http://{host}"), body)
+        assert response.status == 200, host
+
+
+async def test_wrong_accept_is_406_and_wrong_content_type_is_415(mcp_app, registry_data):
+    headers, body = modern_request("server/discover")
+    response = await call_asgi(mcp_app, "POST", dict(headers, accept="text/html"), body)
+    assert response.status == 406 and response.json()["error"]["code"] == -32600
+    response = await call_asgi(mcp_app, "POST", dict(headers, **{"content-type": "text/plain"}), body)
+    assert response.status == 415 and "error" in response.json()
+
+
+async def test_oversized_body_is_413(mcp_app, registry_data, settings):
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "MAX_BODY_BYTES": 100}
+    headers, body = modern_request("prompts/get", {"name": "x" * 200})
+    response = await call_asgi(mcp_app, "POST", headers, body)
+    assert response.status == 413 and "error" in response.json()
+    response = await call_asgi(mcp_app, "POST", dict(headers, **{"content-length": "5000"}), body)
+    assert response.status == 413
+
+
+async def test_missing_token_is_401_with_bearer_challenge_when_anonymous_is_off(mcp_app, registry_data, settings):
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": False}
+    headers, body = modern_request("server/discover")
+    response = await call_asgi(mcp_app, "POST", headers, body)
+    assert response.status == 401 and response.headers["www-authenticate"].startswith("Bearer")
+    assert "error" in response.json()
+
+
+async def test_modern_get_and_delete_are_405(mcp_app, registry_data):
+    headers, _ = modern_request("prompts/list")
+    for method in ("GET", "DELETE"):
+        response = await call_asgi(mcp_app, method, headers)
+        assert response.status == 405 and response.headers["allow"] == "POST"
+    response = await call_asgi(mcp_app, "PUT", headers)
+    assert response.status == 405
+
+
+async def test_notification_post_is_202_empty(mcp_app, registry_data):
+    sid = await open_session(mcp_app)
+    response = await call_asgi(mcp_app, "POST", legacy_headers(sid), rpc("notifications/initialized", rid=None))
+    assert response.status == 202 and response.body == b""
+
+
+async def test_delete_ends_the_session_and_the_dead_id_gets_404(mcp_app, registry_data):
+    sid = await open_session(mcp_app)
+    assert (await call_asgi(mcp_app, "DELETE", legacy_headers(sid))).status == 200
+    response = await call_asgi(mcp_app, "POST", legacy_headers(sid), rpc("tools/list"))
+    assert response.status == 404 and "error" in response.json()
+
+
+async def test_get_stream_stays_open_with_keepalives_and_ends_on_client_disconnect(registry_data, settings):
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 0.05}
+    app = McpHttpApp()
+    sid = await open_session(app)
+    comm = ApplicationCommunicator(app, asgi_scope("GET", dict(legacy_headers(sid), accept="text/event-stream")))
+    await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
+    start = await comm.receive_output(2)
+    assert start["status"] == 200
+    assert (b"mcp-session-id", sid.encode()) in start["headers"]
+    await comm.receive_output(2)  # opening comment
+    keepalive = await comm.receive_output(2)
+    assert keepalive["body"].startswith(b":") and keepalive["more_body"] is True
+    await comm.send_input({"type": "http.disconnect"})
+    await comm.wait(2)  # the loop notices the disconnect and the app returns
+
+
+async def test_get_stream_delivers_channel_layer_notifications_for_subscribed_uris(registry_data, settings):
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
+    app = McpHttpApp()
+    sid = await open_session(app)
+    response = await call_asgi(app, "POST", legacy_headers(sid), rpc("resources/subscribe", {"uri": "test://watched-resource"}))
+    assert response.json()["result"] == {}
+    comm = ApplicationCommunicator(app, asgi_scope("GET", dict(legacy_headers(sid), accept="text/event-stream")))
+    await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
+    await comm.receive_output(2)
+    await comm.receive_output(2)
+    await asyncio.sleep(0.05)  # let the stream join its group
+    layer = get_channel_layer()
+    await layer.group_send(session_group(sid), {"type": "mcp.notify", "method": "notifications/resources/updated",
+                                                "params": {"uri": "test://other"}})
+    await layer.group_send(session_group(sid), {"type": "mcp.notify", "method": "notifications/resources/updated",
+                                                "params": {"uri": "test://watched-resource"}})
+    frame = await comm.receive_output(2)
+    assert b'"uri":"test://watched-resource"' in frame["body"]
+    await comm.send_input({"type": "http.disconnect"})
+    await comm.wait(2)
+
+
+async def test_get_without_session_is_405_and_with_unknown_session_404(mcp_app, registry_data):
+    headers = dict(legacy_headers(None, None), accept="text/event-stream")
+    assert (await call_asgi(mcp_app, "GET", headers)).status == 405
+    response = await call_asgi(mcp_app, "GET", dict(headers, **{"mcp-session-id": "ab" * 16}))
+    assert response.status == 404
+
+
+async def test_listen_stream_acknowledges_then_ends_with_its_result_on_server_close(registry_data, settings):
+    from mcp_endpoint.dispatcher import label_group
+
+    app = McpHttpApp()
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}}, rid=5)
+    comm = ApplicationCommunicator(app, asgi_scope("POST", headers))
+    await comm.send_input({"type": "http.request", "body": body, "more_body": False})
+    start = await comm.receive_output(2)
+    assert start["status"] == 200 and (b"content-type", b"text/event-stream") in start["headers"]
+    ack = await comm.receive_output(2)
+    assert b"notifications/subscriptions/acknowledged" in ack["body"]
+    await asyncio.sleep(0.05)
+    await get_channel_layer().group_send(label_group("production"), {"type": "mcp.close"})
+    closing = await comm.receive_output(2)
+    assert b'"resultType":"complete"' in closing["body"] and closing["more_body"] is False
+    await comm.wait(2)
+
+
+async def test_routing_sends_only_the_exact_path_to_mcp(registry_data):
+    from mcp_endpoint.routing import build_application
+
+    async def django_stub(scope, receive, send):
+        await send({"type": "http.response.start", "status": 299, "headers": []})
+        await send({"type": "http.response.body", "body": b"django"})
+
+    app = build_application(django_stub)
+    headers, body = modern_request("server/discover")
+    assert (await call_asgi(app, "POST", headers, body)).status == 200
+    assert (await call_asgi(app, "POST", headers, body, path="/mcp/")).status == 299
+    assert (await call_asgi(app, "GET", headers, path="/admin/")).status == 299
