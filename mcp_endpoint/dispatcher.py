@@ -548,3 +548,8 @@ dispatcher = Dispatcher()
 
 __all__ = ["Dispatcher", "Reply", "Stream", "StdioState", "dispatcher", "capabilities", "server_info",
            "label_group", "session_group", "MODERN", "RawJSON"]
+
+
+def stdio_identity(client_name: str | None) -> Identity:
+    """Credentials for stdio come from the environment (``--client``), never from messages."""
+    return handlers.authenticate_stdio(client_name)
