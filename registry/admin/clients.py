@@ -1,0 +1,85 @@
+"""MCP clients: tokens shown once and stored hashed, revocation, and what each was served."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib import admin
+from django.template.response import TemplateResponse
+
+from registry import clients
+from registry.models import FetchCounter, McpClient
+
+
+class FetchCounterInline(admin.TabularInline):
+    model = FetchCounter
+    fk_name = "client"
+    extra = 0
+    can_delete = False
+    fields = ["entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
+    readonly_fields = fields
+    verbose_name_plural = "What this client was served"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(McpClient)
+class McpClientAdmin(admin.ModelAdmin):
+    list_display = ["name", "label", "scope_tags", "active", "expires_at", "token_prefix", "last_seen_at"]
+    list_filter = ["active", "label"]
+    search_fields = ["name", "description", "scope_tags"]
+    fields = ["name", "description", "label", "scope_tags", "active", "expires_at",
+              "token_prefix", "created_at", "last_seen_at"]
+    readonly_fields = ["token_prefix", "created_at", "last_seen_at"]
+    inlines = [FetchCounterInline]
+    actions = ["regenerate_token"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            super().save_model(request, obj, form, change)
+            clients.forget_cached_tokens()  # a revoked or re-scoped token takes effect at once
+            return
+        obj.token_hash = secrets.token_hex(32)  # replaced by issue_token; never a usable token
+        request._registry_new_tokens = [(obj, clients.issue_token(obj))]
+
+    def _token_page(self, request, issued):
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Copy the token now",
+            "opts": self.opts,
+            "issued": issued,
+        }
+        return TemplateResponse(request, "admin/registry/mcpclient/token.html", context)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        issued = getattr(request, "_registry_new_tokens", None)
+        if issued:
+            return self._token_page(request, issued)
+        return super().response_add(request, obj, post_url_continue)
+
+    @admin.action(description="Regenerate token (the old one stops working)", permissions=["change"])
+    def regenerate_token(self, request, queryset):
+        return self._token_page(request, [(client, clients.issue_token(client)) for client in queryset])
+
+
+@admin.register(FetchCounter)
+class FetchCounterAdmin(admin.ModelAdmin):
+    list_display = ["client_name", "entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
+    list_filter = ["entry_kind", "label", "client_name"]
+    search_fields = ["entry_key", "client_name"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

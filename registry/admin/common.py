@@ -1,0 +1,441 @@
+"""What every versioned entry's admin shares: audited draft saves, safe deletes, preview,
+diff, history, publish, label moves / roll backs and archiving.
+
+Drafts are plain field edits (the admin saves them and records the audit row in the same
+transaction); everything that touches versions or labels goes through `registry.services`,
+which re-checks the user's permission, so a crafted request meets the same rule as a button.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+
+from registry import services
+from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
+from registry.forms import LabelMoveForm, PublishForm
+from registry.models import PRODUCTION, AuditEntry, FetchCounter, VersionedEntry
+from registry.snapshots import diff_snapshots, snapshot_of
+from registry.validation import validate_entry
+
+
+class ArchivedFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "archived"
+
+    def lookups(self, request, model_admin):
+        return [("no", "In use"), ("yes", "Archived")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(archived_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(archived_at__isnull=True)
+        return queryset
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _is_long_text(value: Any) -> bool:
+    return isinstance(value, str) and ("\n" in value or len(value) > 80)
+
+
+def diff_rows(before: dict[str, Any] | None, after: dict[str, Any] | None, before_name: str, after_name: str):
+    """Field rows from `diff_snapshots`; long texts get a side-by-side line diff."""
+    rows = []
+    for change in diff_snapshots(before, after):
+        old, new = change["before"], change["after"]
+        row: dict[str, Any] = {"field": change["field"], "before": old, "after": new, "table": ""}
+        if _is_long_text(old) or _is_long_text(new):
+            table = difflib.HtmlDiff(wrapcolumn=60).make_table(
+                (old or "").splitlines() if isinstance(old, str) else [_json(old)],
+                (new or "").splitlines() if isinstance(new, str) else [_json(new)],
+                before_name,
+                after_name,
+            )
+            row["table"] = mark_safe(table)  # HtmlDiff escapes the texts it lays out
+        rows.append(row)
+    return rows
+
+
+class VersionedEntryAdmin(admin.ModelAdmin):
+    """Base ModelAdmin for Prompt, Resource and ResourceTemplate."""
+
+    key_field = "name"
+    change_form_template = "admin/registry/entry_change_form.html"
+    preview_template = ""
+    actions = ["publish_selected", "archive_selected", "unarchive_selected"]
+    list_filter = [ArchivedFilter]
+    readonly_fields = ["published_versions"]
+
+    # ----------------------------------------------------------------------------- list & form
+
+    @admin.display(description="production")
+    def production_version(self, obj: VersionedEntry) -> str:
+        label = next((label for label in obj.labels.all() if label.name == PRODUCTION), None)
+        if obj.archived_at:
+            return "archived"
+        return f"v{label.version.number}" if label else "not published"
+
+    @admin.display(description="published versions")
+    def published_versions(self, obj: VersionedEntry) -> str:
+        if obj is None or obj.pk is None:
+            return "None yet: this is a new draft."
+        labels = ", ".join(f"{label.name} → v{label.version.number}" for label in obj.labels.all())
+        count = obj.versions.count()
+        if not count:
+            return "None yet: publish the draft to make it available to clients."
+        return f"{count} version(s); {labels or 'no labels'}"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("labels__version")
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.pk and obj.versions.exists():
+            fields.append(self.key_field)  # clients know the entry by it; it cannot change any more
+        return fields
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["registry_can_publish"] = bool(obj is not None and obj.pk and services.can_publish(request.user, obj))
+        context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
+    # ------------------------------------------------------------------------- audited saving
+
+    def save_model(self, request, obj, form, change):
+        # The database still holds the previous draft (with its child rows) at this point.
+        obj._registry_before = snapshot_of(type(obj).objects.get(pk=obj.pk)) if change else None
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        obj = form.instance
+        # changeform_view runs in one transaction, so the audit row commits with the edit.
+        services.record_draft_change(obj, before=getattr(obj, "_registry_before", None), acting_user=request.user)
+        warnings = list(getattr(form, "registry_warnings", []))
+        for formset in formsets:
+            warnings.extend(getattr(formset, "registry_warnings", []))
+        for warning in dict.fromkeys(warnings):
+            messages.warning(request, f"Saved, but note: {warning}")
+
+    # --------------------------------------------------------------------------------- deleting
+
+    def _archive_hint(self, obj: VersionedEntry) -> str:
+        return (
+            f"“{obj.key}” has published versions, so it cannot be deleted: clients may rely on it and its "
+            "history must be kept. Archive it instead (select it in the list and choose “Archive selected”)."
+        )
+
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, unquote(object_id))
+        if obj is not None and obj.versions.exists():
+            messages.error(request, self._archive_hint(obj))
+            return HttpResponseRedirect(self._url("change", obj))
+        return super().delete_view(request, object_id, extra_context)
+
+    def delete_model(self, request, obj):
+        if obj.versions.exists():
+            raise PermissionDenied(self._archive_hint(obj))
+        services.record_deletion(obj, snapshot=snapshot_of(obj), acting_user=request.user)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for obj in queryset:
+                if obj.versions.exists():
+                    messages.error(request, self._archive_hint(obj))
+                    continue
+                self.delete_model(request, obj)
+
+    def get_deleted_objects(self, objs, request):
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        published = [obj.key for obj in objs if obj.versions.exists()]
+        if published:
+            messages.warning(
+                request,
+                "These have published versions and cannot be deleted; archive them instead: " + ", ".join(published),
+            )
+        return deleted, counts, perms_needed, protected
+
+    # ---------------------------------------------------------------------------------- actions
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if not services.can_publish(request.user, self.model()):
+            for name in ("publish_selected", "archive_selected", "unarchive_selected"):
+                actions.pop(name, None)
+        return actions
+
+    @admin.action(description="Publish selected drafts…")
+    def publish_selected(self, request, queryset):
+        objs = list(queryset)
+        if not all(services.can_publish(request.user, obj) for obj in objs):
+            messages.error(request, "You may edit drafts but not publish them.")
+            return None
+        form = PublishForm(request.POST if request.POST.get("confirm") else None)
+        if form.is_bound and form.is_valid():
+            published = 0
+            for obj in objs:
+                try:
+                    version = services.publish(
+                        obj, acting_user=request.user, note=form.cleaned_data["note"], labels=form.chosen_labels()
+                    )
+                except RegistryError as exc:
+                    messages.error(request, f"{obj.key}: {exc.message}")
+                else:
+                    published += 1
+                    messages.success(request, f"Published {obj.key} as v{version.number}.")
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Publish {len(objs)} {self.opts.verbose_name_plural}",
+            "opts": self.opts,
+            "objects": objs,
+            "form": form,
+            "action_name": "publish_selected",
+            "selected": [obj.pk for obj in objs],
+        }
+        return TemplateResponse(request, "admin/registry/publish_selected.html", context)
+
+    def _set_archived(self, request, queryset, archived: bool) -> None:
+        done = 0
+        for obj in queryset:
+            try:
+                services.set_archived(obj, archived=archived, acting_user=request.user)
+            except PublishPermissionDenied as exc:
+                messages.error(request, exc.message)
+                return
+            done += 1
+        verb = "Archived" if archived else "Restored"
+        messages.success(request, f"{verb} {done} {self.opts.verbose_name_plural}.")
+
+    @admin.action(description="Archive selected (stop serving, keep history)")
+    def archive_selected(self, request, queryset):
+        self._set_archived(request, queryset, True)
+
+    @admin.action(description="Restore selected from archive")
+    def unarchive_selected(self, request, queryset):
+        self._set_archived(request, queryset, False)
+
+    # ------------------------------------------------------------------------------ extra pages
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/preview/", wrap(self.preview_view), name="%s_%s_preview" % info),
+            path("<path:object_id>/diff/", wrap(self.diff_view), name="%s_%s_diff" % info),
+            path("<path:object_id>/publish/", wrap(self.publish_view), name="%s_%s_publish" % info),
+            path("<path:object_id>/label/", wrap(self.label_view), name="%s_%s_label" % info),
+        ] + super().get_urls()
+
+    def _url(self, name: str, obj: VersionedEntry) -> str:
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_{name}", args=[quote(obj.pk)])
+
+    def _entry(self, request: HttpRequest, object_id: str) -> VersionedEntry:
+        obj = self.get_object(request, unquote(object_id))
+        if obj is None:
+            raise Http404(f"No {self.opts.verbose_name} with id {object_id!r}.")
+        if not self.has_view_or_change_permission(request, obj):
+            raise PermissionDenied
+        return obj
+
+    def _context(self, request: HttpRequest, obj: VersionedEntry, title: str, **extra: Any) -> dict[str, Any]:
+        return {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "subtitle": obj.key,
+            "opts": self.opts,
+            "original": obj,
+            "entry_kind": obj.kind,
+            "can_publish": services.can_publish(request.user, obj),
+            "urls": {name: self._url(name, obj) for name in ("change", "history", "preview", "diff", "publish", "label")},
+            **extra,
+        }
+
+    def _denied(self, request: HttpRequest, obj: VersionedEntry, message: str) -> HttpResponse:
+        context = self._context(request, obj, "Not allowed", message=message)
+        return TemplateResponse(request, "admin/registry/denied.html", context, status=403)
+
+    # preview ---------------------------------------------------------------------------------
+
+    def preview_context(self, request: HttpRequest, obj: VersionedEntry) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Render the current draft exactly as a client would get it. Never writes anything."""
+        obj = self._entry(request, object_id)
+        context = self._context(request, obj, f"Preview of the draft of {obj.key}", **self.preview_context(request, obj))
+        return TemplateResponse(request, self.preview_template, context)
+
+    # diff ------------------------------------------------------------------------------------
+
+    def _side(self, obj: VersionedEntry, ref: str) -> tuple[str, dict[str, Any] | None]:
+        if ref == "draft":
+            return "current draft", snapshot_of(obj)
+        if ref.startswith("label:"):
+            name = ref.split(":", 1)[1]
+            label = obj.labels.filter(name=name).select_related("version").first()
+            if label is None:
+                return f"{name} (not set: nothing served)", None
+            return f"{name} (v{label.version.number})", label.version.snapshot
+        number = ref.lstrip("v")
+        version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
+        if version is None:
+            raise Http404(f"{obj.key} has no version {ref}.")
+        return f"v{version.number}", version.snapshot
+
+    def diff_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        obj = self._entry(request, object_id)
+        a = request.GET.get("a") or f"label:{PRODUCTION}"
+        b = request.GET.get("b") or "draft"
+        a_name, a_snap = self._side(obj, a)
+        b_name, b_snap = self._side(obj, b)
+        choices = [("draft", "current draft")]
+        choices += [(f"label:{label.name}", f"label {label.name} (v{label.version.number})") for label in obj.labels.all()]
+        if not any(value == f"label:{PRODUCTION}" for value, _ in choices):
+            choices.append((f"label:{PRODUCTION}", "label production (not set)"))
+        choices += [(f"v{v.number}", f"v{v.number} — {v.change_note[:40]}") for v in obj.versions.all()]
+        context = self._context(
+            request, obj, f"Compare {a_name} with {b_name}",
+            a=a, b=b, a_name=a_name, b_name=b_name, choices=choices,
+            rows=diff_rows(a_snap, b_snap, a_name, b_name),
+        )
+        return TemplateResponse(request, "admin/registry/diff.html", context)
+
+    # history ---------------------------------------------------------------------------------
+
+    def history_view(self, request, object_id, extra_context=None):
+        """Versions, labels, audit entries and fetch counts of one entry (replaces the stock log)."""
+        obj = self._entry(request, object_id)
+        versions = list(obj.versions.all())
+        labels = list(obj.labels.select_related("version"))
+        by_version: dict[int, list[str]] = {}
+        for label in labels:
+            by_version.setdefault(label.version.number, []).append(label.name)
+        rows = [{"version": v, "labels": by_version.get(v.number, [])} for v in versions]
+        label_names = list(dict.fromkeys([PRODUCTION, *(label.name for label in labels)]))
+        context = self._context(
+            request, obj, f"History of {obj.key}",
+            rows=rows, labels=labels, label_names=label_names,
+            audit_entries=AuditEntry.objects.filter(entry_kind=obj.kind, entry_id=obj.pk).select_related("actor")[:200],
+            fetches=FetchCounter.objects.filter(entry_kind=obj.kind, entry_key=obj.key)[:200],
+            **(extra_context or {}),
+        )
+        return TemplateResponse(request, "admin/registry/history.html", context)
+
+    # publish ---------------------------------------------------------------------------------
+
+    def publish_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        obj = self._entry(request, object_id)
+        if not services.can_publish(request.user, obj):
+            return self._denied(request, obj, "You may edit drafts but not publish them. Ask a publisher.")
+        label_names = [label.name for label in obj.labels.all()]
+        form = PublishForm(request.POST or None, label_names=label_names)
+        if request.method == "POST" and form.is_valid():
+            try:
+                version = services.publish(
+                    obj, acting_user=request.user, note=form.cleaned_data["note"], labels=form.chosen_labels()
+                )
+            except PublishPermissionDenied as exc:
+                return self._denied(request, obj, exc.message)
+            except InvalidEntry as exc:
+                for problem in exc.problems:
+                    form.add_error(None, problem)
+            except RegistryError as exc:
+                form.add_error(None, exc.message)
+            else:
+                labels = ", ".join(form.chosen_labels()) or "no labels"
+                messages.success(request, f"Published {obj.key} as v{version.number} ({labels}).")
+                return HttpResponseRedirect(self._url("history", obj))
+        latest = obj.versions.first()
+        report = validate_entry(obj)
+        context = self._context(
+            request, obj, f"Publish {obj.key}",
+            form=form, report=report, latest=latest,
+            rows=diff_rows(latest.snapshot if latest else None, snapshot_of(obj),
+                           f"v{latest.number}" if latest else "nothing", "draft"),
+        )
+        return TemplateResponse(request, "admin/registry/publish.html", context)
+
+    # move label / roll back ------------------------------------------------------------------
+
+    def label_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Confirm, then point a label at an existing version (backwards = roll back)."""
+        obj = self._entry(request, object_id)
+        if not services.can_publish(request.user, obj):
+            return self._denied(request, obj, "You may edit drafts but not move labels or roll back. Ask a publisher.")
+        data = request.POST if request.method == "POST" else request.GET
+        label_name = data.get("label") or PRODUCTION
+        current = obj.labels.filter(name=label_name).select_related("version").first()
+        try:
+            target_number = int(data.get("version") or 0)
+        except ValueError:
+            target_number = 0
+        if not target_number and current is not None:  # "roll back" without a version: the one before
+            older = obj.versions.filter(number__lt=current.version.number).first()
+            target_number = older.number if older else 0
+        target = obj.versions.filter(number=target_number).first()
+        if target is None:
+            messages.error(request, f"{obj.key} has no version to point '{label_name}' at.")
+            return HttpResponseRedirect(self._url("history", obj))
+        rollback = current is not None and target.number < current.version.number
+        initial = {"label": label_name, "version": target.number}
+        form = LabelMoveForm(request.POST if request.method == "POST" else None, initial=initial, rollback=rollback)
+        if request.method == "POST" and form.is_valid():
+            try:
+                if rollback:
+                    services.rollback(obj, acting_user=request.user, note=form.cleaned_data["note"],
+                                      label=form.cleaned_data["label"], to_version=form.cleaned_data["version"])
+                else:
+                    services.move_label(obj, acting_user=request.user, note=form.cleaned_data["note"],
+                                        label=form.cleaned_data["label"], version_number=form.cleaned_data["version"])
+            except PublishPermissionDenied as exc:
+                return self._denied(request, obj, exc.message)
+            except RegistryError as exc:
+                form.add_error(None, exc.message)
+            else:
+                verb = "Rolled back" if rollback else "Moved"
+                messages.success(request, f"{verb} '{label_name}' of {obj.key} to v{target.number}.")
+                return HttpResponseRedirect(self._url("history", obj))
+        current_name = f"v{current.version.number}" if current else "nothing"
+        context = self._context(
+            request, obj,
+            f"{'Roll back' if rollback else 'Move'} label '{label_name}' of {obj.key} to v{target.number}",
+            form=form, label_name=label_name, current=current, target=target, rollback=rollback,
+            rows=diff_rows(current.version.snapshot if current else None, target.snapshot,
+                           current_name, f"v{target.number}"),
+        )
+        return TemplateResponse(request, "admin/registry/label.html", context)
+
+
+def data_uri(mime_type: str, data: bytes | memoryview | None) -> str:
+    import base64
+
+    return f"data:{mime_type};base64,{base64.b64encode(bytes(data or b'')).decode('ascii')}"
+
+
+def thumbnail_html(mime_type: str, data: bytes | memoryview | None) -> str:
+    if not data:
+        return "—"
+    mime_type = mime_type or "application/octet-stream"
+    if mime_type.startswith("image/"):
+        return format_html('<img src="{}" alt="thumbnail" style="max-height:96px;max-width:160px">',
+                           data_uri(mime_type, data))
+    if mime_type.startswith("audio/"):
+        return format_html('<audio controls src="{}"></audio>', data_uri(mime_type, data))
+    return format_html("{} file, {} bytes", mime_type, f"{len(bytes(data)):,}")

@@ -1,0 +1,139 @@
+"""Resources (text or an uploaded file) and RFC 6570 resource templates, with previews."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.utils.html import format_html
+from uritemplate import URITemplate
+
+from registry.admin.common import VersionedEntryAdmin, thumbnail_html
+from registry.errors import RegistryError
+from registry.forms import ResourceForm, ResourceTemplateForm, TemplateVariableForm, TemplateVariableFormSet
+from registry.models import Resource, ResourceTemplate, TemplateVariable
+from registry.rendering import render_body
+from registry.snapshots import resource_content, snapshot_of
+from registry.uris import UriTemplateMatcher, validate_uri
+
+TEXT_PREVIEW_CHARS = 2000
+
+
+@admin.register(Resource)
+class ResourceAdmin(VersionedEntryAdmin):
+    form = ResourceForm
+    key_field = "uri"
+    preview_template = "admin/registry/resource/preview.html"
+    list_display = ["uri", "name", "mime_type", "production_version", "updated_at"]
+    search_fields = ["uri", "name", "title", "description", "tags"]
+    readonly_fields = ["published_versions", "content_preview"]
+    fieldsets = [
+        (None, {"fields": ["uri", "name", "title", "description", "tags", "published_versions"]}),
+        ("Content", {
+            "fields": ["mime_type", "text", ("upload", "clear_file"), "content_preview"],
+            "description": "Type the text, or upload a file for binary content; not both.",
+        }),
+        ("Hints for clients", {"fields": ["audience", "priority"], "classes": ["collapse"]}),
+    ]
+
+    @admin.display(description="Current content")
+    def content_preview(self, obj: Resource) -> str:
+        if obj is None or obj.pk is None:
+            return "—"
+        if obj.data:
+            return thumbnail_html(obj.mime_type, obj.data)
+        text = obj.text[:TEXT_PREVIEW_CHARS] + ("…" if len(obj.text) > TEXT_PREVIEW_CHARS else "")
+        return format_html('<pre style="white-space:pre-wrap;max-height:20em;overflow:auto">{}</pre>', text)
+
+    def preview_context(self, request, obj: Resource) -> dict[str, Any]:
+        snapshot = snapshot_of(obj)
+        result = {"contents": [resource_content(snapshot)]}
+        return {
+            "result_json": json.dumps(result, indent=2, ensure_ascii=False),
+            "text": snapshot.get("text"),
+            "thumbnail": thumbnail_html(obj.mime_type, obj.data) if obj.data else "",
+        }
+
+
+class TemplateVariableInline(admin.TabularInline):
+    model = TemplateVariable
+    form = TemplateVariableForm
+    formset = TemplateVariableFormSet
+    extra = 0
+
+
+class TemplatePreviewForm(forms.Form):
+    uri = forms.CharField(
+        label="A concrete URI", required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text="Type a URI a client would read, or fill in the variables below instead.",
+    )
+
+    def __init__(self, *args: Any, variables: list[str], suggestions: dict[str, list[str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in variables:
+            options = suggestions.get(name, [])
+            self.fields[f"var_{name}"] = forms.CharField(
+                label=name, required=False, initial=options[0] if options else "",
+                help_text=("Suggestions: " + ", ".join(options)) if options else "",
+            )
+
+
+@admin.register(ResourceTemplate)
+class ResourceTemplateAdmin(VersionedEntryAdmin):
+    form = ResourceTemplateForm
+    inlines = [TemplateVariableInline]
+    key_field = "uri_template"
+    preview_template = "admin/registry/resourcetemplate/preview.html"
+    list_display = ["uri_template", "name", "mime_type", "production_version", "updated_at"]
+    search_fields = ["uri_template", "name", "title", "description", "tags"]
+    fieldsets = [
+        (None, {"fields": ["uri_template", "name", "title", "description", "tags", "published_versions"]}),
+        ("Content", {"fields": ["mime_type", "body"]}),
+        ("Hints for clients", {"fields": ["audience", "priority"], "classes": ["collapse"]}),
+    ]
+
+    def preview_context(self, request, obj: ResourceTemplate) -> dict[str, Any]:
+        snapshot = snapshot_of(obj)
+        context: dict[str, Any] = {}
+        try:
+            matcher = UriTemplateMatcher.build(snapshot["uriTemplate"])
+            names = [name for _group, name in matcher.groups]
+        except RegistryError as exc:
+            context["error"] = exc.message
+            return context
+        suggestions = {v["name"]: v.get("suggestions", []) for v in snapshot.get("variables", [])}
+        form = TemplatePreviewForm(request.GET if "preview" in request.GET else None,
+                                   variables=list(dict.fromkeys(names)), suggestions=suggestions)
+        context["form"] = form
+        if form.is_bound:
+            data = form.cleaned_data if form.is_valid() else {}
+        else:
+            data = {name: field.initial for name, field in form.fields.items()}
+        uri = (data.get("uri") or "").strip()
+        try:
+            if uri:
+                validate_uri(uri)
+                values = matcher.match(uri)
+                if values is None:
+                    context["error"] = f"The URI {uri} does not match the template {snapshot['uriTemplate']}."
+                    return context
+            else:
+                values = {k[4:]: v for k, v in data.items() if k.startswith("var_") and v}
+                if not values:
+                    context["error"] = "Type a URI or fill in the variables to see what a client would read."
+                    return context
+                uri = URITemplate(snapshot["uriTemplate"]).expand(values)
+            content: dict[str, Any] = {"uri": uri}
+            if snapshot.get("mimeType"):
+                content["mimeType"] = snapshot["mimeType"]
+            content["text"] = render_body(snapshot.get("body", ""), values)
+        except RegistryError as exc:
+            context["error"] = exc.message
+            return context
+        context.update(
+            uri=uri, values=values, text=content["text"],
+            result_json=json.dumps({"contents": [content]}, indent=2, ensure_ascii=False),
+        )
+        return context

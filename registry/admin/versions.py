@@ -1,0 +1,60 @@
+"""Published versions and release labels: read-only here; they change only through services."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from registry.models import (
+    PromptLabel,
+    PromptVersion,
+    ResourceLabel,
+    ResourceTemplateLabel,
+    ResourceTemplateVersion,
+    ResourceVersion,
+)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Viewable by everyone with the view permission; nobody adds, changes or deletes here."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class VersionAdmin(ReadOnlyAdmin):
+    list_display = ["entry", "number", "author_name", "created_at", "short_hash", "change_note"]
+    list_select_related = ["entry"]
+    search_fields = ["change_note", "author_name"]
+    date_hierarchy = "created_at"
+    fields = ["entry", "number", "parent", "author_name", "created_at", "content_hash", "change_note", "snapshot_json"]
+    readonly_fields = fields
+
+    @admin.display(description="hash")
+    def short_hash(self, obj) -> str:
+        return obj.content_hash[:12]
+
+    @admin.display(description="snapshot (what clients receive)")
+    def snapshot_json(self, obj) -> str:
+        return format_html('<pre style="white-space:pre-wrap">{}</pre>',
+                           json.dumps(obj.snapshot, indent=2, ensure_ascii=False))
+
+
+class LabelAdmin(ReadOnlyAdmin):
+    list_display = ["entry", "name", "version", "protected", "moved_by", "moved_at"]
+    list_select_related = ["entry", "version"]
+    list_filter = ["name"]
+
+
+for version_model in (PromptVersion, ResourceVersion, ResourceTemplateVersion):
+    admin.site.register(version_model, VersionAdmin)
+for label_model in (PromptLabel, ResourceLabel, ResourceTemplateLabel):
+    admin.site.register(label_model, LabelAdmin)

@@ -1,0 +1,369 @@
+"""Admin forms and inline formsets: validation at save, worded for non-programmers.
+
+The checks themselves live in `registry.validation` (the services re-run them at publish);
+these forms only decide where each message lands: next to the field it is about when there
+is one, otherwise at the top of the inline it concerns. Warnings never block a save; they
+are collected on `registry_warnings` and shown by the admin through the messages framework.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
+
+from registry.models import (
+    PRODUCTION,
+    STAGING,
+    ContentKind,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    Resource,
+    ResourceTemplate,
+    TemplateVariable,
+)
+from registry.models.base import label_name_validator
+from registry.validation import max_upload_bytes, validate_prompt, validate_resource, validate_template
+
+
+def _upload_error(upload: Any) -> ValidationError | None:
+    limit = max_upload_bytes()
+    if upload is not None and upload.size > limit:
+        return ValidationError(
+            "The file %(name)s is %(size)s bytes; the limit is %(limit)s bytes. Upload a smaller file.",
+            code="file_too_large",
+            params={"name": upload.name, "size": f"{upload.size:,}", "limit": f"{limit:,}"},
+        )
+    return None
+
+
+def _strip_where(message: str, where: str) -> str | None:
+    """'Message 1: the text is empty.' -> 'The text is empty.'; None if about somewhere else."""
+    prefix = where + ": "
+    if not message.startswith(prefix):
+        if message.startswith(where + " URI: "):
+            message = message[len(where) + len(" URI: ") :]
+        else:
+            return None
+    else:
+        message = message[len(prefix) :]
+    return message[:1].upper() + message[1:]
+
+
+# --------------------------------------------------------------------------------------- prompts
+
+
+class PromptForm(forms.ModelForm):
+    class Meta:
+        model = Prompt
+        fields = ["name", "title", "description", "tags"]
+
+
+class PromptArgumentForm(forms.ModelForm):
+    position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
+
+    class Meta:
+        model = PromptArgument
+        fields = ["position", "name", "title", "description", "required", "default", "suggestions"]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2, "cols": 30}),
+            "default": forms.Textarea(attrs={"rows": 2, "cols": 20}),
+            "suggestions": forms.Textarea(attrs={"rows": 2, "cols": 20}),
+        }
+
+
+def _live_forms(formset: BaseInlineFormSet) -> list[forms.ModelForm]:
+    """Forms that will exist after saving: valid, filled in and not marked for deletion."""
+    live = []
+    for form in formset.forms:
+        if not hasattr(form, "cleaned_data") or not form.cleaned_data:
+            continue
+        if formset.can_delete and formset._should_delete_form(form):
+            continue
+        live.append(form)
+    return live
+
+
+def _number_positions(live: list[forms.ModelForm]) -> None:
+    """Rows left without a position go after the others, in the order they appear."""
+    taken = [f.cleaned_data.get("position") for f in live if f.cleaned_data.get("position") is not None]
+    next_position = (max(taken) + 1) if taken else 0
+    for form in live:
+        if form.cleaned_data.get("position") is None:
+            form.cleaned_data["position"] = next_position
+            form.instance.position = next_position
+            next_position += 1
+
+
+class PromptArgumentFormSet(BaseInlineFormSet):
+    def clean(self) -> None:
+        live = _live_forms(self)
+        names: dict[str, int] = {}
+        for form in live:
+            name = form.cleaned_data.get("name")
+            if name:
+                names[name] = names.get(name, 0) + 1
+        duplicates = sorted(n for n, count in names.items() if count > 1)
+        if duplicates:
+            raise ValidationError(
+                [
+                    ValidationError(
+                        "The argument name '%(name)s' is used %(count)s times; each argument needs its own name.",
+                        code="duplicate_argument",
+                        params={"name": n, "count": names[n]},
+                    )
+                    for n in duplicates
+                ]
+            )
+        _number_positions(live)
+        super().clean()
+
+    def live_arguments(self) -> list[PromptArgument]:
+        return [form.instance for form in _live_forms(self) if form.cleaned_data.get("name")]
+
+
+class PromptMessageForm(forms.ModelForm):
+    position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
+    upload = forms.FileField(
+        required=False,
+        label="File",
+        help_text="Images, audio and binary embedded resources: upload the file here.",
+    )
+    clear_file = forms.BooleanField(required=False, label="Remove the uploaded file")
+
+    class Meta:
+        model = PromptMessage
+        fields = ["position", "role", "kind", "text", "uri", "resource", "link_name", "mime_type"]
+        widgets = {"text": forms.Textarea(attrs={"rows": 5, "cols": 80})}
+        help_texts = {
+            "mime_type": "File type, e.g. image/png or audio/mpeg; filled in from the upload when left empty.",
+        }
+
+    def clean_upload(self) -> Any:
+        upload = self.cleaned_data.get("upload")
+        error = _upload_error(upload)
+        if error is not None:
+            raise error
+        return upload
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        message = self.instance
+        upload = self.cleaned_data.get("upload")
+        if upload is not None and "upload" not in self.errors:
+            message.data = upload.read()
+            if not message.mime_type and getattr(upload, "content_type", ""):
+                message.mime_type = upload.content_type
+                self.cleaned_data["mime_type"] = upload.content_type
+        elif self.cleaned_data.get("clear_file"):
+            message.data = None
+        if message.kind == ContentKind.TEXT:
+            message.data = None
+        if self.errors:
+            return
+        # The per-message checks; cross-message ones (placeholders vs arguments) are the formset's.
+        report = validate_prompt(Prompt(description="-"), arguments=[], messages=[message])
+        for problem in report.errors:
+            text = _strip_where(problem, "Message 1")
+            if text is None:
+                continue
+            self.add_error(self._field_for(message.kind, text), ValidationError(text, code="invalid_message"))
+
+    @staticmethod
+    def _field_for(kind: str, problem: str) -> str:
+        """The field a per-message problem is shown next to."""
+        if "file type" in problem:
+            return "mime_type"
+        if "file" in problem:
+            return "upload"
+        if kind == ContentKind.TEXT:
+            return "text"
+        return "uri"
+
+
+class PromptMessageFormSet(BaseInlineFormSet):
+    """Checks the messages against the arguments of the sibling argument inline."""
+
+    argument_formset: PromptArgumentFormSet | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.registry_warnings: list[str] = []
+
+    def declared_arguments(self) -> list[PromptArgument]:
+        if self.argument_formset is not None:
+            self.argument_formset.is_valid()
+            return self.argument_formset.live_arguments()
+        if self.instance.pk:
+            return list(self.instance.arguments.all())
+        return []
+
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors):
+            return
+        live = _live_forms(self)
+        _number_positions(live)
+        messages = [f.instance for f in sorted(live, key=lambda f: f.cleaned_data["position"])]
+        report = validate_prompt(self.instance, arguments=self.declared_arguments(), messages=messages)
+        errors = [
+            ValidationError(e, code="invalid_prompt")
+            for e in report.errors
+            # Per-message problems are shown on the message; duplicates on the argument inline.
+            if not e.startswith("Message ") and not e.startswith("The argument name ")
+        ]
+        if errors:
+            raise ValidationError(errors)
+        self.registry_warnings = report.warnings
+
+
+# ------------------------------------------------------------------------------------- resources
+
+
+class ResourceForm(forms.ModelForm):
+    upload = forms.FileField(
+        required=False, label="File", help_text="Upload binary content (e.g. an image or a PDF) instead of text."
+    )
+    clear_file = forms.BooleanField(required=False, label="Remove the uploaded file")
+
+    class Meta:
+        model = Resource
+        fields = ["uri", "name", "title", "description", "mime_type", "audience", "priority", "tags", "text"]
+        widgets = {"text": forms.Textarea(attrs={"rows": 12, "cols": 90})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.registry_warnings: list[str] = []
+
+    def clean_upload(self) -> Any:
+        upload = self.cleaned_data.get("upload")
+        error = _upload_error(upload)
+        if error is not None:
+            raise error
+        return upload
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        resource = self.instance
+        upload = self.cleaned_data.get("upload")
+        if upload is not None and "upload" not in self.errors:
+            resource.data = upload.read()
+            if not resource.mime_type and getattr(upload, "content_type", ""):
+                resource.mime_type = upload.content_type
+        elif self.cleaned_data.get("clear_file"):
+            resource.data = None
+        if "uri" in self.errors:
+            return
+        for problem in validate_resource(resource).errors:
+            if problem.startswith("Invalid URI"):
+                field = "uri"
+            elif problem.startswith("Content:"):
+                field = "upload"
+            elif "name" in problem:
+                field = "name"
+            else:
+                field = None
+            self.add_error(field, ValidationError(problem, code="invalid_resource"))
+
+
+# ------------------------------------------------------------------------------------- templates
+
+
+class ResourceTemplateForm(forms.ModelForm):
+    class Meta:
+        model = ResourceTemplate
+        fields = ["uri_template", "name", "title", "description", "mime_type", "audience", "priority", "tags", "body"]
+        widgets = {"body": forms.Textarea(attrs={"rows": 10, "cols": 90})}
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if "uri_template" in self.errors:
+            return
+        for problem in validate_template(self.instance, variables=[]).errors:
+            if problem.startswith("Invalid URI"):
+                field = "uri_template"
+            elif "name" in problem and "placeholder" not in problem:
+                field = "name"
+            else:
+                field = "body"
+            self.add_error(field, ValidationError(problem, code="invalid_template"))
+
+
+class TemplateVariableForm(forms.ModelForm):
+    class Meta:
+        model = TemplateVariable
+        fields = ["name", "description", "suggestions"]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2, "cols": 30}),
+            "suggestions": forms.Textarea(attrs={"rows": 3, "cols": 30}),
+        }
+
+
+class TemplateVariableFormSet(BaseInlineFormSet):
+    def clean(self) -> None:
+        super().clean()
+        if any(self.errors):
+            return
+        variables = [f.instance for f in _live_forms(self)]
+        report = validate_template(self.instance, variables=variables)
+        errors = [e for e in report.errors if e.startswith("Suggestions are given")]
+        if errors:
+            raise ValidationError([ValidationError(e, code="unknown_variable") for e in errors])
+
+
+# --------------------------------------------------------------------------- publishing & labels
+
+
+class PublishForm(forms.Form):
+    note = forms.CharField(
+        label="Change note",
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text="Required: say what changed and why. It is kept in the history for everyone.",
+        error_messages={"required": "A change note is required to publish: say what changed and why."},
+    )
+    labels = forms.MultipleChoiceField(
+        label="Point these labels at the new version",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Clients are served the version their label points at. Most clients use 'production'.",
+    )
+    new_label = forms.CharField(
+        label="Another label", required=False, max_length=40, validators=[label_name_validator],
+        help_text="Optional: a new label name, e.g. 'canary'.",
+    )
+
+    def __init__(self, *args: Any, label_names: Iterable[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = list(dict.fromkeys([PRODUCTION, STAGING, *label_names]))
+        self.fields["labels"].choices = [(n, n) for n in names]
+        self.fields["labels"].initial = [PRODUCTION]
+
+    def chosen_labels(self) -> list[str]:
+        labels = list(self.cleaned_data.get("labels") or [])
+        if self.cleaned_data.get("new_label"):
+            labels.append(self.cleaned_data["new_label"])
+        return list(dict.fromkeys(labels))
+
+
+class LabelMoveForm(forms.Form):
+    label = forms.CharField(max_length=40, validators=[label_name_validator], widget=forms.HiddenInput)
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    note = forms.CharField(
+        label="Note",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text="Why the label moves. Required for a roll back.",
+    )
+
+    def __init__(self, *args: Any, rollback: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.rollback = rollback
+
+    def clean_note(self) -> str:
+        note = (self.cleaned_data.get("note") or "").strip()
+        if self.rollback and not note:
+            raise ValidationError("Say why you roll back: a note is required.", code="note_required")
+        return note
