@@ -1,0 +1,335 @@
+"""Write a draft (the working copy) from plain data, and read it back as plain data.
+
+"Draft data" is one dict per entry in the models' own vocabulary, used by the importer, the
+exporter and "restore draft from vN" in the admin:
+
+    prompt:   {name, title, description, tags: [str],
+               arguments: [{name, title, description, required, default, suggestions: [str]}],
+               messages:  [{role, kind, ...}]}                       (see MESSAGE_FIELDS)
+    resource: {uri, name, title, description, mime_type, tags, audience, priority, text, data}
+    template: {uri_template, name, title, description, mime_type, tags, audience, priority, body,
+               variables: [{name, description, suggestions: [str]}]}
+
+Bytes are `bytes` (or None); a message that embeds or links a registry resource names it by
+URI in `resource_uri`. `apply_*` set the keys present in `data` and leave the others alone;
+a list given for arguments, messages or variables replaces the child rows in order.
+
+`draft_data(entry)` returns only what matters for the entry's served content (a linked
+message's stale inline fields are left out), so two drafts with equal draft data publish the
+same snapshot. Nothing here writes audit rows: callers do (importer, `restore_draft`).
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Iterable, Mapping
+
+from django.db import transaction
+
+from registry.errors import RegistryError
+from registry.models import (
+    AuditAction,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    Resource,
+    ResourceTemplate,
+    TemplateVariable,
+    VersionedEntry,
+)
+
+PROMPT_FIELDS = ("name", "title", "description")
+RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")
+TEMPLATE_FIELDS = ("uri_template", "name", "title", "description", "mime_type", "audience", "priority", "body")
+ARGUMENT_FIELDS = ("name", "title", "description", "required", "default", "suggestions")
+VARIABLE_FIELDS = ("name", "description", "suggestions")
+# Which message fields carry meaning for each kind of content (inline / linked to a registry resource).
+MESSAGE_FIELDS: dict[tuple[str, bool], tuple[str, ...]] = {
+    ("text", False): ("text",),
+    ("image", False): ("mime_type", "data"),
+    ("audio", False): ("mime_type", "data"),
+    ("resource", False): ("uri", "mime_type", "text", "data"),
+    ("resource", True): ("resource_uri",),
+    ("resource_link", False): ("uri", "link_name", "mime_type"),
+    ("resource_link", True): ("resource_uri", "link_name"),
+}
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _bytes(value: bytes | memoryview | None) -> bytes | None:
+    return bytes(value) if value else None
+
+
+def _lines(values: Iterable[str]) -> str:
+    return "\n".join(v.strip() for v in values if v and v.strip())
+
+
+def _suggestions(text: str) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def normalise_tags(tags: Iterable[str] | str) -> list[str]:
+    if isinstance(tags, str):
+        tags = tags.split(",")
+    return sorted({t.strip().lower() for t in tags if t and t.strip()})
+
+
+def audience_value(audience: Iterable[str] | str | None) -> str:
+    """['assistant', 'user'] -> 'user,assistant' (the stored choice)."""
+    if not audience:
+        return ""
+    if isinstance(audience, str):
+        audience = audience.split(",")
+    chosen = {a.strip() for a in audience if a.strip()}
+    return ",".join(a for a in ("user", "assistant") if a in chosen)
+
+
+# ---------------------------------------------------------------------------------------- read
+def _message_data(message: PromptMessage, resource_uris: Mapping[int, str]) -> dict[str, Any]:
+    linked = message.resource_id is not None and message.kind in ("resource", "resource_link")
+    item: dict[str, Any] = {"role": message.role, "kind": message.kind}
+    for name in MESSAGE_FIELDS[(message.kind, linked)]:
+        if name == "resource_uri":
+            item[name] = resource_uris[message.resource_id]  # type: ignore[index]
+        elif name == "data":
+            item[name] = _bytes(message.data)
+        else:
+            item[name] = getattr(message, name)
+    if item.get("data") and "text" in item:  # bytes win over text, as in the snapshot
+        item["text"] = ""
+    return item
+
+
+def draft_data(entry: VersionedEntry) -> dict[str, Any]:
+    """The draft of `entry` as plain data (see the module docstring)."""
+    tags = normalise_tags(entry.tags)
+    if isinstance(entry, Prompt):
+        arguments = [
+            {"name": a.name, "title": a.title, "description": a.description, "required": a.required,
+             "default": a.default, "suggestions": a.suggestion_list}
+            for a in entry.arguments.all()
+        ]
+        messages = list(entry.messages.all())
+        linked_ids = {m.resource_id for m in messages if m.resource_id}
+        uris = dict(Resource.objects.filter(pk__in=linked_ids).values_list("pk", "uri")) if linked_ids else {}
+        return {"name": entry.name, "title": entry.title, "description": entry.description, "tags": tags,
+                "arguments": arguments, "messages": [_message_data(m, uris) for m in messages]}
+    if isinstance(entry, Resource):
+        data = _bytes(entry.data)
+        return {"uri": entry.uri, "name": entry.name, "title": entry.title, "description": entry.description,
+                "mime_type": entry.mime_type, "tags": tags, "audience": entry.audience, "priority": entry.priority,
+                "text": "" if data else entry.text, "data": data}
+    if isinstance(entry, ResourceTemplate):
+        variables = [{"name": v.name, "description": v.description, "suggestions": v.suggestion_list}
+                     for v in entry.variables.all()]
+        return {"uri_template": entry.uri_template, "name": entry.name, "title": entry.title,
+                "description": entry.description, "mime_type": entry.mime_type, "tags": tags,
+                "audience": entry.audience, "priority": entry.priority, "body": entry.body,
+                "variables": sorted(variables, key=lambda v: v["name"])}
+    raise TypeError(f"not a registry entry: {entry!r}")
+
+
+# ---------------------------------------------------------------------------------------- write
+def _set_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[str]) -> None:
+    for name in names:
+        if name in data:
+            value = data[name]
+            if name == "audience":
+                value = audience_value(value)
+            elif name == "data":
+                value = _bytes(value)
+            elif value is None and name != "priority":
+                value = ""
+            setattr(entry, name, value)
+    if "tags" in data:
+        entry.tags = ", ".join(normalise_tags(data["tags"]))
+    entry.save()  # VersionedEntry.save normalises tags; a new entry gets its pk here
+
+
+def _resources_by_uri(uris: set[str]) -> dict[str, Resource]:
+    found = {r.uri: r for r in Resource.objects.filter(uri__in=uris)} if uris else {}
+    missing = sorted(uris - set(found))
+    if missing:
+        raise RegistryError("No registry resource with URI " + ", ".join(missing) + ".")
+    return found
+
+
+@transaction.atomic
+def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
+    _set_fields(prompt, data, PROMPT_FIELDS)
+    if "arguments" in data:
+        prompt.arguments.all().delete()
+        PromptArgument.objects.bulk_create([
+            PromptArgument(
+                prompt=prompt, position=position, name=arg["name"], title=arg.get("title") or "",
+                description=arg.get("description") or "", required=bool(arg.get("required", True)),
+                default=arg.get("default") or "", suggestions=_lines(arg.get("suggestions") or ()),
+            )
+            for position, arg in enumerate(data["arguments"])
+        ])
+    if "messages" in data:
+        resources = _resources_by_uri({m["resource_uri"] for m in data["messages"] if m.get("resource_uri")})
+        prompt.messages.all().delete()
+        rows = []
+        for position, message in enumerate(data["messages"]):
+            rows.append(PromptMessage(
+                prompt=prompt, position=position, role=message.get("role") or "user",
+                kind=message.get("kind") or "text", text=message.get("text") or "", uri=message.get("uri") or "",
+                resource=resources[message["resource_uri"]] if message.get("resource_uri") else None,
+                mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
+                link_name=message.get("link_name") or "",
+            ))
+        PromptMessage.objects.bulk_create(rows)
+    return prompt
+
+
+@transaction.atomic
+def apply_resource(resource: Resource, data: Mapping[str, Any]) -> Resource:
+    _set_fields(resource, data, RESOURCE_FIELDS)
+    return resource
+
+
+@transaction.atomic
+def apply_template(template: ResourceTemplate, data: Mapping[str, Any]) -> ResourceTemplate:
+    _set_fields(template, data, TEMPLATE_FIELDS)
+    if "variables" in data:
+        template.variables.all().delete()
+        TemplateVariable.objects.bulk_create([
+            TemplateVariable(template=template, name=v["name"], description=v.get("description") or "",
+                             suggestions=_lines(v.get("suggestions") or ()))
+            for v in data["variables"]
+        ])
+    return template
+
+
+def apply_data(entry: VersionedEntry, data: Mapping[str, Any]) -> VersionedEntry:
+    if isinstance(entry, Prompt):
+        return apply_prompt(entry, data)
+    if isinstance(entry, Resource):
+        return apply_resource(entry, data)
+    if isinstance(entry, ResourceTemplate):
+        return apply_template(entry, data)
+    raise TypeError(f"not a registry entry: {entry!r}")
+
+
+# ---------------------------------------------------------------------------------------- snapshots
+def _unb64(text: str | None) -> bytes | None:
+    return base64.b64decode(text) if text else None
+
+
+def _annotation_fields(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    annotations = snapshot.get("annotations") or {}
+    return {"audience": audience_value(annotations.get("audience")), "priority": annotations.get("priority")}
+
+
+def _linked_message(role: str, kind: str, block: Mapping[str, Any], uri: str) -> dict[str, Any] | None:
+    """The message linking registry resource `uri` if that reproduces `block` exactly, else None."""
+    from registry.snapshots import _message_block  # the one definition of a message's content block
+
+    resource = Resource.objects.filter(uri=uri).first()
+    if resource is None:
+        return None
+    link_name = block.get("name", "") if kind == "resource_link" else ""
+    if link_name == resource.name:
+        link_name = ""
+    candidate = PromptMessage(kind=kind, resource=resource, link_name=link_name)
+    if _message_block(candidate) != dict(block):
+        return None
+    item = {"role": role, "kind": kind, "resource_uri": uri}
+    if kind == "resource_link":
+        item["link_name"] = link_name
+    return item
+
+
+def _message_from_block(role: str, block: Mapping[str, Any]) -> dict[str, Any]:
+    kind = block["type"]
+    if kind == "text":
+        return {"role": role, "kind": "text", "text": block.get("text", "")}
+    if kind in ("image", "audio"):
+        return {"role": role, "kind": kind, "mime_type": block.get("mimeType", ""), "data": _unb64(block.get("data"))}
+    if kind == "resource":
+        inner = block["resource"]
+        linked = _linked_message(role, kind, block, inner.get("uri", ""))
+        if linked is not None:
+            return linked
+        return {"role": role, "kind": kind, "uri": inner.get("uri", ""), "mime_type": inner.get("mimeType", ""),
+                "text": "" if "blob" in inner else inner.get("text", ""), "data": _unb64(inner.get("blob"))}
+    if kind == "resource_link":
+        linked = _linked_message(role, kind, block, block.get("uri", ""))
+        if linked is not None:
+            return linked
+        name = block.get("name", "")
+        return {"role": role, "kind": kind, "uri": block.get("uri", ""),
+                "link_name": "" if name == block.get("uri") else name, "mime_type": block.get("mimeType", "")}
+    raise RegistryError(f"Unknown content type {kind!r} in the snapshot.")
+
+
+def snapshot_data(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """Draft data that reproduces `snapshot` (a published version of `entry`). Tags are not versioned."""
+    if isinstance(entry, Prompt):
+        arguments = [
+            {"name": a["name"], "title": a.get("title", ""), "description": a.get("description", ""),
+             "required": bool(a.get("required")), "default": a.get("default", ""),
+             "suggestions": list(a.get("suggestions", ()))}
+            for a in snapshot.get("arguments", [])
+        ]
+        messages = [_message_from_block(m["role"], m["content"]) for m in snapshot.get("messages", [])]
+        return {"name": snapshot["name"], "title": snapshot.get("title", ""),
+                "description": snapshot.get("description", ""), "arguments": arguments, "messages": messages}
+    if isinstance(entry, Resource):
+        return {"uri": snapshot["uri"], "name": snapshot.get("name", ""), "title": snapshot.get("title", ""),
+                "description": snapshot.get("description", ""), "mime_type": snapshot.get("mimeType", ""),
+                **_annotation_fields(snapshot), "text": "" if "blob" in snapshot else snapshot.get("text", ""),
+                "data": _unb64(snapshot.get("blob"))}
+    if isinstance(entry, ResourceTemplate):
+        variables = [{"name": v["name"], "description": v.get("description", ""),
+                      "suggestions": list(v.get("suggestions", ()))} for v in snapshot.get("variables", [])]
+        return {"uri_template": snapshot["uriTemplate"], "name": snapshot.get("name", ""),
+                "title": snapshot.get("title", ""), "description": snapshot.get("description", ""),
+                "mime_type": snapshot.get("mimeType", ""), **_annotation_fields(snapshot),
+                "body": snapshot.get("body", ""), "variables": variables}
+    raise TypeError(f"not a registry entry: {entry!r}")
+
+
+def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> VersionedEntry:
+    """Overwrite the draft of `entry` with a published version's content (tags are kept).
+
+    Embedded resources and links become links to the registry resource again when that
+    reproduces the version's content exactly; otherwise they are restored inline.
+    """
+    return apply_data(entry, snapshot_data(entry, snapshot))
+
+
+@transaction.atomic
+def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: Any, note: str = "") -> VersionedEntry:
+    """Replace the draft with version `version_number` and audit it (action restore_draft)."""
+    from registry import services
+    from registry.snapshots import diff_snapshots, snapshot_of
+
+    version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+    if version is None:
+        raise RegistryError(f"{entry.key} has no version {version_number}.")
+    before = snapshot_of(entry)
+    apply_snapshot(entry, version.snapshot)
+    services.write_audit(
+        entry=entry, action=AuditAction.RESTORE_DRAFT, acting_user=acting_user, note=note,
+        from_version=version.number, changes=diff_snapshots(before, snapshot_of(entry)),
+    )
+    return entry
+
+
+def normalised(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` as `draft_data` would return it once applied (tags and suggestions tidied)."""
+    out = dict(data)
+    if "tags" in out:
+        out["tags"] = normalise_tags(out["tags"])
+    if "audience" in out:
+        out["audience"] = audience_value(out["audience"])
+    for children in ("arguments", "variables"):
+        if children in out:
+            out[children] = [
+                {**child, "suggestions": _suggestions(_lines(child.get("suggestions") or ()))} for child in out[children]
+            ]
+    if "variables" in out:
+        out["variables"] = sorted(out["variables"], key=lambda v: v["name"])
+    return out

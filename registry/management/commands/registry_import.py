@@ -1,0 +1,63 @@
+"""manage.py registry_import PATH [--dry-run] [--publish --note TEXT]"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from registry.importer import ImportFailed, ImportReport, import_documents
+
+MAX_VALUE = 120
+
+
+def _short(value: Any) -> str:
+    text = "∅" if value is None else repr(value)
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
+
+
+class Command(BaseCommand):
+    help = (
+        "Import prompts, resources and templates from a YAML file (format: registry/portable.py). "
+        "The whole file is one transaction; re-importing an unchanged file changes nothing."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("path", help="The YAML file.")
+        parser.add_argument("--dry-run", action="store_true", help="Show what would change and save nothing.")
+        parser.add_argument("--publish", action="store_true",
+                            help="Publish drafts that differ from their newest version and point their labels at it.")
+        parser.add_argument("--note", default="", help="Change note (required with --publish).")
+
+    def handle(self, *args: Any, path: str, dry_run: bool, publish: bool, note: str, **options: Any) -> None:
+        if publish and not note.strip():
+            raise CommandError("--publish needs --note TEXT: say what changed and why.")
+        try:
+            report = import_documents(path, publish=publish, note=note, dry_run=dry_run)
+        except ImportFailed as exc:
+            for problem in exc.problems:
+                self.stderr.write(problem)
+            raise CommandError(f"{len(exc.problems)} problem(s); nothing was imported.") from exc
+        self._print(report, verbosity=options.get("verbosity", 1), dry_run=dry_run)
+
+    def _print(self, report: ImportReport, *, verbosity: int, dry_run: bool) -> None:
+        if verbosity >= 1:
+            for outcome in report.outcomes:
+                for warning in outcome.warnings:
+                    self.stderr.write(f"warning: {warning}")
+                if not outcome.changed and verbosity < 2:
+                    continue
+                line = f"{outcome.status} {outcome.kind} {outcome.key}"
+                if outcome.published is not None:
+                    line += f"; published v{outcome.published}"
+                if outcome.labels_moved:
+                    line += "; moved " + ", ".join(outcome.labels_moved)
+                self.stdout.write(line)
+                show_values = dry_run or verbosity >= 2
+                if outcome.status == "updated" or (outcome.status == "created" and verbosity >= 2):
+                    for change in outcome.changes:
+                        if show_values:
+                            self.stdout.write(f"    {change['field']}: {_short(change['before'])} -> {_short(change['after'])}")
+                        else:
+                            self.stdout.write(f"    {change['field']}")
+        self.stdout.write(report.summary())

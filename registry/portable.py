@@ -1,0 +1,719 @@
+"""The prompts-as-code YAML format: parse, check and dump. No database access here.
+
+One file holds three optional top-level lists; every other top-level key is an error::
+
+    prompts:
+      - name: code-review                  # required; the MCP prompt name
+        title: Code review                 # optional
+        description: Review a diff ...     # optional, but clients show it
+        tags: [engineering, review]        # optional
+        labels: [production, staging]      # labels to point at the version --publish makes (default [production])
+        arguments:
+          - name: language                 # required
+            title: Language                # optional
+            description: ...               # optional
+            required: true                 # optional, default false (as in MCP)
+            default: python                # optional; used when an optional argument is not given
+            suggestions: [python, go]      # optional; offered by completion/complete
+        messages:                          # required; role defaults to user; ONE content key each:
+          - {role: user, text: "Review this {{ language }} diff"}
+          - {role: user, image: {mime_type: image/png, base64: iVBOR...}}        # or file: logo.png
+          - {role: user, audio: {mime_type: audio/wav, file: hello.wav}}
+          - {role: user, resource: {uri: "docs://x", mime_type: text/plain, text: ...}}  # or base64/file
+          - {role: user, resource: {from: "docs://style-guide"}}   # embed a registry resource (frozen on publish)
+          - {role: assistant, resource_link: {uri: "https://...", name: spec, mime_type: text/html}}
+          - {role: assistant, resource_link: {from: "docs://style-guide"}}  # link a registry resource
+    resources:
+      - uri: docs://style-guide            # required
+        name: style-guide                  # required
+        title, description, mime_type      # optional strings
+        tags: [...]                        # optional
+        audience: [user, assistant]        # optional annotation
+        priority: 0.8                      # optional annotation, 0..1
+        text: ... | base64: ... | file: style-guide.md    # at most one; file is relative to this YAML file
+        labels: [production]
+    templates:
+      - uri_template: tickets://{project}/{id}   # required, RFC 6570
+        name: ticket                       # required
+        title, description, mime_type, tags, audience, priority   # as for resources
+        body: "Ticket {{ id }} of {{ project }}"                  # {{ variable }} from the URI
+        variables:
+          - {name: project, description: ..., suggestions: [web, api]}
+        labels: [production]
+
+Rules:
+- Unknown keys are errors, so typos never pass silently; duplicate keys and duplicate entries too.
+- Each listed entry's draft becomes exactly what the file says: a key left out means empty.
+  Entries not in the file are left alone (nothing is deleted).
+- `file:` paths are relative to the YAML file and must stay inside its folder. A side file
+  with a text MIME type (text/*, JSON, XML, YAML) that is valid UTF-8 is stored as text,
+  anything else as bytes. Export always writes text inline and bytes as `base64:`.
+- `from:` names a registry resource by URI (defined in the same file or already in the
+  registry); an embedded one is frozen into the prompt version when it is published.
+- Inline resource links carry uri, name and mime_type only; a link's title and description
+  come from the registry resource, so use `from:` for those.
+- `released: {production: 3, staging: 4}` is written by export for information; import ignores it.
+  Export writes `labels:` as the labels that point at the newest version, so exporting and
+  re-importing with --publish moves nothing.
+- Error messages name the file and line, the entry and the field, with 1-based list indexes
+  as in the audit log: `demo.yaml:12: prompts[2] (name: code-review): messages[1].text: ...`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
+
+import yaml
+from django.core.exceptions import ValidationError
+
+from registry.errors import InvalidUri, RegistryError, TemplateSyntaxError
+from registry.models.base import PRODUCTION, label_name_validator
+from registry.models.prompts import argument_name_validator, prompt_name_validator
+from registry.rendering import placeholders_in
+from registry.uris import parse_uri_template, validate_uri
+from registry.validation import max_upload_bytes
+
+SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
+KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
+PROMPT_KEYS = ("name", "title", "description", "tags", "arguments", "messages", "labels", "released")
+ARGUMENT_KEYS = ("name", "title", "description", "required", "default", "suggestions")
+RESOURCE_KEYS = ("uri", "name", "title", "description", "mime_type", "tags", "audience", "priority",
+                 "text", "base64", "file", "labels", "released")
+TEMPLATE_KEYS = ("uri_template", "name", "title", "description", "mime_type", "tags", "audience", "priority",
+                 "body", "variables", "labels", "released")
+VARIABLE_KEYS = ("name", "description", "suggestions")
+CONTENT_KEYS = ("text", "image", "audio", "resource", "resource_link")
+TEXT_MIME_SUFFIXES = ("+json", "+xml", "+yaml")
+TEXT_MIME_TYPES = ("application/json", "application/xml", "application/yaml", "application/x-yaml",
+                   "application/javascript", "application/toml")
+
+Path_ = tuple[Any, ...]
+
+
+class FormatError(RegistryError):
+    """The file cannot be read as this format; `problems` lists each one with its place."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+# ------------------------------------------------------------------------------------------ loading
+@dataclass
+class Loaded:
+    data: Any
+    source: str  # how errors name the file
+    base_dir: Path  # where `file:` paths are resolved
+    lines: dict[Path_, int] = field(default_factory=dict)  # path -> 1-based line, when parsed from YAML
+    problems: list[str] = field(default_factory=list)  # found while parsing (duplicate keys)
+
+
+def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: list[tuple[Path_, int]]) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                duplicates.append((path + (key,), key_node.start_mark.line + 1))
+            seen.add(key)
+            lines.setdefault(path + (key,), key_node.start_mark.line + 1)
+            _walk(value_node, path + (key,), lines, duplicates)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value, start=1):
+            _walk(item, path + (index,), lines, duplicates)
+
+
+def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None) -> Loaded:
+    """Parse YAML text; malformed YAML raises FormatError naming the line and column."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+        raise FormatError([f"{where}: malformed YAML: {detail}"]) from exc
+    except yaml.YAMLError as exc:
+        raise FormatError([f"{source}: malformed YAML: {exc}"]) from exc
+    finally:
+        loader.dispose()
+    loaded = Loaded(data, source, base_dir or Path.cwd())
+    if node is not None:
+        duplicates: list[tuple[Path_, int]] = []
+        _walk(node, (), loaded.lines, duplicates)
+        for path, line in duplicates:
+            loaded.problems.append(f"{source}:{line}: {_describe(path, data)}: the key appears twice in one mapping.")
+    return loaded
+
+
+def load_file(path: str | Path) -> Loaded:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError([f"{path}: cannot read the file: {exc}"]) from exc
+    return parse_yaml(text, str(path), path.resolve().parent)
+
+
+# ------------------------------------------------------------------------------------------ checking
+def _entry_label(section: str, index: int, data: Any) -> str:
+    label = f"{section}[{index}]"
+    try:
+        entry = data[section][index - 1]
+        key_field = KEY_FIELD[SECTIONS[section]]
+        key = entry.get(key_field)
+        if isinstance(key, str) and key:
+            label += f" ({key_field}: {key})"
+    except (TypeError, KeyError, IndexError, AttributeError):
+        pass
+    return label
+
+
+def _field_path(parts: Iterable[Any]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _describe(path: Path_, data: Any) -> str:
+    if len(path) >= 2 and path[0] in SECTIONS and isinstance(path[1], int):
+        head = _entry_label(path[0], path[1], data)
+        rest = _field_path(path[2:])
+        return f"{head}: {rest}" if rest else head
+    return _field_path(path) or "top level"
+
+
+@dataclass
+class EntrySpec:
+    """One entry read from the file: its draft data, the labels to publish to, and where it is."""
+
+    kind: str
+    section: str
+    index: int  # 1-based
+    key: str
+    data: dict[str, Any]
+    labels: list[str]
+    warnings: list[str] = field(default_factory=list)  # placeholder syntax etc. (errors when publishing)
+    references: list[tuple[str, str]] = field(default_factory=list)  # (resource URI, where) for `from:`
+
+    @property
+    def label(self) -> str:
+        return f"{self.section}[{self.index}] ({KEY_FIELD[self.kind]}: {self.key})"
+
+
+class _Checker:
+    def __init__(self, loaded: Loaded) -> None:
+        self.loaded = loaded
+        self.problems: list[str] = list(loaded.problems)
+        self.spec: EntrySpec | None = None
+
+    def where(self, path: Path_) -> str:
+        line = None
+        for cut in range(len(path), -1, -1):
+            line = self.loaded.lines.get(path[:cut])
+            if line is not None:
+                break
+        prefix = f"{self.loaded.source}:{line}" if line else self.loaded.source
+        return f"{prefix}: {_describe(path, self.loaded.data)}"
+
+    def error(self, path: Path_, message: str) -> None:
+        self.problems.append(f"{self.where(path)}: {message}")
+
+    def warn(self, path: Path_, message: str) -> None:
+        if self.spec is not None:
+            self.spec.warnings.append(f"{self.where(path)}: {message}")
+
+    # ---- primitives
+    def mapping(self, value: Any, path: Path_, allowed: tuple[str, ...], what: str) -> dict[str, Any] | None:
+        if not isinstance(value, dict):
+            self.error(path, f"expected a mapping ({what}), got {_type_name(value)}.")
+            return None
+        for key in value:
+            if key not in allowed:
+                hint = difflib.get_close_matches(str(key), allowed, n=1)
+                suggestion = f" Did you mean '{hint[0]}'?" if hint else f" Allowed: {', '.join(allowed)}."
+                self.error(path + (key,), f"unknown key '{key}'.{suggestion}")
+        return value
+
+    def string(self, m: Mapping[str, Any], key: str, path: Path_, *, required: bool = False,
+               max_length: int | None = None, check: Callable[[str], None] | None = None) -> str:
+        value = m.get(key)
+        if value is None:
+            if required:
+                self.error(path + (key,) if key in m else path, f"'{key}' is required.")
+            return ""
+        if not isinstance(value, str):
+            self.error(path + (key,), f"expected a string, got {_type_name(value)}"
+                       + (" (put it in quotes)." if isinstance(value, (int, float, bool)) else "."))
+            return ""
+        if required and not value.strip():
+            self.error(path + (key,), f"'{key}' must not be empty.")
+        if max_length is not None and len(value) > max_length:
+            self.error(path + (key,), f"at most {max_length} characters (this has {len(value)}).")
+        if check is not None and value:
+            try:
+                check(value)
+            except ValidationError as exc:
+                self.error(path + (key,), " ".join(exc.messages))
+            except InvalidUri as exc:
+                self.error(path + (key,), exc.message)
+        return value
+
+    def boolean(self, m: Mapping[str, Any], key: str, path: Path_, default: bool) -> bool:
+        value = m.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.error(path + (key,), f"expected true or false, got {_type_name(value)}.")
+            return default
+        return value
+
+    def strings(self, m: Mapping[str, Any], key: str, path: Path_, *, check: Callable[[str], None] | None = None,
+                no_commas: bool = False) -> list[str]:
+        value = m.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.error(path + (key,), f"expected a list, e.g. [a, b], got {_type_name(value)}.")
+            return []
+        out = []
+        for index, item in enumerate(value, start=1):
+            if not isinstance(item, str):
+                self.error(path + (key, index), f"expected a string, got {_type_name(item)}.")
+                continue
+            if no_commas and "," in item:
+                self.error(path + (key, index), "a tag cannot contain ','.")
+                continue
+            if check is not None:
+                try:
+                    check(item)
+                except ValidationError as exc:
+                    self.error(path + (key, index), " ".join(exc.messages))
+                    continue
+            out.append(item)
+        return out
+
+    def items(self, m: Mapping[str, Any], key: str, path: Path_, *, required: bool = False) -> list[tuple[Path_, Any]]:
+        value = m.get(key)
+        if value is None:
+            if required:
+                self.error(path, f"'{key}' is required.")
+            return []
+        if not isinstance(value, list):
+            self.error(path + (key,), f"expected a list, got {_type_name(value)}.")
+            return []
+        return [(path + (key, index), item) for index, item in enumerate(value, start=1)]
+
+    def placeholders(self, text: str, path: Path_) -> None:
+        try:
+            placeholders_in(text)
+        except TemplateSyntaxError as exc:
+            self.warn(path, exc.message)
+
+    def labels(self, m: Mapping[str, Any], path: Path_) -> list[str]:
+        if "labels" not in m or m["labels"] is None:
+            return [PRODUCTION]
+        labels = self.strings(m, "labels", path, check=label_name_validator)
+        return list(dict.fromkeys(labels))
+
+    # ---- bytes and side files
+    def payload(self, m: Mapping[str, Any], path: Path_, *, mime_type: str, text_allowed: bool) -> tuple[str, bytes | None]:
+        """(text, data) from exactly one of text/base64/file (none given: empty text)."""
+        given = [k for k in (("text",) if text_allowed else ()) + ("base64", "file") if m.get(k) is not None]
+        if len(given) > 1:
+            self.error(path, f"give only one of {', '.join(given)}.")
+            return "", None
+        if not given:
+            return "", None
+        key = given[0]
+        if key == "text":
+            return self.string(m, "text", path), None
+        if key == "base64":
+            encoded = self.string(m, "base64", path)
+            try:
+                raw = base64.b64decode("".join(encoded.split()), validate=True)
+            except (binascii.Error, ValueError):
+                self.error(path + ("base64",), "this is not valid base64.")
+                return "", None
+            self._check_size(len(raw), path + ("base64",))
+            return "", raw or None
+        raw = self._side_file(self.string(m, "file", path), path + ("file",))
+        if raw is None:
+            return "", None
+        if text_allowed and _is_text_type(mime_type):
+            try:
+                return raw.decode("utf-8"), None
+            except UnicodeDecodeError:
+                pass
+        return "", raw or None
+
+    def _check_size(self, size: int, path: Path_) -> bool:
+        limit = max_upload_bytes()
+        if size > limit:
+            self.error(path, f"the content is {size:,} bytes; the limit is {limit:,} bytes.")
+            return False
+        return True
+
+    def _side_file(self, name: str, path: Path_) -> bytes | None:
+        if not name:
+            return None
+        base = self.loaded.base_dir.resolve()
+        target = (base / name).resolve()
+        if Path(name).is_absolute() or not target.is_relative_to(base):
+            self.error(path, f"'{name}' must be a path inside {base} (relative to the YAML file).")
+            return None
+        if not target.is_file():
+            self.error(path, f"the file {target} does not exist.")
+            return None
+        if not self._check_size(target.stat().st_size, path):
+            return None
+        return target.read_bytes()
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "true/false", int: "a number",
+            float: "a number", type(None): "nothing"}.get(type(value), type(value).__name__)
+
+
+def _is_text_type(mime_type: str) -> bool:
+    mime = (mime_type or "").split(";", 1)[0].strip().lower()
+    return mime.startswith("text/") or mime in TEXT_MIME_TYPES or mime.endswith(TEXT_MIME_SUFFIXES)
+
+
+def _check_uri(value: str) -> None:
+    validate_uri(value)
+
+
+def _check_placeholder_uri(value: str) -> None:
+    """A URI that may be made from {{ argument }} placeholders: checked only when it has none (as on publish)."""
+    if "{{" not in value and "}}" not in value:
+        validate_uri(value)
+
+
+def _check_template(value: str) -> None:
+    parse_uri_template(value)
+
+
+# ------------------------------------------------------------------------------------------ entries
+def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
+    m = c.mapping(raw, path, PROMPT_KEYS, "a prompt")
+    if m is None:
+        return None
+    data: dict[str, Any] = {
+        "name": c.string(m, "name", path, required=True, max_length=128, check=prompt_name_validator),
+        "title": c.string(m, "title", path, max_length=200),
+        "description": c.string(m, "description", path),
+        "tags": c.strings(m, "tags", path, no_commas=True),
+        "arguments": [],
+        "messages": [],
+    }
+    seen: set[str] = set()
+    for arg_path, raw_arg in c.items(m, "arguments", path):
+        a = c.mapping(raw_arg, arg_path, ARGUMENT_KEYS, "an argument")
+        if a is None:
+            continue
+        name = c.string(a, "name", arg_path, required=True, max_length=64, check=argument_name_validator)
+        if name in seen:
+            c.error(arg_path + ("name",), f"the argument '{name}' is declared twice.")
+        seen.add(name)
+        data["arguments"].append({
+            "name": name, "title": c.string(a, "title", arg_path, max_length=200),
+            "description": c.string(a, "description", arg_path),
+            "required": c.boolean(a, "required", arg_path, False),
+            "default": c.string(a, "default", arg_path),
+            "suggestions": c.strings(a, "suggestions", arg_path),
+        })
+    messages = c.items(m, "messages", path, required=True)
+    if "messages" in m and not messages:
+        c.error(path + ("messages",), "a prompt needs at least one message.")
+    for msg_path, raw_msg in messages:
+        message = _message(c, raw_msg, msg_path)
+        if message is not None:
+            data["messages"].append(message)
+    return data
+
+
+def _message(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
+    m = c.mapping(raw, path, ("role",) + CONTENT_KEYS, "a message")
+    if m is None:
+        return None
+    role = m.get("role", "user")
+    if role not in ("user", "assistant"):
+        c.error(path + ("role",), f"the role must be user or assistant, not {role!r}.")
+    kinds = [k for k in CONTENT_KEYS if k in m]
+    if len(kinds) != 1:
+        c.error(path, "give exactly one of " + ", ".join(CONTENT_KEYS) + (f" (found {', '.join(kinds)})." if kinds else "."))
+        return None
+    kind = kinds[0]
+    item: dict[str, Any] = {"role": role, "kind": kind}
+    if kind == "text":
+        item["text"] = c.string(m, "text", path)  # an empty text is a publish-time problem, as in the admin
+        c.placeholders(item["text"], path + ("text",))
+        return item
+    body_path = path + (kind,)
+    if kind in ("image", "audio"):
+        b = c.mapping(m[kind], body_path, ("mime_type", "base64", "file"), f"{kind}: {{mime_type, base64 | file}}")
+        if b is None:
+            return None
+        mime = c.string(b, "mime_type", body_path, required=True, max_length=100)
+        if mime and not mime.startswith(kind + "/"):
+            c.error(body_path + ("mime_type",), f"an {kind} needs a {kind}/... MIME type, e.g. "
+                    f"{'image/png' if kind == 'image' else 'audio/mpeg'}.")
+        if b.get("base64") is None and b.get("file") is None:
+            c.error(body_path, "give the bytes as base64: or file:.")
+        _text, raw_bytes = c.payload(b, body_path, mime_type=mime, text_allowed=False)
+        item.update(mime_type=mime, data=raw_bytes)
+        return item
+    if kind == "resource":
+        b = c.mapping(m[kind], body_path, ("uri", "mime_type", "text", "base64", "file", "from"),
+                      "resource: {uri, mime_type, text | base64 | file} or {from: URI}")
+        if b is None:
+            return None
+        if "from" in b:
+            return _from_reference(c, b, body_path, item, allowed_with=())
+        item["uri"] = c.string(b, "uri", body_path, required=True, max_length=2048, check=_check_placeholder_uri)
+        c.placeholders(item["uri"], body_path + ("uri",))
+        item["mime_type"] = c.string(b, "mime_type", body_path, max_length=100)
+        item["text"], item["data"] = c.payload(b, body_path, mime_type=item["mime_type"], text_allowed=True)
+        return item
+    b = c.mapping(m[kind], body_path, ("uri", "name", "mime_type", "from"),
+                  "resource_link: {uri, name, mime_type} or {from: URI, name}")
+    if b is None:
+        return None
+    if "from" in b:
+        return _from_reference(c, b, body_path, item, allowed_with=("name",))
+    item["uri"] = c.string(b, "uri", body_path, required=True, max_length=2048, check=_check_placeholder_uri)
+    c.placeholders(item["uri"], body_path + ("uri",))
+    item["link_name"] = c.string(b, "name", body_path, max_length=200)
+    item["mime_type"] = c.string(b, "mime_type", body_path, max_length=100)
+    return item
+
+
+def _from_reference(c: _Checker, b: dict[str, Any], path: Path_, item: dict[str, Any],
+                    allowed_with: tuple[str, ...]) -> dict[str, Any]:
+    extra = [k for k in b if k != "from" and k not in allowed_with]
+    if extra:
+        c.error(path, f"'from' takes the content from the registry resource; remove {', '.join(extra)}.")
+    item["resource_uri"] = c.string(b, "from", path, required=True, check=_check_uri)
+    if "name" in allowed_with:
+        item["link_name"] = c.string(b, "name", path, max_length=200)
+    if c.spec is not None and item["resource_uri"]:
+        c.spec.references.append((item["resource_uri"], c.where(path + ("from",))))
+    return item
+
+
+def _described(c: _Checker, m: Mapping[str, Any], path: Path_) -> dict[str, Any]:
+    """Fields resources and templates share."""
+    audience = m.get("audience")
+    if isinstance(audience, str):
+        audience = [audience]
+    chosen: list[str] = []
+    if audience is not None:
+        if not isinstance(audience, list) or any(a not in ("user", "assistant") for a in audience):
+            c.error(path + ("audience",), "the audience is a list of user and/or assistant, e.g. [user].")
+        else:
+            chosen = [a for a in ("user", "assistant") if a in audience]
+    priority = m.get("priority")
+    if priority is not None:
+        if isinstance(priority, bool) or not isinstance(priority, (int, float)) or not 0 <= priority <= 1:
+            c.error(path + ("priority",), "the priority is a number from 0 to 1.")
+            priority = None
+        else:
+            priority = float(priority)
+    return {
+        "name": c.string(m, "name", path, required=True, max_length=200),
+        "title": c.string(m, "title", path, max_length=200),
+        "description": c.string(m, "description", path),
+        "mime_type": c.string(m, "mime_type", path, max_length=100),
+        "tags": c.strings(m, "tags", path, no_commas=True),
+        "audience": ",".join(chosen),
+        "priority": priority,
+    }
+
+
+def _resource(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
+    m = c.mapping(raw, path, RESOURCE_KEYS, "a resource")
+    if m is None:
+        return None
+    data = {"uri": c.string(m, "uri", path, required=True, max_length=2048, check=_check_uri), **_described(c, m, path)}
+    data["text"], data["data"] = c.payload(m, path, mime_type=data["mime_type"], text_allowed=True)
+    return data
+
+
+def _template(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
+    m = c.mapping(raw, path, TEMPLATE_KEYS, "a resource template")
+    if m is None:
+        return None
+    data = {"uri_template": c.string(m, "uri_template", path, required=True, max_length=2048, check=_check_template),
+            **_described(c, m, path), "body": c.string(m, "body", path), "variables": []}
+    c.placeholders(data["body"], path + ("body",))
+    seen: set[str] = set()
+    for var_path, raw_var in c.items(m, "variables", path):
+        v = c.mapping(raw_var, var_path, VARIABLE_KEYS, "a variable")
+        if v is None:
+            continue
+        name = c.string(v, "name", var_path, required=True, max_length=64)
+        if name in seen:
+            c.error(var_path + ("name",), f"the variable '{name}' is listed twice.")
+        seen.add(name)
+        data["variables"].append({"name": name, "description": c.string(v, "description", var_path),
+                                  "suggestions": c.strings(v, "suggestions", var_path)})
+    data["variables"].sort(key=lambda v: v["name"])  # stored (and exported) by name
+    return data
+
+
+READERS = {"prompt": _prompt, "resource": _resource, "template": _template}
+
+
+def read_entries(loaded: Loaded) -> list[EntrySpec]:
+    """Check the whole document and turn it into entries; raise FormatError listing every problem."""
+    c = _Checker(loaded)
+    specs: list[EntrySpec] = []
+    doc = loaded.data
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise FormatError([f"{loaded.source}: the file must be a mapping with prompts:, resources: and/or templates:."])
+    c.mapping(doc, (), tuple(SECTIONS), "the document")
+    for section, kind in SECTIONS.items():
+        seen: dict[str, int] = {}
+        for path, raw in c.items(doc, section, ()):
+            index = path[1]
+            key = raw.get(KEY_FIELD[kind]) if isinstance(raw, dict) else None
+            spec = EntrySpec(kind, section, index, key if isinstance(key, str) else "", {}, [])
+            c.spec = spec
+            data = READERS[kind](c, raw, path)
+            c.spec = None
+            if data is None:
+                continue
+            spec.data = data
+            spec.labels = c.labels(raw, path)
+            if "released" in raw and raw["released"] is not None and not isinstance(raw["released"], dict):
+                c.error(path + ("released",), "expected a mapping of label to version (export writes it; import ignores it).")
+            if spec.key in seen:
+                c.error(path + (KEY_FIELD[kind],), f"already defined by {section}[{seen[spec.key]}].")
+            seen.setdefault(spec.key, index)
+            specs.append(spec)
+    if c.problems:
+        raise FormatError(c.problems)
+    return specs
+
+
+# ------------------------------------------------------------------------------------------ dumping
+def _b64(data: bytes | None) -> str:
+    return base64.b64encode(data or b"").decode("ascii")
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    if value not in ("", None, [], {}):
+        out[key] = value
+
+
+def _audience_list(value: str) -> list[str]:
+    return [a for a in (value or "").split(",") if a]
+
+
+def _message_document(message: Mapping[str, Any]) -> dict[str, Any]:
+    kind = message["kind"]
+    out: dict[str, Any] = {"role": message["role"]}
+    if kind == "text":
+        out["text"] = message.get("text", "")
+    elif kind in ("image", "audio"):
+        out[kind] = {"mime_type": message.get("mime_type", ""), "base64": _b64(message.get("data"))}
+    elif message.get("resource_uri"):
+        body = {"from": message["resource_uri"]}
+        if kind == "resource_link":
+            _put(body, "name", message.get("link_name"))
+        out[kind] = body
+    elif kind == "resource":
+        body = {"uri": message.get("uri", "")}
+        _put(body, "mime_type", message.get("mime_type"))
+        if message.get("data"):
+            body["base64"] = _b64(message["data"])
+        else:
+            body["text"] = message.get("text", "")
+        out[kind] = body
+    else:
+        body = {"uri": message.get("uri", "")}
+        _put(body, "name", message.get("link_name"))
+        _put(body, "mime_type", message.get("mime_type"))
+        out[kind] = body
+    return out
+
+
+def entry_document(kind: str, data: Mapping[str, Any], *, labels: list[str] | None = None,
+                   released: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Draft data -> this format (empty optional fields left out). `labels` None: not written."""
+    out: dict[str, Any] = {}
+    if kind == "prompt":
+        out["name"] = data["name"]
+        for key in ("title", "description", "tags"):
+            _put(out, key, data.get(key))
+        arguments = []
+        for arg in data.get("arguments", []):
+            item: dict[str, Any] = {"name": arg["name"]}
+            for key in ("title", "description"):
+                _put(item, key, arg.get(key))
+            item["required"] = bool(arg.get("required"))
+            for key in ("default", "suggestions"):
+                _put(item, key, arg.get(key))
+            arguments.append(item)
+        _put(out, "arguments", arguments)
+        out["messages"] = [_message_document(m) for m in data.get("messages", [])]
+    else:
+        key_field = KEY_FIELD[kind]
+        out[key_field] = data[key_field]
+        for key in ("name", "title", "description", "mime_type", "tags"):
+            _put(out, key, data.get(key))
+        _put(out, "audience", _audience_list(data.get("audience", "")))
+        _put(out, "priority", data.get("priority"))
+        if kind == "resource":
+            if data.get("data"):
+                out["base64"] = _b64(data["data"])
+            else:
+                out["text"] = data.get("text", "")
+        else:
+            out["body"] = data.get("body", "")
+            variables = []
+            for variable in data.get("variables", []):
+                item = {"name": variable["name"]}
+                _put(item, "description", variable.get("description"))
+                _put(item, "suggestions", variable.get("suggestions"))
+                variables.append(item)
+            _put(out, "variables", variables)
+    if labels is not None:
+        out["labels"] = list(labels)
+    if released:
+        out["released"] = dict(released)
+    return out
+
+
+class _Dumper(yaml.SafeDumper):
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)  # indent list items under their key, as people write them
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def dump_document(document: Mapping[str, list[dict[str, Any]]], header: str = "") -> str:
+    """The document as YAML; loading the result gives back exactly `document`."""
+    if not document:
+        return header
+    body = yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
+                     default_flow_style=False)
+    return header + body
