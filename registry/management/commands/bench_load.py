@@ -1,0 +1,220 @@
+"""manage.py bench_load --prompts N --resources M [--seed 42]
+
+Loads the synthetic registry of the benchmark harness (naming convention in the bench README),
+published to production, fast enough for thousands of entries: rows, versions and labels go in
+with bulk_create, versions carry snapshots built directly in the `registry.snapshots` shapes,
+each kind gets one summarising audit row, and one change-log row per kind tells running
+servers to reload.
+
+  prompts    prompt-00000 ..   required arguments topic and audience; 2 messages (user, assistant),
+                               the user text starts with "[prompt-XXXXX] "; ~0.5 KB each
+  resources  docs://doc-00000 ..   text/markdown, ~2 KB, text starts with "# doc-XXXXX v1\\n"
+             docs://blob-00000     application/octet-stream, 1024 bytes
+  template   docs://by-tag/{tag}   text/plain, echoes the tag
+
+Re-running KEEPS what exists: entries whose name or URI is already taken are left as they are
+(whatever their content or seed) and only missing ones are added, so the same N twice is a
+no-op and a larger N tops up. Names do not depend on the seed; contents do.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import time
+from typing import Any, Callable
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from registry.changes import record_change
+from registry.kinds import KINDS
+from registry.models import (
+    PRODUCTION,
+    AuditAction,
+    AuditEntry,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    Resource,
+    ResourceTemplate,
+    TemplateVariable,
+)
+from registry.snapshots import content_hash
+
+ACTOR = "bench_load"
+TAGS = "bench, synthetic"
+AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
+TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
+VOCABULARY = (
+    "the a of to and for with when each every cache latency request index shard replica queue worker "
+    "deploy rollback review checklist incident owner budget metric alert dashboard tenant account invoice "
+    "policy consent export retention audit schema column migration backfill window batch retry timeout "
+    "quota region failover handshake token session cursor pagination ranking query filter facet summary "
+    "clearly briefly carefully first then finally because although therefore"
+).split()
+TAG_WORDS = ["alpha", "beta", "release", "howto", "reference", "faq", "runbook", "design"]
+BLOB_URI = "docs://blob-00000"
+TEMPLATE_URI = "docs://by-tag/{tag}"
+BATCH = 500
+
+
+def words(rng: random.Random, nbytes: int) -> str:
+    out: list[str] = []
+    size = 0
+    while size < nbytes:
+        word = rng.choice(VOCABULARY)
+        out.append(word)
+        size += len(word) + 1
+    return " ".join(out)
+
+
+def prompt_name(i: int) -> str:
+    return f"prompt-{i:05d}"
+
+
+def doc_uri(i: int) -> str:
+    return f"docs://doc-{i:05d}"
+
+
+def _publish_rows(kind_name: str, entries: list[Any], snapshots: list[dict[str, Any]]) -> None:
+    """Version 1 and a production label for each new entry (snapshots in entry order)."""
+    kind = KINDS[kind_name]
+    versions = kind.version_model.objects.bulk_create(  # type: ignore[attr-defined]
+        [kind.version_model(entry=entry, number=1, snapshot=snap, content_hash=content_hash(snap),
+                            change_note="Synthetic benchmark data", author_name=ACTOR)
+         for entry, snap in zip(entries, snapshots)],
+        batch_size=BATCH,
+    )
+    kind.label_model.objects.bulk_create(  # type: ignore[attr-defined]
+        [kind.label_model(entry=entry, version=version, name=PRODUCTION, protected=True, moved_by=ACTOR)
+         for entry, version in zip(entries, versions)],
+        batch_size=BATCH,
+    )
+
+
+def _summarise(kind: str, keys: list[str], note: str) -> None:
+    if not keys:
+        return
+    span = keys[0] if len(keys) == 1 else f"{keys[0]} … {keys[-1]}"
+    AuditEntry.objects.create(actor_name=ACTOR, action=AuditAction.PUBLISH, entry_kind=kind,
+                              entry_key=f"{span} ({len(keys)} new)", to_version=1, label=PRODUCTION, note=note)
+    record_change(kind=kind, key="*", label=PRODUCTION, list_changed=True)
+
+
+def load_prompts(n: int, seed: int, note: str) -> int:
+    existing = set(Prompt.objects.filter(name__startswith="prompt-").values_list("name", flat=True))
+    rng = random.Random(f"{seed}:bench-prompts")
+    rows, contents = [], []
+    for i in range(n):
+        name = prompt_name(i)
+        description = f"Synthetic prompt {i}: " + words(rng, 60)
+        user = f"[{name}] Write about {{{{ topic }}}} for {{{{ audience }}}}. " + words(rng, 440)
+        assistant = f"Understood: {{{{ topic }}}} for {{{{ audience }}}}. " + words(rng, 460)
+        if name in existing:
+            continue
+        rows.append(Prompt(name=name, description=description, tags=TAGS))
+        contents.append((user, assistant))
+    prompts = Prompt.objects.bulk_create(rows, batch_size=BATCH)
+    arguments = [
+        {"name": "topic", "description": "What to write about", "required": True, "suggestions": TOPICS},
+        {"name": "audience", "description": "Who it is for", "required": True, "suggestions": AUDIENCES},
+    ]
+    PromptArgument.objects.bulk_create(
+        [PromptArgument(prompt=p, position=pos, name=a["name"], description=a["description"], required=True,
+                        suggestions="\n".join(a["suggestions"]))
+         for p in prompts for pos, a in enumerate(arguments)],
+        batch_size=BATCH,
+    )
+    PromptMessage.objects.bulk_create(
+        [PromptMessage(prompt=p, position=pos, role=role, kind="text", text=text)
+         for p, (user, assistant) in zip(prompts, contents)
+         for pos, (role, text) in enumerate((("user", user), ("assistant", assistant)))],
+        batch_size=BATCH,
+    )
+    snapshots = [
+        {"name": p.name, "description": p.description, "arguments": arguments,
+         "messages": [{"role": "user", "content": {"type": "text", "text": user}},
+                      {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
+        for p, (user, assistant) in zip(prompts, contents)
+    ]
+    _publish_rows("prompt", prompts, snapshots)
+    _summarise("prompt", [p.name for p in prompts], note)
+    return len(prompts)
+
+
+def _resource_snapshot(r: Resource) -> dict[str, Any]:
+    snap: dict[str, Any] = {"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type,
+                            "size": r.size}
+    if r.data:
+        snap["blob"] = base64.b64encode(bytes(r.data)).decode("ascii")
+    else:
+        snap["text"] = r.text
+    return snap
+
+
+def load_resources(m: int, seed: int, note: str) -> int:
+    existing = set(Resource.objects.filter(uri__startswith="docs://").values_list("uri", flat=True))
+    rng = random.Random(f"{seed}:bench-resources")
+    rows = []
+    for i in range(m):
+        uri = doc_uri(i)
+        body = words(rng, 2000)
+        if uri in existing:
+            continue
+        slug = uri.split("//", 1)[1]
+        rows.append(Resource(uri=uri, name=slug, description=f"Synthetic document {i}", mime_type="text/markdown",
+                             text=f"# {slug} v1\n{body}", tags=TAGS))
+    if BLOB_URI not in existing:
+        blob = random.Random(f"{seed}:bench-blob").randbytes(1024)
+        rows.append(Resource(uri=BLOB_URI, name="blob-00000", description="Synthetic binary document",
+                             mime_type="application/octet-stream", data=blob, tags=TAGS))
+    resources = Resource.objects.bulk_create(rows, batch_size=BATCH)
+    _publish_rows("resource", resources, [_resource_snapshot(r) for r in resources])
+    _summarise("resource", [r.uri for r in resources], note)
+    return len(resources)
+
+
+def load_template(note: str) -> int:
+    if ResourceTemplate.objects.filter(uri_template=TEMPLATE_URI).exists():
+        return 0
+    template = ResourceTemplate.objects.create(
+        uri_template=TEMPLATE_URI, name="by-tag", description="Synthetic documents with a given tag",
+        mime_type="text/plain", body="documents tagged {{ tag }}: synthetic listing for {{ tag }}", tags=TAGS,
+    )
+    TemplateVariable.objects.create(template=template, name="tag", suggestions="\n".join(TAG_WORDS))
+    snapshot = {"uriTemplate": template.uri_template, "name": template.name, "description": template.description,
+                "mimeType": template.mime_type, "body": template.body,
+                "variables": [{"name": "tag", "suggestions": TAG_WORDS}]}
+    _publish_rows("template", [template], [snapshot])
+    _summarise("template", [template.uri_template], note)
+    return 1
+
+
+class Command(BaseCommand):
+    help = "Load the synthetic benchmark registry, published to production (existing entries are kept)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--prompts", type=int, required=True, metavar="N")
+        parser.add_argument("--resources", type=int, required=True, metavar="M")
+        parser.add_argument("--seed", type=int, default=42)
+
+    def handle(self, *args: Any, prompts: int, resources: int, seed: int, **options: Any) -> None:
+        if prompts < 0 or resources < 0 or max(prompts, resources) > 100_000:
+            raise CommandError("--prompts and --resources must be between 0 and 100000.")
+        note = f"bench_load --prompts {prompts} --resources {resources} --seed {seed}"
+        started = time.monotonic()
+        steps: list[tuple[str, Callable[[], int]]] = [
+            ("prompts", lambda: load_prompts(prompts, seed, note)),
+            ("resources", lambda: load_resources(resources, seed, note)),
+            ("templates", lambda: load_template(note)),
+        ]
+        added = {}
+        with transaction.atomic(durable=True):
+            for label, step in steps:
+                added[label] = step()
+        elapsed = time.monotonic() - started
+        self.stdout.write(
+            f"added {added['prompts']} prompts, {added['resources']} resources, {added['templates']} template "
+            f"(published to {PRODUCTION}; existing entries kept) in {elapsed:.1f} s"
+        )
