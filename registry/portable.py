@@ -707,7 +707,13 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
 
 
+def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    short = all(isinstance(v, str) and "\n" not in v for v in value) and sum(len(v) + 2 for v in value) < 70
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=bool(value) and short)
+
+
 _Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(list, _represent_list)
 
 
 def dump_document(document: Mapping[str, list[dict[str, Any]]], header: str = "") -> str:
