@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import pytest
+
+from registry import services
+from registry.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft
+from registry.models import AuditAction, AuditEntry, PromptMessage
+from registry.snapshots import snapshot_of
+from tests.factories import PNG_1X1, make_prompt, make_resource, make_template
+
+pytestmark = pytest.mark.django_db
+
+
+def test_apply_prompt_replaces_arguments_and_messages_in_order():
+    prompt = make_prompt("greet")
+    apply_prompt(prompt, {
+        "title": "Greeting",
+        "arguments": [{"name": "who", "required": True, "suggestions": ["world", "team"]},
+                      {"name": "mood", "required": False, "default": "happy"}],
+        "messages": [{"role": "user", "kind": "text", "text": "Hello {{ who }}"},
+                     {"role": "assistant", "kind": "text", "text": "I am {{ mood }}"}],
+    })
+    prompt.refresh_from_db()
+    assert prompt.title == "Greeting"
+    assert [a.name for a in prompt.arguments.all()] == ["who", "mood"]
+    assert prompt.arguments.get(name="who").suggestion_list == ["world", "team"]
+    assert [(m.role, m.text) for m in prompt.messages.all()] == [("user", "Hello {{ who }}"), ("assistant", "I am {{ mood }}")]
+
+
+def test_apply_prompt_leaves_fields_that_are_not_given_alone():
+    prompt = make_prompt("keep", description="Kept", tags="a, b")
+    apply_prompt(prompt, {"title": "New title"})
+    prompt.refresh_from_db()
+    assert prompt.description == "Kept"
+    assert prompt.tag_set == {"a", "b"}
+    assert prompt.messages.count() == 1
+
+
+def test_apply_snapshot_restores_a_published_version_exactly():
+    style = make_resource("docs://style", text="Be brief.")
+    services.publish(style, acting_user=None, note="v1")
+    prompt = make_prompt("rich", arguments=[{"name": "topic", "required": True, "suggestions": "a\nb"}], messages=[
+        {"role": "user", "kind": "text", "text": "About {{ topic }}"},
+        {"role": "user", "kind": "image", "mime_type": "image/png", "data": PNG_1X1},
+        {"role": "user", "kind": "resource", "resource": style},
+        {"role": "assistant", "kind": "resource_link", "uri": "https://example.com/spec", "link_name": "spec"},
+    ])
+    version = services.publish(prompt, acting_user=None, note="v1")
+    apply_prompt(prompt, {"arguments": [], "messages": [{"role": "user", "kind": "text", "text": "changed"}]})
+    assert snapshot_of(prompt) != version.snapshot
+
+    apply_snapshot(prompt, version.snapshot)
+
+    assert snapshot_of(prompt) == version.snapshot
+    image = prompt.messages.get(kind="image")
+    assert bytes(image.data) == PNG_1X1
+    assert prompt.messages.get(kind="resource").resource == style  # linked again, not copied inline
+
+
+def test_apply_snapshot_keeps_tags_which_are_not_versioned():
+    resource = make_resource("docs://tagged", text="one", tags="alpha")
+    version = services.publish(resource, acting_user=None, note="v1")
+    resource.tags = "beta"
+    resource.text = "two"
+    resource.save()
+    apply_snapshot(resource, version.snapshot)
+    resource.refresh_from_db()
+    assert resource.text == "one"
+    assert resource.tag_set == {"beta"}
+
+
+def test_apply_snapshot_restores_binary_resources_and_templates():
+    blob = make_resource("docs://blob", text="", data=PNG_1X1, mime_type="image/png")
+    blob_version = services.publish(blob, acting_user=None, note="v1")
+    template = make_template("tickets://{project}/{id}", body="Ticket {{ id }}", suggestions={"project": ["web"]})
+    template_version = services.publish(template, acting_user=None, note="v1")
+    blob.data = b"other"
+    blob.save()
+    apply_template(template, {"body": "x", "variables": []})
+
+    apply_snapshot(blob, blob_version.snapshot)
+    apply_snapshot(template, template_version.snapshot)
+
+    assert snapshot_of(blob) == blob_version.snapshot
+    assert snapshot_of(template) == template_version.snapshot
+
+
+def test_restore_draft_audits_the_restore():
+    prompt = make_prompt("restorable")
+    services.publish(prompt, acting_user=None, note="v1")
+    apply_prompt(prompt, {"description": "Edited"})
+
+    restore_draft(prompt, 1, acting_user=None, note="back to v1")
+
+    audit = AuditEntry.objects.get(action=AuditAction.RESTORE_DRAFT)
+    assert audit.from_version == 1
+    assert audit.changes == [{"field": "description", "before": "Edited", "after": "A prompt for tests"}]
+
+
+def test_draft_data_ignores_stale_inline_fields_of_linked_messages():
+    style = make_resource("docs://style", text="Be brief.")
+    prompt = make_prompt("linked", messages=[{"role": "user", "kind": "resource", "resource": style}])
+    before = draft_data(prompt)
+    PromptMessage.objects.filter(prompt=prompt).update(uri="docs://stale", text="stale")
+    assert draft_data(prompt) == before
+    assert before["messages"] == [{"role": "user", "kind": "resource", "resource_uri": "docs://style"}]
