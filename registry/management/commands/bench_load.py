@@ -102,15 +102,33 @@ def _summarise(kind: str, keys: list[str], note: str) -> None:
     record_change(kind=kind, key="*", label=PRODUCTION, list_changed=True)
 
 
-def load_prompts(n: int, seed: int, note: str) -> int:
-    existing = set(Prompt.objects.filter(name__startswith="prompt-").values_list("name", flat=True))
+def synthetic_prompts(n: int, seed: int) -> list[tuple[str, str, str, str]]:
+    """[(name, description, user text, assistant text)]; same seed, same contents."""
     rng = random.Random(f"{seed}:bench-prompts")
-    rows, contents = [], []
+    out = []
     for i in range(n):
         name = prompt_name(i)
         description = f"Synthetic prompt {i}: " + words(rng, 60)
         user = f"[{name}] Write about {{{{ topic }}}} for {{{{ audience }}}}. " + words(rng, 440)
         assistant = f"Understood: {{{{ topic }}}} for {{{{ audience }}}}. " + words(rng, 460)
+        out.append((name, description, user, assistant))
+    return out
+
+
+def synthetic_docs(m: int, seed: int) -> list[tuple[str, str]]:
+    """[(uri, text)] of the text resources at version 1."""
+    rng = random.Random(f"{seed}:bench-resources")
+    out = []
+    for i in range(m):
+        uri = doc_uri(i)
+        out.append((uri, f"# {uri.split('//', 1)[1]} v1\n" + words(rng, 2000)))
+    return out
+
+
+def load_prompts(n: int, seed: int, note: str) -> int:
+    existing = set(Prompt.objects.filter(name__startswith="prompt-").values_list("name", flat=True))
+    rows, contents = [], []
+    for name, description, user, assistant in synthetic_prompts(n, seed):
         if name in existing:
             continue
         rows.append(Prompt(name=name, description=description, tags=TAGS))
@@ -155,16 +173,12 @@ def _resource_snapshot(r: Resource) -> dict[str, Any]:
 
 def load_resources(m: int, seed: int, note: str) -> int:
     existing = set(Resource.objects.filter(uri__startswith="docs://").values_list("uri", flat=True))
-    rng = random.Random(f"{seed}:bench-resources")
     rows = []
-    for i in range(m):
-        uri = doc_uri(i)
-        body = words(rng, 2000)
+    for i, (uri, text) in enumerate(synthetic_docs(m, seed)):
         if uri in existing:
             continue
-        slug = uri.split("//", 1)[1]
-        rows.append(Resource(uri=uri, name=slug, description=f"Synthetic document {i}", mime_type="text/markdown",
-                             text=f"# {slug} v1\n{body}", tags=TAGS))
+        rows.append(Resource(uri=uri, name=uri.split("//", 1)[1], description=f"Synthetic document {i}",
+                             mime_type="text/markdown", text=text, tags=TAGS))
     if BLOB_URI not in existing:
         blob = random.Random(f"{seed}:bench-blob").randbytes(1024)
         rows.append(Resource(uri=BLOB_URI, name="blob-00000", description="Synthetic binary document",
