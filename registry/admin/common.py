@@ -22,7 +22,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from registry import services
+from registry import drafts, services
 from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
 from registry.forms import LabelMoveForm, PublishForm
 from registry.models import PRODUCTION, AuditEntry, FetchCounter, VersionedEntry
@@ -241,6 +241,7 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             path("<path:object_id>/diff/", wrap(self.diff_view), name="%s_%s_diff" % info),
             path("<path:object_id>/publish/", wrap(self.publish_view), name="%s_%s_publish" % info),
             path("<path:object_id>/label/", wrap(self.label_view), name="%s_%s_label" % info),
+            path("<path:object_id>/restore/", wrap(self.restore_view), name="%s_%s_restore" % info),
         ] + super().get_urls()
 
     def _url(self, name: str, obj: VersionedEntry) -> str:
@@ -263,7 +264,11 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             "original": obj,
             "entry_kind": obj.kind,
             "can_publish": services.can_publish(request.user, obj),
-            "urls": {name: self._url(name, obj) for name in ("change", "history", "preview", "diff", "publish", "label")},
+            "urls": {
+                name: self._url(name, obj)
+                for name in ("change", "history", "preview", "diff", "publish", "label", "restore")
+            },
+            "can_change": self.has_change_permission(request, obj),
             **extra,
         }
 
@@ -421,6 +426,30 @@ class VersionedEntryAdmin(admin.ModelAdmin):
                            current_name, f"v{target.number}"),
         )
         return TemplateResponse(request, "admin/registry/label.html", context)
+
+    # restore the draft from a version --------------------------------------------------------
+
+    def restore_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Confirm, then overwrite the draft with a published version's content (audited)."""
+        obj = self._entry(request, object_id)
+        if not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        data = request.POST if request.method == "POST" else request.GET
+        number = data.get("version", "")
+        version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
+        if version is None:
+            raise Http404(f"{obj.key} has no version {number!r}.")
+        if request.method == "POST":
+            with transaction.atomic():
+                drafts.restore_draft(obj, version.number, acting_user=request.user,
+                                     note=(request.POST.get("note") or "").strip())
+            messages.success(request, f"The draft of {obj.key} now matches v{version.number}. Publish it to serve it.")
+            return HttpResponseRedirect(self._url("change", obj))
+        context = self._context(
+            request, obj, f"Restore the draft of {obj.key} from v{version.number}", version=version,
+            rows=diff_rows(snapshot_of(obj), version.snapshot, "current draft", f"v{version.number}"),
+        )
+        return TemplateResponse(request, "admin/registry/restore.html", context)
 
 
 def data_uri(mime_type: str, data: bytes | memoryview | None) -> str:

@@ -37,6 +37,7 @@ class PromptMessageInline(admin.StackedInline):
     extra = 0
     ordering = ["position", "id"]
     readonly_fields = ["current_file"]
+    autocomplete_fields = ["resource"]
     fieldsets = [
         (None, {"fields": [("position", "role", "kind"), "text"]}),
         ("Image, audio or file", {

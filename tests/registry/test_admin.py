@@ -735,3 +735,27 @@ def test_message_rows_are_ordered_by_position(client, editor):
     page = client_for(client, editor).get(url("prompt_change", prompt.pk))
     forms = page.context["inline_admin_formsets"][1].formset.forms
     assert [f.instance.text for f in forms] == ["second", "first"]
+
+
+def test_restoring_the_draft_from_an_old_version_is_confirmed_and_audited(client, editor, publisher):
+    prompt = published_prompt(publisher)
+    edit_first_message(prompt, "Something else about {{ topic }}.")
+    client_for(client, editor)
+    history = client.get(url("prompt_history", prompt.pk))
+    assert url("prompt_restore", prompt.pk) + "?version=1" in history.text
+    confirm = client.get(url("prompt_restore", prompt.pk), {"version": 1})
+    assert confirm.status_code == 200
+    assert prompt.messages.get().text == "Something else about {{ topic }}."  # nothing changed yet
+    response = client.post(url("prompt_restore", prompt.pk), {"version": 1, "note": "undo my edit"})
+    assert response.status_code == 302
+    assert prompt.messages.get().text == "Tell me about {{ topic }}."
+    entry = AuditEntry.objects.get(action="restore_draft")
+    assert (entry.actor, entry.from_version, entry.note) == (editor, 1, "undo my edit")
+    assert PromptVersion.objects.count() == 1
+
+
+def test_auditor_cannot_restore_a_draft(client, auditor, publisher):
+    prompt = published_prompt(publisher)
+    response = client_for(client, auditor).post(url("prompt_restore", prompt.pk), {"version": 1})
+    assert response.status_code == 403
+    assert not AuditEntry.objects.filter(action="restore_draft").exists()
