@@ -177,6 +177,9 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
     if not entry_problems:  # placeholder syntax problems already say where; skip the same ones worded generally
         entry_problems += [f"{source}: {spec.label}: {e}" for e in report.errors]
     outcome.warnings = [f"{source}: {spec.label}: {w}" for w in report.warnings]
+    if entry.archived_at is not None:  # type: ignore[union-attr]
+        outcome.warnings.append(f"{source}: {spec.label}: the entry is archived; it stays unserved until it is "
+                                "restored in the admin.")
     if not publish:
         outcome.warnings = [f"{p} (blocks publishing)" for p in entry_problems] + outcome.warnings
         return outcome

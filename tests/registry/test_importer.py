@@ -302,3 +302,14 @@ def test_data_can_be_imported_without_a_file():
     assert report.source == "<data>" and report.outcomes[0].status == "created"
     with pytest.raises(RegistryError):
         import_documents({"resources": [{"uri": "nope", "name": "x"}]}, publish=False)
+
+
+def test_importing_an_archived_entry_updates_it_but_warns_that_it_stays_unserved(tmp_path):
+    import_documents(write(tmp_path, DOC), publish=True, note="v1")
+    services.set_archived(Prompt.objects.get(name="farewell"), archived=True, acting_user=None)
+
+    report = import_documents(write(tmp_path, DOC), publish=True, note="again")
+
+    outcome = next(o for o in report.outcomes if o.key == "farewell")
+    assert outcome.status == "unchanged" and "archived" in outcome.warnings[0]
+    assert Prompt.objects.get(name="farewell").archived_at is not None
