@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Any
 
 from django.contrib import admin, messages
@@ -53,12 +54,27 @@ def _is_long_text(value: Any) -> bool:
     return isinstance(value, str) and ("\n" in value or len(value) > 80)
 
 
+_INDEXED = re.compile(r"^(arguments|messages|variables)\[(\d+)\]\.?")
+_SINGULAR = {"arguments": "Argument", "messages": "Message", "variables": "Variable"}
+
+
+def field_label(field: str) -> str:
+    """'messages[2].content.text' -> 'Message 2 › text', for people who do not read JSON paths."""
+    match = _INDEXED.match(field)
+    rest = field[match.end():] if match else field
+    rest = rest.replace("content.", "").replace("resource.", "resource ").replace(".", " › ")
+    if match:
+        return f"{_SINGULAR[match.group(1)]} {match.group(2)}" + (f" › {rest}" if rest else "")
+    return rest
+
+
 def diff_rows(before: dict[str, Any] | None, after: dict[str, Any] | None, before_name: str, after_name: str):
     """Field rows from `diff_snapshots`; long texts get a side-by-side line diff."""
     rows = []
     for change in diff_snapshots(before, after):
         old, new = change["before"], change["after"]
-        row: dict[str, Any] = {"field": change["field"], "before": old, "after": new, "table": ""}
+        row: dict[str, Any] = {"field": change["field"], "label": field_label(change["field"]),
+                               "before": old, "after": new, "table": ""}
         if _is_long_text(old) or _is_long_text(new):
             table = difflib.HtmlDiff(wrapcolumn=60).make_table(
                 (old or "").splitlines() if isinstance(old, str) else [_json(old)],

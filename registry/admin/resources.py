@@ -120,11 +120,18 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
                     context["error"] = f"The URI {uri} does not match the template {snapshot['uriTemplate']}."
                     return context
             else:
-                values = {k[4:]: v for k, v in data.items() if k.startswith("var_") and v}
-                if not values:
-                    context["error"] = "Type a URI or fill in the variables to see what a client would read."
+                given = {k[4:]: v for k, v in data.items() if k.startswith("var_") and v}
+                missing = [name for name in dict.fromkeys(names) if name not in given]
+                if missing:
+                    context["error"] = ("Type a URI, or fill in every variable to see what a client would read: "
+                                        + ", ".join(missing) + " is empty.")
                     return context
-                uri = URITemplate(snapshot["uriTemplate"]).expand(values)
+                uri = URITemplate(snapshot["uriTemplate"]).expand(given)
+                # Read it back the way the server does, so the preview shows what clients really get.
+                values = matcher.match(uri)
+                if values is None:
+                    context["error"] = f"The values make the URI {uri}, which the server would not match."
+                    return context
             content: dict[str, Any] = {"uri": uri}
             if snapshot.get("mimeType"):
                 content["mimeType"] = snapshot["mimeType"]

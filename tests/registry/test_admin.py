@@ -501,7 +501,7 @@ def test_diff_between_draft_and_production_shows_the_changed_text_side_by_side(c
     response = client_for(client, publisher).get(url("prompt_diff", prompt.pk))
     assert response.status_code == 200
     rows = response.context["rows"]
-    assert [r["field"] for r in rows] == ["messages[1].content.text"]
+    assert [(r["field"], r["label"]) for r in rows] == [("messages[1].content.text", "Message 1 › text")]
     assert 'class="diff"' in str(rows[0]["table"])
     assert "And&nbsp;then&nbsp;some&nbsp;more." in response.text  # HtmlDiff keeps spacing with &nbsp;
 
@@ -512,7 +512,8 @@ def test_diff_between_two_versions(client, publisher):
     services.publish(Prompt.objects.get(pk=prompt.pk), acting_user=publisher, note="v2")
     response = client_for(client, publisher).get(url("prompt_diff", prompt.pk), {"a": "v1", "b": "v2"})
     assert response.context["rows"] == [
-        {"field": "description", "before": "Old description", "after": "New description", "table": ""}
+        {"field": "description", "label": "description", "before": "Old description", "after": "New description",
+         "table": ""}
     ]
 
 
@@ -577,6 +578,8 @@ def test_template_preview_from_a_uri_and_from_variable_values(client, editor):
         "uri": "tickets://7", "mimeType": "text/plain", "text": "Ticket 7"}
     by_values = client.get(url("resourcetemplate_preview", template.pk))  # prefilled from the suggestion
     assert by_values.context["text"] == "Ticket 42"
+    empty = client.get(url("resourcetemplate_preview", template.pk), {"preview": "1", "var_id": ""})
+    assert "id is empty" in empty.context["error"]
     mismatch = client.get(url("resourcetemplate_preview", template.pk), {"preview": "1", "uri": "other://7"})
     assert "does not match" in mismatch.context["error"]
 
