@@ -104,3 +104,36 @@ def test_draft_data_ignores_stale_inline_fields_of_linked_messages():
     PromptMessage.objects.filter(prompt=prompt).update(uri="docs://stale", text="stale")
     assert draft_data(prompt) == before
     assert before["messages"] == [{"role": "user", "kind": "resource", "resource_uri": "docs://style"}]
+
+
+def test_apply_snapshot_restores_links_to_registry_resources():
+    spec = make_resource("docs://spec", text="Spec", title="The spec", description="What we build")
+    prompt = make_prompt("linker", messages=[
+        {"role": "user", "kind": "text", "text": "Read {{ topic }}"},
+        {"role": "assistant", "kind": "resource_link", "resource": spec, "link_name": "read me"},
+    ])
+    version = services.publish(prompt, acting_user=None, note="v1")
+    apply_prompt(prompt, {"messages": [{"role": "user", "kind": "text", "text": "{{ topic }}"}]})
+
+    apply_snapshot(prompt, version.snapshot)
+
+    link = prompt.messages.get(kind="resource_link")
+    assert (link.resource, link.link_name) == (spec, "read me")
+    assert snapshot_of(prompt) == version.snapshot
+
+
+def test_apply_snapshot_embeds_inline_when_the_registry_resource_has_changed_since():
+    guide = make_resource("docs://guide", text="Old rules")
+    services.publish(guide, acting_user=None, note="v1")
+    prompt = make_prompt("embedder", messages=[{"role": "user", "kind": "text", "text": "{{ topic }}"},
+                                               {"role": "user", "kind": "resource", "resource": guide}])
+    version = services.publish(prompt, acting_user=None, note="v1")
+    guide.text = "New rules"
+    guide.save()
+    services.publish(guide, acting_user=None, note="v2")
+
+    apply_snapshot(prompt, version.snapshot)
+
+    embedded = prompt.messages.get(kind="resource")
+    assert embedded.resource is None and embedded.text == "Old rules" and embedded.uri == "docs://guide"
+    assert snapshot_of(prompt) == version.snapshot
