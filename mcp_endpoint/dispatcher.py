@@ -21,7 +21,7 @@ from .context import Identity, RequestContext
 from .jsonrpc import Message, RawJSON
 from .sessions import Session
 from .sessions import store as session_store
-from .settings import mcp_settings
+from .settings import mcp_settings, on_reload
 from .versions import (
     DEFAULT_LEGACY,
     H_PROTOCOL_VERSION,
@@ -90,7 +90,19 @@ def capabilities(*, modern: bool) -> dict[str, Any]:
     return caps
 
 
+_server_info_cache: dict[str, dict[str, Any]] = {}
+on_reload(_server_info_cache.clear)
+
+
 def server_info(version: str) -> dict[str, Any]:
+    """``Implementation`` for ``version`` (cached: it only changes with settings)."""
+    cached = _server_info_cache.get(version)
+    if cached is None:
+        cached = _server_info_cache[version] = _build_server_info(version)
+    return cached
+
+
+def _build_server_info(version: str) -> dict[str, Any]:
     info: dict[str, Any] = {
         "name": mcp_settings.SERVER_NAME,
         "title": mcp_settings.SERVER_TITLE,

@@ -73,11 +73,8 @@ def at_least(version: str, minimum: str) -> bool:
 def decode_header_value(value: str) -> str:
     """Decode the ``=?base64?...?=`` sentinel form (Base64 of UTF-8); other values pass through.
     Raises :class:`HeaderMismatch` for characters a header value may not carry or bad Base64."""
-    for ch in value:
-        o = ord(ch)
-        if o < 0x20 or o > 0x7E:
-            if ch != "\t":
-                raise HeaderMismatch("Header value contains invalid characters")
+    if not (value.isascii() and value.replace("\t", " ").isprintable()):
+        raise HeaderMismatch("Header value contains invalid characters")
     if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
         encoded = value[9:-2]
         try:
