@@ -175,10 +175,10 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
     entry_problems = list(spec.warnings)  # placeholder syntax, already naming file, line, entry and field
     report = validate_entry(entry)  # type: ignore[arg-type]
     if not entry_problems:  # placeholder syntax problems already say where; skip the same ones worded generally
-        entry_problems += [f"{source}: {spec.label}: {e}" for e in report.errors]
-    outcome.warnings = [f"{source}: {spec.label}: {w}" for w in report.warnings]
+        entry_problems += [f"{spec.location}: {e}" for e in report.errors]
+    outcome.warnings = [f"{spec.location}: {w}" for w in report.warnings]
     if entry.archived_at is not None:  # type: ignore[union-attr]
-        outcome.warnings.append(f"{source}: {spec.label}: the entry is archived; it stays unserved until it is "
+        outcome.warnings.append(f"{spec.location}: the entry is archived; it stays unserved until it is "
                                 "restored in the admin.")
     if not publish:
         outcome.warnings = [f"{p} (blocks publishing)" for p in entry_problems] + outcome.warnings
@@ -189,7 +189,7 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
     try:
         _publish(entry, spec, outcome, note=note, acting_user=acting_user)  # type: ignore[arg-type]
     except RegistryError as exc:
-        problems.append(f"{source}: {spec.label}: {exc.message}")
+        problems.append(f"{spec.location}: {exc.message}")
     return outcome
 
 

@@ -203,10 +203,18 @@ class EntrySpec:
     labels: list[str]
     warnings: list[str] = field(default_factory=list)  # placeholder syntax etc. (errors when publishing)
     references: list[tuple[str, str]] = field(default_factory=list)  # (resource URI, where) for `from:`
+    source: str = ""
+    line: int | None = None  # where the entry starts in the file
 
     @property
     def label(self) -> str:
         return f"{self.section}[{self.index}] ({KEY_FIELD[self.kind]}: {self.key})"
+
+    @property
+    def location(self) -> str:
+        """'demo.yaml:12: prompts[2] (name: code-review)', for problems found after reading."""
+        where = f"{self.source}:{self.line}" if self.line else self.source
+        return f"{where}: {self.label}"
 
 
 class _Checker:
@@ -588,7 +596,8 @@ def read_entries(loaded: Loaded) -> list[EntrySpec]:
         for path, raw in c.items(doc, section, ()):
             index = path[1]
             key = raw.get(KEY_FIELD[kind]) if isinstance(raw, dict) else None
-            spec = EntrySpec(kind, section, index, key if isinstance(key, str) else "", {}, [])
+            spec = EntrySpec(kind, section, index, key if isinstance(key, str) else "", {}, [],
+                             source=loaded.source, line=loaded.lines.get(path))
             c.spec = spec
             data = READERS[kind](c, raw, path)
             c.spec = None

@@ -188,7 +188,7 @@ def test_publish_time_checks_become_errors_naming_the_entry(tmp_path):
     with pytest.raises(ImportFailed) as caught:
         import_documents(path, publish=True, note="Go")
     assert caught.value.problems == [
-        "demo.yaml: prompts[1] (name: p): The placeholder {{ who }} is not a declared argument; "
+        "demo.yaml:2: prompts[1] (name: p): The placeholder {{ who }} is not a declared argument; "
         "add it or fix the spelling."]
     assert PromptVersion.objects.count() == 0
 
