@@ -21,7 +21,16 @@ from registry.drafts import apply_data, draft_data, normalised
 from registry.errors import RegistryError
 from registry.kinds import KINDS
 from registry.models import AuditAction, Resource, VersionedEntry
-from registry.portable import SECTIONS, EntrySpec, FormatError, Loaded, dump_document, entry_document, load_file, read_entries
+from registry.portable import (
+    SECTIONS,
+    EntrySpec,
+    FormatError,
+    Loaded,
+    dump_document,
+    entry_document,
+    load_file,
+    read_entries,
+)
 from registry.snapshots import content_hash, diff_snapshots, snapshot_of
 from registry.validation import validate_entry
 

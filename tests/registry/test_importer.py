@@ -173,8 +173,8 @@ def test_an_error_anywhere_saves_nothing_and_names_file_entry_and_field(tmp_path
         import_documents(write(tmp_path, broken), publish=True, note="Import")
 
     assert caught.value.problems == [
-        "demo.yaml:27: prompts[3] (name: code-review): messages[2].text: "
-        "Line 3: '{{' is never closed with '}}' on the same line."
+        ("demo.yaml:27: prompts[3] (name: code-review): messages[2].text: "
+        "Line 3: '{{' is never closed with '}}' on the same line.")
     ]
     assert counts() == {k: 0 for k in counts()}
 
@@ -188,8 +188,8 @@ def test_publish_time_checks_become_errors_naming_the_entry(tmp_path):
     with pytest.raises(ImportFailed) as caught:
         import_documents(path, publish=True, note="Go")
     assert caught.value.problems == [
-        "demo.yaml:2: prompts[1] (name: p): The placeholder {{ who }} is not a declared argument; "
-        "add it or fix the spelling."]
+        ("demo.yaml:2: prompts[1] (name: p): The placeholder {{ who }} is not a declared argument; "
+        "add it or fix the spelling.")]
     assert PromptVersion.objects.count() == 0
 
 

@@ -52,8 +52,8 @@ prompts:
     descripton: typo
     messages: [{text: hi}]
 """)
-    assert found == ["demo.yaml:6: prompts[2] (name: code-review): descripton: unknown key 'descripton'. "
-                     "Did you mean 'description'?"]
+    assert found == [("demo.yaml:6: prompts[2] (name: code-review): descripton: unknown key 'descripton'. "
+                     "Did you mean 'description'?")]
 
 
 def test_nested_problems_name_the_field_path_with_one_based_indexes():
@@ -85,8 +85,8 @@ resources:
 
 def test_placeholder_syntax_problems_are_kept_as_warnings_with_their_place():
     [spec] = entries("prompts:\n  - name: p\n    messages:\n      - text: |\n          one\n          {{ two\n")
-    assert spec.warnings == ["demo.yaml:4: prompts[1] (name: p): messages[1].text: "
-                             "Line 2: '{{' is never closed with '}}' on the same line."]
+    assert spec.warnings == [("demo.yaml:4: prompts[1] (name: p): messages[1].text: "
+                             "Line 2: '{{' is never closed with '}}' on the same line.")]
 
 
 def test_side_files_are_read_relative_to_the_yaml_file_as_text_or_bytes(tmp_path):

@@ -110,7 +110,7 @@ def synthetic_prompts(n: int, seed: int) -> list[tuple[str, str, str, str]]:
         name = prompt_name(i)
         description = f"Synthetic prompt {i}: " + words(rng, 60)
         user = f"[{name}] Write about {{{{ topic }}}} for {{{{ audience }}}}. " + words(rng, 440)
-        assistant = f"Understood: {{{{ topic }}}} for {{{{ audience }}}}. " + words(rng, 460)
+        assistant = "Understood: {{ topic }} for {{ audience }}. " + words(rng, 460)
         out.append((name, description, user, assistant))
     return out
 
