@@ -266,6 +266,10 @@ class ResourceForm(forms.ModelForm):
                 field = "name"
             else:
                 field = None
+                if resource.data and resource.text:
+                    problem += " Tick “Remove the uploaded file” to use the text, or empty the text box."
+            if field is not None and field in self.errors:
+                continue  # already explained by the field's own check
             self.add_error(field, ValidationError(problem, code="invalid_resource"))
 
 
@@ -289,6 +293,8 @@ class ResourceTemplateForm(forms.ModelForm):
                 field = "name"
             else:
                 field = "body"
+            if field in self.errors:
+                continue  # already explained by the field's own check
             self.add_error(field, ValidationError(problem, code="invalid_template"))
 
 

@@ -123,7 +123,8 @@ class PromptAdmin(VersionedEntryAdmin):
 
     def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
         snapshot = snapshot_of(obj)
-        form = PreviewArgumentsForm(request.GET if "preview" in request.GET else None,
+        # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
+        form = PreviewArgumentsForm(request.GET if "preview" in request.GET else None, prefix="arg",
                                     arguments=snapshot.get("arguments", []))
         if form.is_bound:
             values = {k: v for k, v in form.cleaned_data.items() if v} if form.is_valid() else {}

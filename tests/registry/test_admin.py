@@ -467,7 +467,7 @@ def test_preview_writes_nothing_and_shows_the_rendered_json(client, editor):
     prompt = make_prompt(arguments=[{"name": "topic", "required": True}])
     client_for(client, editor)
     before = row_counts()
-    response = client.get(url("prompt_preview", prompt.pk), {"preview": "1", "topic": "tides"})
+    response = client.get(url("prompt_preview", prompt.pk), {"preview": "1", "arg-topic": "tides"})
     assert response.status_code == 200
     assert row_counts() == before
     assert json.loads(response.context["result_json"]) == {
@@ -762,3 +762,52 @@ def test_auditor_cannot_restore_a_draft(client, auditor, publisher):
     response = client_for(client, auditor).post(url("prompt_restore", prompt.pk), {"version": 1})
     assert response.status_code == 403
     assert not AuditEntry.objects.filter(action="restore_draft").exists()
+
+
+def test_resource_uri_becomes_read_only_once_published(client, editor, publisher):
+    resource = make_resource("docs://fixed", text="v1 text")
+    services.publish(resource, acting_user=publisher, note="first")
+    response = client_for(client, editor).post(url("resource_change", resource.pk), {
+        "uri": "docs://moved", "name": resource.name, "mime_type": "text/plain", "text": "v2 text", "_save": "Save"})
+    assert response.status_code == 302
+    resource.refresh_from_db()
+    assert (resource.uri, resource.text) == ("docs://fixed", "v2 text")
+    assert AuditEntry.objects.get(entry_kind="resource", action="edit").changes == [
+        {"field": "text", "before": "v1 text", "after": "v2 text"}]
+
+
+def test_auditor_reads_drafts_but_cannot_change_them(client, auditor):
+    prompt = make_prompt()
+    client_for(client, auditor)
+    page = client.get(url("prompt_change", prompt.pk))
+    assert page.status_code == 200
+    assert 'name="_save"' not in page.text
+    assert client.get(url("prompt_preview", prompt.pk)).status_code == 200
+    assert client.get(url("prompt_history", prompt.pk)).status_code == 200
+    response = client.post(url("prompt_change", prompt.pk), prompt_post(prompt, description="changed"))
+    assert response.status_code == 403
+    prompt.refresh_from_db()
+    assert prompt.description == "A prompt for tests"
+    assert not AuditEntry.objects.exists()
+
+
+def test_creating_a_resource_template_with_suggestions_is_audited(client, editor):
+    response = client_for(client, editor).post(url("resourcetemplate_add"), {
+        "uri_template": "tickets://{id}", "name": "tickets", "body": "Ticket {{ id }}", "_save": "Save",
+        "variables-TOTAL_FORMS": 1, "variables-INITIAL_FORMS": 0,
+        "variables-MIN_NUM_FORMS": 0, "variables-MAX_NUM_FORMS": 1000,
+        "variables-0-name": "id", "variables-0-suggestions": "1\n2",
+    })
+    assert response.status_code == 302
+    template = ResourceTemplate.objects.get()
+    assert template.variables.get().suggestion_list == ["1", "2"]
+    entry = AuditEntry.objects.get(entry_kind="template")
+    assert entry.action == "create"
+    assert {"field": "variables[1].suggestions", "before": None, "after": ["1", "2"]} in entry.changes
+
+
+def test_preview_argument_named_like_a_page_parameter_does_not_collide(client, editor):
+    prompt = make_prompt(arguments=[{"name": "preview", "required": True}],
+                         messages=[{"kind": "text", "text": "Show {{ preview }}"}])
+    response = client_for(client, editor).get(url("prompt_preview", prompt.pk), {"preview": "1", "arg-preview": "it"})
+    assert json.loads(response.context["result_json"])["messages"][0]["content"]["text"] == "Show it"

@@ -73,7 +73,7 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
             # ...previews it with a sample value and sees the rendered text...
             page.goto(change_url)
             page.click("text=Preview")
-            page.fill("textarea[name=topic]", "volcanoes")
+            page.fill("textarea[name=arg-topic]", "volcanoes")
             page.click("input[value='Render preview']")
             page.wait_for_selector(".registry-message")
             assert "Explain volcanoes to a ten-year-old." in page.inner_text(".registry-message")

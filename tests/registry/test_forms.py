@@ -100,7 +100,8 @@ def test_resource_form_rejects_text_and_file_together():
     form = ResourceForm({"uri": "docs://a", "name": "a", "text": "hello"},
                         {"upload": SimpleUploadedFile("a.png", PNG_1X1, content_type="image/png")})
     assert not form.is_valid()
-    assert form.non_field_errors() == ["Give either text or an uploaded file, not both."]
+    assert form.non_field_errors()[0].startswith("Give either text or an uploaded file, not both.")
+    assert "Remove the uploaded file" in form.non_field_errors()[0]
 
 
 def test_resource_form_rejects_a_traversing_uri():
@@ -115,3 +116,9 @@ def test_template_form_checks_the_body_against_the_uri_template():
     assert form.errors["body"] == ["The placeholder {{ other }} is not a variable of the URI template."]
     bad = ResourceTemplateForm({"uri_template": "tickets://{id", "name": "t", "body": ""})
     assert "braces" in bad.errors["uri_template"][0]
+
+
+def test_a_missing_resource_name_is_reported_once():
+    form = ResourceForm({"uri": "docs://a", "name": "", "text": "x"})
+    assert not form.is_valid()
+    assert form.errors["name"] == ["This field is required."]
