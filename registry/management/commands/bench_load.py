@@ -80,6 +80,8 @@ def doc_uri(i: int) -> str:
 def _publish_rows(kind_name: str, entries: list[Any], snapshots: list[dict[str, Any]]) -> None:
     """Version 1 and a production label for each new entry (snapshots in entry order)."""
     kind = KINDS[kind_name]
+    if entries and entries[0].pk is None:
+        raise CommandError("This database does not return ids from bulk inserts (SQLite 3.35+ or PostgreSQL needed).")
     versions = kind.version_model.objects.bulk_create(  # type: ignore[attr-defined]
         [kind.version_model(entry=entry, number=1, snapshot=snap, content_hash=content_hash(snap),
                             change_note="Synthetic benchmark data", author_name=ACTOR)
