@@ -41,7 +41,7 @@ def log_out(page) -> None:
 
 
 @pytest.mark.browser
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(live_server, monkeypatch):
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); the real-browser test did not run")
