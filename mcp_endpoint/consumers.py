@@ -159,12 +159,11 @@ class McpHttpApp:
 
     @staticmethod
     def _refusal(exc: errors.McpError, *, allow: str | None = None) -> Reply:
-        reply = Reply(exc.http_status or 400, jsonrpc.encode_error(None, exc),
-                      authenticate=isinstance(exc, errors.Unauthorized))
-        reply.allow = allow or (reply.allow if reply.allow else None)
-        if isinstance(exc, errors.MethodNotAllowed) and reply.allow is None:
-            reply.allow = "GET, POST, DELETE"
-        return reply
+        """A transport-level refusal: its HTTP status, with a JSON-RPC error body."""
+        if allow is None and isinstance(exc, errors.MethodNotAllowed):
+            allow = "GET, POST, DELETE"
+        return Reply(exc.http_status or 400, jsonrpc.encode_error(None, exc), allow=allow,
+                     authenticate=isinstance(exc, errors.Unauthorized))
 
     async def _reply(self, send: Any, reply: Reply, *, receive: Any = None, sse_body: bool = False) -> None:
         if reply.stream is not None:
@@ -259,6 +258,9 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 if frame is not None:
                     await send({"type": "http.response.body", "body": sse.event(frame), "more_body": True})
                 continue
+            if stream.alive is not None and not await stream.alive():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
     finally:
         for task in (disconnect, event_task):

@@ -136,6 +136,19 @@ class Stream:
     render: Callable[[dict[str, Any]], bytes | None]
     closing: bytes | None = None
     modern: bool = False
+    alive: Callable[[], Awaitable[bool]] | None = None  # checked on keep-alive ticks
+
+
+async def _close_streams(group: str) -> None:
+    """Ask every open stream in ``group`` (in any process sharing the channel layer) to end."""
+    try:
+        from channels.layers import get_channel_layer
+
+        layer = get_channel_layer()
+        if layer is not None:
+            await layer.group_send(group, {"type": "mcp.close"})
+    except Exception:  # noqa: BLE001 - streams also notice on their next keep-alive check
+        logger.warning("could not signal stream close to %s", group, exc_info=True)
 
 
 @dataclass(slots=True)
@@ -247,6 +260,7 @@ class Dispatcher:
             return error_reply(exc)
         if not await session_store.end(session.session_id):
             return error_reply(errors.SessionNotFound())
+        await _close_streams(session_group(session.session_id))
         return Reply(200)
 
     async def handle_stdio(self, line: bytes, state: "StdioState") -> bytes | None:
@@ -398,7 +412,11 @@ class Dispatcher:
                 return jsonrpc.encode_notification(method, {"uri": params["uri"]})
             return None
 
-        return Stream(first=[], groups=[session_group(session.session_id)], render=render)
+        async def alive() -> bool:
+            # A DELETE served by another process ends this stream within a keep-alive interval.
+            return await session_store.get(session.session_id) is not None
+
+        return Stream(first=[], groups=[session_group(session.session_id)], render=render, alive=alive)
 
     # ------------------------------------------------------------------ modern wire
 

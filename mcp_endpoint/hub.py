@@ -30,7 +30,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
-from registry.catalog import Catalog, Viewer, load_catalog
+from registry.catalog import Catalog, Viewer, load_catalog, refresh_catalog
 from registry.changes import Change, ChangeBatch
 
 from .settings import mcp_settings
@@ -90,23 +90,40 @@ class LabelDiff:
         return not (self.prompts or self.resources or self.templates)
 
 
+def _keys(change: Change, old: Catalog | None, new: Catalog) -> Iterable[str]:
+    """The keys a change touches; "*" (a bulk load) touches every key of its kind."""
+    if change.key != "*":
+        return (change.key,)
+    if change.kind == "prompt":
+        return set(new.prompt_items) | set(old.prompt_items if old else ())
+    if change.kind == "resource":
+        return set(new.resource_items) | set(old.resource_items if old else ())
+    return {t.uri_template for t in new.template_items} | {t.uri_template for t in (old.template_items if old else ())}
+
+
 def diff_catalogs(old: Catalog | None, new: Catalog, batch: Iterable[Change]) -> LabelDiff:
     diff = LabelDiff()
+    old_templates = {t.uri_template: t for t in old.template_items} if old else {}
+    new_templates = {t.uri_template: t for t in new.template_items}
+    done: set[tuple[str, str]] = set()
     for change in batch:
-        if change.kind == "prompt":
-            pair = (old.prompt_items.get(change.key) if old else None, new.prompt_items.get(change.key))
-            target = diff.prompts
-        elif change.kind == "resource":
-            pair = (old.resource_items.get(change.key) if old else None, new.resource_items.get(change.key))
-            target = diff.resources
-        elif change.kind == "template":
-            find = lambda cat: next((t for t in cat.template_items if t.uri_template == change.key), None)  # noqa: E731
-            pair = (find(old) if old else None, find(new))
-            target = diff.templates
-        else:
-            continue
-        if old is None or _state(pair[0]) != _state(pair[1]):
-            target.append(pair)
+        for key in _keys(change, old, new):
+            if (change.kind, key) in done:
+                continue
+            done.add((change.kind, key))
+            if change.kind == "prompt":
+                pair = (old.prompt_items.get(key) if old else None, new.prompt_items.get(key))
+                target = diff.prompts
+            elif change.kind == "resource":
+                pair = (old.resource_items.get(key) if old else None, new.resource_items.get(key))
+                target = diff.resources
+            elif change.kind == "template":
+                pair = (old_templates.get(key), new_templates.get(key))
+                target = diff.templates
+            else:
+                continue
+            if _state(pair[0]) != _state(pair[1]):
+                target.append(pair)
     return diff
 
 
@@ -237,7 +254,7 @@ class Hub:
         labels = {l.viewer.label for l in self.listeners} | set(self.catalogs)
         for label in labels:
             old = self.catalogs.get(label)
-            new = await database_sync_to_async(load_catalog)(label)
+            new = await database_sync_to_async(refresh_catalog)(label, [(c.kind, c.key) for c in batch])
             self.catalogs[label] = new
             diff = diff_catalogs(old, new, batch)
             if diff.empty():

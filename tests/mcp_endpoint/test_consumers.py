@@ -187,3 +187,34 @@ async def test_routing_sends_only_the_exact_path_to_mcp(registry_data):
     assert (await call_asgi(app, "POST", headers, body)).status == 200
     assert (await call_asgi(app, "POST", headers, body, path="/mcp/")).status == 299
     assert (await call_asgi(app, "GET", headers, path="/admin/")).status == 299
+
+
+async def test_delete_closes_the_sessions_open_get_stream(registry_data, settings):
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
+    app = McpHttpApp()
+    sid = await open_session(app)
+    comm = ApplicationCommunicator(app, asgi_scope("GET", dict(legacy_headers(sid), accept="text/event-stream")))
+    await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
+    await comm.receive_output(2)
+    await comm.receive_output(2)
+    await asyncio.sleep(0.05)
+    assert (await call_asgi(app, "DELETE", legacy_headers(sid))).status == 200
+    end = await comm.receive_output(2)
+    assert end["more_body"] is False
+    await comm.wait(2)
+
+
+async def test_stream_ends_at_a_keepalive_tick_once_the_session_is_gone(registry_data, settings):
+    from mcp_endpoint.models import McpSession
+
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 0.05, "SESSION_CACHE_SECONDS": 0}
+    app = McpHttpApp()
+    sid = await open_session(app)
+    comm = ApplicationCommunicator(app, asgi_scope("GET", dict(legacy_headers(sid), accept="text/event-stream")))
+    await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
+    await comm.receive_output(2)
+    await comm.receive_output(2)
+    await McpSession.objects.filter(pk=sid).aupdate(ended=True)  # ended by another process
+    while (await comm.receive_output(2))["more_body"]:
+        pass
+    await comm.wait(2)
