@@ -21,6 +21,13 @@ EXPORT_COLUMNS = [
 ]
 
 
+def _csv_cell(value):
+    """Keep spreadsheet programs from running a note such as '=HYPERLINK(...)' as a formula (OWASP)."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def _short(value) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 500 else text[:500] + "…"
@@ -98,6 +105,7 @@ class AuditEntryAdmin(admin.ModelAdmin):
             writer = csv.DictWriter(response, fieldnames=EXPORT_COLUMNS)
             writer.writeheader()
             for row in rows:
-                writer.writerow({**row, "changes": json.dumps(row["changes"], ensure_ascii=False)})
+                row = {**row, "changes": json.dumps(row["changes"], ensure_ascii=False)}
+                writer.writerow({key: _csv_cell(value) for key, value in row.items()})
         response["Content-Disposition"] = f'attachment; filename="audit-log.{fmt}"'
         return response

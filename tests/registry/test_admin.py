@@ -811,3 +811,12 @@ def test_preview_argument_named_like_a_page_parameter_does_not_collide(client, e
                          messages=[{"kind": "text", "text": "Show {{ preview }}"}])
     response = client_for(client, editor).get(url("prompt_preview", prompt.pk), {"preview": "1", "arg-preview": "it"})
     assert json.loads(response.context["result_json"])["messages"][0]["content"]["text"] == "Show it"
+
+
+def test_csv_export_defuses_spreadsheet_formulas(client, editor, auditor):
+    prompt = make_prompt()
+    services.record_draft_change(prompt, before=None, acting_user=editor, note="=HYPERLINK(\"http://x\")")
+    response = client_for(client, auditor).get(url("auditentry_export", "csv"))
+    [row] = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert row["note"] == "'=HYPERLINK(\"http://x\")"
+    assert json.loads(client.get(url("auditentry_export", "json")).content)["entries"][0]["note"].startswith("=")
