@@ -175,20 +175,6 @@ async def test_listen_stream_acknowledges_then_ends_with_its_result_on_server_cl
     await comm.wait(2)
 
 
-async def test_routing_sends_only_the_exact_path_to_mcp(registry_data):
-    from mcp_endpoint.routing import build_application
-
-    async def django_stub(scope, receive, send):
-        await send({"type": "http.response.start", "status": 299, "headers": []})
-        await send({"type": "http.response.body", "body": b"django"})
-
-    app = build_application(django_stub)
-    headers, body = modern_request("server/discover")
-    assert (await call_asgi(app, "POST", headers, body)).status == 200
-    assert (await call_asgi(app, "POST", headers, body, path="/mcp/")).status == 299
-    assert (await call_asgi(app, "GET", headers, path="/admin/")).status == 299
-
-
 async def test_delete_closes_the_sessions_open_get_stream(registry_data, settings):
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
     app = McpHttpApp()
