@@ -204,3 +204,27 @@ async def test_stream_ends_at_a_keepalive_tick_once_the_session_is_gone(registry
     while (await comm.receive_output(2))["more_body"]:
         pass
     await comm.wait(2)
+
+
+async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_data, settings, monkeypatch):
+    """Warm catalog + cached session: list/get/read on both wires never leave the event loop."""
+    from mcp_endpoint import handlers, sessions
+
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "SESSION_CACHE_SECONDS": 60}
+    sid = await open_session(mcp_app)
+    warm, _ = modern_request("prompts/list")
+    assert (await call_asgi(mcp_app, "POST", warm, modern_request("prompts/list")[1])).status == 200
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("left the hot path")
+
+    monkeypatch.setattr(handlers.source, "load_catalog", forbidden)
+    monkeypatch.setattr(sessions, "_db_load", forbidden)
+    monkeypatch.setattr(handlers, "database_sync_to_async", forbidden)
+    calls = [("prompts/list", {}), ("prompts/get", {"name": "test_simple_prompt"}),
+             ("resources/read", {"uri": "test://static-text"}), ("resources/templates/list", {})]
+    for method, params in calls:
+        headers, body = modern_request(method, params)
+        assert (await call_asgi(mcp_app, "POST", headers, body)).status == 200, method
+        response = await call_asgi(mcp_app, "POST", legacy_headers(sid), rpc(method, params))
+        assert response.status == 200 and "result" in response.json(), method
