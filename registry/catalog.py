@@ -262,20 +262,59 @@ def load_catalog(label: str) -> Catalog:
         fresh = cached_catalog(label)
         if fresh is not None:
             return fresh
-        generation = changes.generation()
-        names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
+        return _build(label, None, None)
 
-        def rows(model: Any) -> list[Any]:
-            qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
-            return list(qs.select_related("version", "entry").order_by("entry_id", "name"))
 
-        prompts = {item.name: item for item in map(_prompt_item, _pick(rows(PromptLabel), label).values())}
-        resources = {item.uri: item for item in map(_resource_item, _pick(rows(ResourceLabel), label).values())}
-        templates = sorted(map(_template_item, _pick(rows(ResourceTemplateLabel), label).values()),
-                           key=lambda t: t.uri_template)
-        catalog = Catalog(label, generation, prompts, resources, templates)
-        _cache[label] = catalog
-        return catalog
+def refresh_catalog(label: str, changed: Iterable[tuple[str, str]]) -> Catalog:
+    """Bring `label`'s catalog up to date by re-reading only the changed (kind, key) pairs.
+
+    Notifications go out right after a change, so this keeps the per-change cost at a few
+    small queries instead of a full rebuild; a key of "*" (bulk loads) rebuilds everything.
+    """
+    changed = list(changed)
+    with _build_lock:
+        base = _cache.get(label)
+        if base is None or any(key == "*" for _kind, key in changed):
+            return _build(label, None, None)
+        return _build(label, base, changed)
+
+
+_KEY_FIELDS = {"prompt": "entry__name__in", "resource": "entry__uri__in", "template": "entry__uri_template__in"}
+
+
+def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None) -> Catalog:
+    generation = changes.generation()
+    names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
+    wanted: dict[str, set[str]] = {}
+    for kind, key in changed or ():
+        wanted.setdefault(kind, set()).add(key)
+
+    def rows(model: Any, kind: str) -> list[Any]:
+        qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
+        if base is not None:
+            qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
+        return list(qs.select_related("version", "entry").order_by("entry_id", "name"))
+
+    prompts = dict(base.prompt_items) if base else {}
+    resources = dict(base.resource_items) if base else {}
+    templates = {t.uri_template: t for t in base.template_items} if base else {}
+    if base is None or "prompt" in wanted:
+        for key in wanted.get("prompt", ()):
+            prompts.pop(key, None)
+        prompts.update((i.name, i) for i in map(_prompt_item, _pick(rows(PromptLabel, "prompt"), label).values()))
+    if base is None or "resource" in wanted:
+        for key in wanted.get("resource", ()):
+            resources.pop(key, None)
+        resources.update((i.uri, i) for i in map(_resource_item, _pick(rows(ResourceLabel, "resource"), label).values()))
+    if base is None or "template" in wanted:
+        for key in wanted.get("template", ()):
+            templates.pop(key, None)
+        templates.update(
+            (i.uri_template, i) for i in map(_template_item, _pick(rows(ResourceTemplateLabel, "template"), label).values())
+        )
+    catalog = Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template))
+    _cache[label] = catalog
+    return catalog
 
 
 def catalog_for(label: str) -> Catalog:
