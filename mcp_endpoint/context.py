@@ -37,10 +37,12 @@ class RequestContext:
     def cache_scope(self) -> str:
         return "private" if self.identity.scoped else "public"
 
-    def complete(self, result: dict[str, Any], *, cacheable: bool = False) -> dict[str, Any]:
+    def complete(self, result: dict[str, Any], *, cacheable: bool = False,
+                 private: bool = False) -> dict[str, Any]:
         """Add the 2026-07-28 result fields (``resultType``, serverInfo ``_meta``, and caching
-        hints when ``cacheable``); legacy results pass through untouched."""
+        hints when ``cacheable``; ``private`` forces cacheScope private, e.g. for results
+        personalised by a rollout); legacy results pass through untouched."""
         if not self.modern:
             return result
-        return finalize_modern(result, self.server_info,
-                               cache=(self.ttl_ms, self.cache_scope) if cacheable else None)
+        scope = "private" if private else self.cache_scope
+        return finalize_modern(result, self.server_info, cache=(self.ttl_ms, scope) if cacheable else None)

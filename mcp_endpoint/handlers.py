@@ -203,23 +203,33 @@ def _string_map(value: Any, what: str) -> dict[str, str]:
 # --------------------------------------------------------------------------- lists
 
 
+def _personalisation(catalog: Any, viewer: Any) -> tuple[bool, tuple]:
+    """(results differ per client, cache-key variant). Percentage rollouts serve some clients a
+    candidate version; their results are private and cached per variant."""
+    personalised = getattr(catalog, "personalised", None)
+    if personalised is None or not personalised(viewer):
+        return False, ()
+    return True, tuple(catalog.variant(viewer))
+
+
 async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, field: str, key: str,
                 sorted_by_key: bool) -> RawJSON:
     cursor = params.get("cursor")
     catalog = await get_catalog(ctx.identity.label)
-    cache_key = (method, ctx.identity.cache_key, ctx.version, ctx.cache_scope, cursor,
+    viewer = ctx.identity.viewer
+    private, variant = _personalisation(catalog, viewer)
+    cache_key = (method, ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, cursor,
                  catalog.generation, mcp_settings.PAGE_SIZE)
     hit = _results.get(cache_key)
     if hit is not None:
         return hit
-    viewer = ctx.identity.viewer
     items = getattr(catalog, field)(viewer)
     page, next_cursor = paginate(items, kind=method, key=key, cursor=cursor, page_size=mcp_settings.PAGE_SIZE,
                                  secret=_secret(), sorted_by_key=sorted_by_key)
     result: dict[str, Any] = {_LIST_FIELDS[method]: shapes.shape_items(page, ctx.version)}
     if next_cursor:
         result["nextCursor"] = next_cursor
-    raw = RawJSON(dumps(ctx.complete(result, cacheable=True)))
+    raw = RawJSON(dumps(ctx.complete(result, cacheable=True, private=private)))
     _results.put(cache_key, raw)
     return raw
 
@@ -256,7 +266,9 @@ async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
 async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any] | RawJSON:
     uri = _str_param(params, "uri")
     catalog = await get_catalog(ctx.identity.label)
-    cache_key = ("resources/read", ctx.identity.cache_key, ctx.version, ctx.cache_scope, uri, catalog.generation)
+    private, variant = _personalisation(catalog, ctx.identity.viewer)
+    cache_key = ("resources/read", ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, uri,
+                 catalog.generation)
     hit = _results.get(cache_key)
     if hit is not None:
         served, raw = hit
@@ -265,7 +277,8 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     served = catalog.read_resource(ctx.identity.viewer, uri)
     if not served.result.get("contents"):
         raise errors.ResourceNotFound(uri)  # never answer with empty contents
-    raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True)))
+    raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True,
+                                     private=private)))
     if len(raw.data) <= _CACHEABLE_READ_BYTES:
         _results.put(cache_key, (served, raw))
     source.record_fetch(served, ctx.identity.viewer)

@@ -179,3 +179,32 @@ async def test_scoped_client_sees_only_its_tags_with_private_cache_scope(registr
     assert page["cacheScope"] == "private"
     public = as_dict(await handlers.resources_list(ctx("2026-07-28"), {}))
     assert public["cacheScope"] == "public" and "test://secret-notes" in [r["uri"] for r in public["resources"]]
+
+
+class _RolloutCatalog:
+    """A catalog stand-in whose lists differ per client (a percentage rollout is running)."""
+
+    generation = 1
+
+    def prompts(self, viewer):
+        return [{"name": "p", "description": f"variant for {viewer.client_name or 'anonymous'}"}]
+
+    def personalised(self, viewer):
+        return bool(viewer.client_name)
+
+    def variant(self, viewer):
+        return ("p@v2",) if viewer.client_name == "canary" else ()
+
+
+async def test_rollout_personalised_lists_are_private_and_cached_per_variant(monkeypatch):
+    from registry.catalog import Viewer
+
+    monkeypatch.setattr(handlers.source, "cached_catalog", lambda label: _RolloutCatalog())
+    canary = handlers.identity_of(Viewer(client_id=1, client_name="canary"))
+    steady = handlers.identity_of(Viewer(client_id=2, client_name="steady"))
+    first = as_dict(await handlers.prompts_list(ctx("2026-07-28", canary), {}))
+    second = as_dict(await handlers.prompts_list(ctx("2026-07-28", steady), {}))
+    assert first["cacheScope"] == second["cacheScope"] == "private"
+    assert "canary" in first["prompts"][0]["description"] and "steady" in second["prompts"][0]["description"]
+    anonymous = as_dict(await handlers.prompts_list(ctx("2026-07-28"), {}))
+    assert anonymous["cacheScope"] == "public"
