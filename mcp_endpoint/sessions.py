@@ -132,7 +132,8 @@ def _db_load(sid: str, touch: bool) -> dict[str, Any] | None:
 
 @database_sync_to_async
 def _db_end(sid: str) -> bool:
-    return McpSession.objects.filter(pk=sid, ended=False).update(ended=True) > 0
+    # last_seen doubles as the end time, so prune() keeps ended rows for a while (late requests: 404).
+    return McpSession.objects.filter(pk=sid, ended=False).update(ended=True, last_seen=timezone.now()) > 0
 
 
 @database_sync_to_async
@@ -142,3 +143,16 @@ def _db_update(sid: str, **fields: Any) -> None:
 
 store = SessionStore()
 on_reload(store.clear_cache)
+
+
+def prune(*, keep_ended_seconds: float = 3600.0) -> int:
+    """Delete rows of sessions that are expired, or ended more than ``keep_ended_seconds`` ago
+    (sync; for a periodic job). Returns the number of rows deleted."""
+    from django.db.models import Q
+
+    now = timezone.now()
+    idle_cutoff = now - timedelta(seconds=mcp_settings.SESSION_IDLE_SECONDS)
+    ended_cutoff = now - timedelta(seconds=keep_ended_seconds)
+    deleted, _ = McpSession.objects.filter(
+        Q(last_seen__lt=idle_cutoff) | Q(ended=True, last_seen__lt=ended_cutoff)).delete()
+    return deleted

@@ -69,3 +69,20 @@ async def test_malformed_ids_are_unknown_without_a_query(monkeypatch):
 
     monkeypatch.setattr(sessions, "_db_load", no_query)
     assert await store.get("bad id with spaces") is None
+
+
+def test_prune_deletes_expired_and_long_ended_sessions_only(settings):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    settings.MCP_ENDPOINT = {"SESSION_IDLE_SECONDS": 60}
+    old = timezone.now() - timedelta(hours=2)
+    McpSession.objects.create(session_id="live", protocol_version="2025-11-25")
+    McpSession.objects.create(session_id="idle", protocol_version="2025-11-25")
+    McpSession.objects.create(session_id="ended-long-ago", protocol_version="2025-11-25", ended=True)
+    McpSession.objects.create(session_id="ended-just-now", protocol_version="2025-11-25", ended=True)
+    McpSession.objects.filter(session_id__in=["idle", "ended-long-ago"]).update(last_seen=old)
+    call_command("mcp_prune_sessions", keep_ended=60)
+    assert set(McpSession.objects.values_list("session_id", flat=True)) == {"live", "ended-just-now"}
