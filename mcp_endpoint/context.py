@@ -8,7 +8,7 @@ from typing import Any
 from .shapes import finalize_modern
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Identity:
     """Who is asking: the registry viewer plus what the transport needs to know about it."""
 

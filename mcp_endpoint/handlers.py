@@ -92,6 +92,7 @@ _secret_cache: list[bytes] = []
 
 def reset_caches() -> None:
     _results.clear()
+    _anonymous.clear()
     _secret_cache.clear()
 
 
@@ -113,9 +114,14 @@ def identity_of(viewer: Any) -> Identity:
                     label=viewer.label)
 
 
+_anonymous: list[Identity] = []
+
+
 def anonymous() -> Identity:
-    """Anonymous viewers get the production label and no scope."""
-    return identity_of(source.anonymous_viewer())
+    """Anonymous viewers get the production label and no scope (one shared, immutable identity)."""
+    if not _anonymous:
+        _anonymous.append(identity_of(source.anonymous_viewer()))
+    return _anonymous[0]
 
 
 async def authenticate(authorization: str | None) -> Identity:
