@@ -38,9 +38,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "registry",
     "mcp_endpoint",
+    "api",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -117,7 +122,30 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "api.errors.exception_handler",
 }
+
+# The OpenAPI schema at /api/schema/ and its documentation page at /api/docs/ (files from the
+# sidecar package: the page loads nothing from a CDN).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MCP prompt & resource registry API",
+    "DESCRIPTION": "Automation API: drafts, versions, labels, reviews, rollouts, audit log, fetch "
+    "statistics and prompts-as-code import/export. Authenticate with `Authorization: Token <key>`.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Webhooks: loopback receivers are refused (they would reach this server or its neighbours);
+# tests switch this on to run a receiver on 127.0.0.1.
+WEBHOOKS_ALLOW_LOOPBACK = env_flag("WEBHOOKS_ALLOW_LOOPBACK", False)
 
 # Registry limits that editors meet in the admin and importers meet in YAML.
 REGISTRY = {

@@ -1,10 +1,12 @@
-"""HTTP routes served by Django; /mcp is routed to the Channels consumer in config/asgi.py."""
+"""HTTP routes served by Django (admin, REST API under /api/); /mcp is routed to the Channels consumer in
+config/asgi.py."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include("api.urls")),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]

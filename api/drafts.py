@@ -1,0 +1,323 @@
+"""Draft (working copy) serializers: the same checks as the admin forms, the same writer as import.
+
+Payloads use the vocabulary of `registry.drafts.draft_data` (bytes as base64). Field shapes are
+checked by DRF and the models' own validators; then `registry.validation` runs on the would-be
+draft, and its problems land next to the field they concern (per message: `messages[i].field`,
+DRF's nested error format). Like the admin, a draft with errors is not saved; warnings come back
+in `warnings`. Writes go through `registry.drafts.apply_data` and are audited with the
+field-level diff by `registry.services` in one transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from rest_framework import serializers
+
+from api.fields import Base64BytesField
+from registry import services
+from registry.changes import record_change
+from registry.drafts import apply_data, draft_data, normalise_tags
+from registry.kinds import KINDS, kind_of
+from registry.models import (
+    AuditAction,
+    ContentKind,
+    MessageRole,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    Resource,
+    ResourceTemplate,
+    TemplateVariable,
+    VersionedEntry,
+)
+from registry.models.base import label_name_validator
+from registry.models.prompts import argument_name_validator, prompt_name_validator
+from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
+from registry.snapshots import diff_snapshots, snapshot_of
+from registry.validation import DraftReport, validate_prompt, validate_resource, validate_template
+
+AUDIENCE_CHOICES = ["user", "assistant"]
+
+
+def _labels(entry: VersionedEntry) -> dict[str, int]:
+    return {label.name: label.version.number for label in entry.labels.select_related("version")}  # type: ignore[attr-defined]
+
+
+def save_draft(entry: VersionedEntry, data: dict[str, Any], *, acting_user: Any, note: str = "") -> VersionedEntry:
+    """Apply `data` to the draft (new entry if unsaved) and audit the change, in one transaction."""
+    with transaction.atomic():
+        is_new = entry.pk is None
+        before_snapshot = None if is_new else snapshot_of(entry)
+        before_tags = [] if is_new else normalise_tags(entry.tags)
+        apply_data(entry, data)
+        after_tags = normalise_tags(entry.tags)
+        if after_tags != before_tags and not is_new:
+            # Tags are not part of a snapshot; audit them like the importer does, and tell
+            # clients (tags decide who sees a served entry).
+            changes = diff_snapshots(before_snapshot, snapshot_of(entry))
+            changes.append({"field": "tags", "before": ", ".join(before_tags), "after": ", ".join(after_tags)})
+            services.write_audit(entry=entry, action=AuditAction.EDIT, acting_user=acting_user, note=note,
+                                 changes=changes)
+            if entry.labels.exists():  # type: ignore[attr-defined]
+                record_change(kind=entry.kind, key=entry.key, list_changed=True)
+        else:
+            services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user, note=note)
+    return entry
+
+
+# ------------------------------------------------------------------------------------------ common
+class EntryMetaMixin(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    kind = serializers.CharField(read_only=True)
+    archived_at = serializers.DateTimeField(read_only=True, allow_null=True)
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+    labels = serializers.DictField(child=serializers.IntegerField(), read_only=True,
+                                   help_text="Label name -> version number it serves.")
+    latest_version = serializers.IntegerField(read_only=True, allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+                                 help_text="Tags (lower-cased, sorted).")
+    note = serializers.CharField(write_only=True, required=False, allow_blank=True,
+                                 help_text="Optional note for the audit log.")
+
+    model: type[VersionedEntry]
+    key_field: str
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.warnings: list[str] = []
+
+    def to_representation(self, instance: VersionedEntry) -> dict[str, Any]:
+        data = draft_data(instance)
+        latest = services.latest_version(instance)
+        data.update(id=instance.pk, kind=instance.kind, archived_at=instance.archived_at,
+                    created_at=instance.created_at, updated_at=instance.updated_at, labels=_labels(instance),
+                    latest_version=latest.number if latest else None)
+        if "audience" in data:
+            data["audience"] = [a for a in (data["audience"] or "").split(",") if a]
+        return super().to_representation(data)
+
+    def validate_key(self, value: str) -> str:
+        entry = self.instance
+        others = self.model.objects.filter(**{self.key_field: value})
+        if entry is not None:
+            others = others.exclude(pk=entry.pk)
+            if getattr(entry, self.key_field) != value and entry.versions.exists():  # type: ignore[attr-defined]
+                raise serializers.ValidationError(
+                    f"The {self.key_field} cannot change once published (clients use it).", code="immutable")
+        if others.exists():
+            raise serializers.ValidationError(f"Another {self.model.kind} already has this {self.key_field}.",
+                                              code="unique")
+        return value
+
+    def draft_payload(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in attrs.items() if k != "note"}
+
+    def merged(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The draft as it would be after this request (PATCH keeps what is not given)."""
+        base = draft_data(self.instance) if self.instance is not None and self.partial else {}
+        return {**base, **self.draft_payload(attrs)}
+
+    def raise_report(self, report: DraftReport, route: Any) -> None:
+        errors: dict[str, Any] = {}
+        for problem in report.errors:
+            route(problem, errors)
+        if errors:
+            raise serializers.ValidationError(errors)
+        self.warnings = list(report.warnings)
+
+    def create(self, validated_data: dict[str, Any]) -> VersionedEntry:
+        note = validated_data.pop("note", "")
+        return save_draft(self.model(), self.full_data(validated_data), acting_user=self.context["request"].user,
+                          note=note)
+
+    def update(self, instance: VersionedEntry, validated_data: dict[str, Any]) -> VersionedEntry:
+        note = validated_data.pop("note", "")
+        data = validated_data if self.partial else self.full_data(validated_data)
+        return save_draft(instance, data, acting_user=self.context["request"].user, note=note)
+
+    def full_data(self, validated: dict[str, Any]) -> dict[str, Any]:
+        """PUT/POST are declarative like the import: a key left out means empty."""
+        empty = {name: ([] if name in ("tags", "arguments", "messages", "variables") else None)
+                 for name in self.fields if not self.fields[name].read_only and name != "note"}
+        return {**empty, **validated}
+
+
+def _add(errors: dict[str, Any], field: str, message: str) -> None:
+    errors.setdefault(field, []).append(message)
+
+
+# ------------------------------------------------------------------------------------------ prompts
+class ArgumentSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=64, validators=[argument_name_validator])
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    required = serializers.BooleanField(required=False, default=True)
+    default = serializers.CharField(required=False, allow_blank=True, default="")
+    suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+
+class MessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=MessageRole.choices, default=MessageRole.USER)
+    kind = serializers.ChoiceField(choices=ContentKind.choices, default=ContentKind.TEXT)
+    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    uri = serializers.CharField(max_length=2048, required=False, allow_blank=True)
+    resource_uri = serializers.CharField(max_length=2048, required=False, allow_blank=True,
+                                         help_text="Embed or link this registry resource (resource, resource_link).")
+    mime_type = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    data = Base64BytesField(help_text="image/audio/binary embedded resource bytes, base64.")
+    link_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        uri = attrs.get("resource_uri")
+        if uri:
+            if attrs.get("kind") not in (ContentKind.RESOURCE, ContentKind.RESOURCE_LINK):
+                raise serializers.ValidationError(
+                    {"resource_uri": "Only resource and resource_link messages can name a registry resource."})
+            if not Resource.objects.filter(uri=uri).exists():
+                raise serializers.ValidationError({"resource_uri": f"No registry resource has the URI {uri}."})
+        if attrs.get("kind") == ContentKind.TEXT:
+            attrs["data"] = None
+        return attrs
+
+
+def _message_field(kind: str, problem: str) -> str:
+    if "file type" in problem:
+        return "mime_type"
+    if "file" in problem:
+        return "data"
+    return "text" if kind == ContentKind.TEXT else "uri"
+
+
+class PromptSerializer(EntryMetaMixin):
+    name = serializers.CharField(max_length=128, validators=[prompt_name_validator],
+                                 help_text="The MCP prompt name; cannot change once published.")
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    arguments = ArgumentSerializer(many=True, required=False)
+    messages = MessageSerializer(many=True, required=False)
+
+    model = Prompt
+    key_field = "name"
+
+    def validate_name(self, value: str) -> str:
+        return self.validate_key(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data = self.merged(attrs) if self.partial else self.full_data(attrs)
+        prompt = Prompt(name=data.get("name") or "", description=data.get("description") or "")
+        arguments = [PromptArgument(name=a["name"]) for a in data.get("arguments") or []]
+        uris = {m["resource_uri"] for m in data.get("messages") or [] if m.get("resource_uri")}
+        resources = {r.uri: r for r in Resource.objects.filter(uri__in=uris)} if uris else {}
+        messages = [
+            PromptMessage(kind=m.get("kind") or "text", text=m.get("text") or "", uri=m.get("uri") or "",
+                          resource=resources.get(m.get("resource_uri") or ""), mime_type=m.get("mime_type") or "",
+                          data=m.get("data"))
+            for m in data.get("messages") or []
+        ]
+        count = len(messages)
+
+        def route(problem: str, errors: dict[str, Any]) -> None:
+            if problem.startswith("Message "):
+                head, _, text = problem.partition(": ")
+                index = int(head.split()[1].rstrip(":")) - 1
+                per_message = errors.setdefault("messages", [{} for _ in range(count)])
+                if isinstance(per_message, list) and 0 <= index < count and isinstance(per_message[index], dict):
+                    _add(per_message[index], _message_field(messages[index].kind, problem),
+                         text[:1].upper() + text[1:])
+                    return
+            if problem.startswith("The argument name "):
+                _add(errors, "arguments", problem)
+            elif problem == "A prompt needs at least one message.":
+                _add(errors, "messages", problem)
+            else:
+                _add(errors, "non_field_errors", problem)
+
+        self.raise_report(validate_prompt(prompt, arguments=arguments, messages=messages), route)
+        return attrs
+
+
+# ------------------------------------------------------------------------------------------ resources
+class DescriptionFields(serializers.Serializer):
+    name = serializers.CharField(max_length=200, help_text="Short programmatic name.")
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    mime_type = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    audience = serializers.ListField(child=serializers.ChoiceField(choices=AUDIENCE_CHOICES), required=False,
+                                     help_text="Annotation: who the content is for.")
+    priority = serializers.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
+
+
+class ResourceSerializer(EntryMetaMixin, DescriptionFields):
+    uri = serializers.CharField(max_length=2048, validators=[uri_field_validator],
+                                help_text="The URI clients read; cannot change once published.")
+    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    data = Base64BytesField(help_text="Binary content as base64 (instead of text).")
+
+    model = Resource
+    key_field = "uri"
+
+    def validate_uri(self, value: str) -> str:
+        return self.validate_key(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data = self.merged(attrs) if self.partial else self.full_data(attrs)
+        resource = Resource(uri=data.get("uri") or "", name=data.get("name") or "", text=data.get("text") or "",
+                            data=data.get("data"))
+
+        def route(problem: str, errors: dict[str, Any]) -> None:
+            if problem.startswith("Invalid URI"):
+                _add(errors, "uri", problem)
+            elif problem.startswith("Content:"):
+                _add(errors, "data", problem)
+            elif "name" in problem:
+                _add(errors, "name", problem)
+            else:
+                _add(errors, "non_field_errors", problem)
+
+        self.raise_report(validate_resource(resource), route)
+        return attrs
+
+
+class VariableSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=64)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+
+class TemplateSerializer(EntryMetaMixin, DescriptionFields):
+    uri_template = serializers.CharField(max_length=2048, validators=[uri_template_field_validator],
+                                         help_text="RFC 6570 URI template; cannot change once published.")
+    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    variables = VariableSerializer(many=True, required=False)
+
+    model = ResourceTemplate
+    key_field = "uri_template"
+
+    def validate_uri_template(self, value: str) -> str:
+        return self.validate_key(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data = self.merged(attrs) if self.partial else self.full_data(attrs)
+        template = ResourceTemplate(uri_template=data.get("uri_template") or "", name=data.get("name") or "",
+                                    body=data.get("body") or "")
+        variables = [TemplateVariable(name=v["name"]) for v in data.get("variables") or []]
+
+        def route(problem: str, errors: dict[str, Any]) -> None:
+            if problem.startswith("Invalid URI"):
+                _add(errors, "uri_template", problem)
+            elif problem.startswith("Suggestions are given"):
+                _add(errors, "variables", problem)
+            elif "name" in problem and "placeholder" not in problem:
+                _add(errors, "name", problem)
+            else:
+                _add(errors, "body", problem)
+
+        self.raise_report(validate_template(template, variables=variables), route)
+        return attrs
+
+
+SERIALIZERS = {"prompt": PromptSerializer, "resource": ResourceSerializer, "template": TemplateSerializer}
+__all__ = ["SERIALIZERS", "save_draft", "KINDS", "kind_of", "label_name_validator", "Audience"]

@@ -1,0 +1,34 @@
+"""Serializer fields shared by the API modules."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+@extend_schema_field({"type": "string", "format": "byte", "nullable": True,
+                      "description": "Bytes as base64, or null for none."})
+class Base64BytesField(serializers.Field):
+    default_error_messages = {"invalid": "Give the bytes as base64 text."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_null", True)
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> bytes | None:
+        if data in (None, ""):
+            return None
+        if not isinstance(data, str):
+            self.fail("invalid")
+        try:
+            return base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            self.fail("invalid")
+
+    def to_representation(self, value: Any) -> str | None:
+        return base64.b64encode(bytes(value)).decode("ascii") if value else None

@@ -1,0 +1,71 @@
+"""Percentage rollouts per entry and label: read the running one, set or change it.
+
+Writes go through `registry.rollouts.set_rollout`, which checks publish rights and, on a
+protected label, that an approval (or audited override) stands behind the candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from registry.models import Rollout, VersionedEntry
+
+
+class RolloutSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    candidate_version = serializers.IntegerField()
+    percent = serializers.IntegerField()
+    label_version = serializers.SerializerMethodField(help_text="What the rest of the label's clients get.")
+    authority = serializers.CharField()
+    note = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    updated_by_name = serializers.CharField()
+
+    def get_label_version(self, rollout: Rollout) -> int | None:
+        from registry.kinds import KINDS
+
+        label = (KINDS[rollout.entry_kind].label_model.objects  # type: ignore[attr-defined]
+                 .filter(entry_id=rollout.entry_id, name=rollout.label).select_related("version").first())
+        return label.version.number if label else None
+
+
+class RolloutRequestSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=1, help_text="The candidate version.")
+    percent = serializers.IntegerField(min_value=0, max_value=100,
+                                       help_text="Share of the label's clients; 100 completes, 0 aborts.")
+    note = serializers.CharField(required=False, allow_blank=True, default="")
+    override_reason = serializers.CharField(
+        required=False, allow_blank=True,
+        help_text="Start a rollout on a protected label without an approved review (emergency override, audited).",
+    )
+
+
+def for_entry(entry: VersionedEntry):
+    return Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk).order_by("label")
+
+
+def get_for_label(entry: VersionedEntry, label: str) -> Rollout:
+    rollout = for_entry(entry).filter(label=label).first()
+    if rollout is None:
+        raise Http404(f"No percentage rollout runs on '{label}' of {entry.key}.")
+    return rollout
+
+
+def put(entry: VersionedEntry, label: str, request: Request) -> Response:
+    from registry.rollouts import set_rollout
+
+    serializer = RolloutRequestSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    params: dict[str, Any] = serializer.validated_data
+    rollout = set_rollout(entry, label=label, version_number=params["version"], percent=params["percent"],
+                          acting_user=request.user, note=params["note"],
+                          override_reason=params.get("override_reason") or None)
+    if rollout is None:  # 0 aborted it, 100 completed it (the label now serves the candidate)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+    return Response(RolloutSerializer(rollout).data)

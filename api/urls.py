@@ -1,0 +1,29 @@
+"""/api/v1/... (the API), /api/schema/ (OpenAPI), /api/docs/ (Swagger UI), /api/redoc/ (Redoc)."""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from api.audit import AuditViewSet
+from api.entries import PromptViewSet, ResourceViewSet, TemplateViewSet
+from api.fetches import FetchViewSet
+from api.portable import ExportView, ImportView
+from api.reviews import ReviewViewSet
+
+router = DefaultRouter()
+router.register("prompts", PromptViewSet, basename="prompt")
+router.register("resources", ResourceViewSet, basename="resource")
+router.register("templates", TemplateViewSet, basename="template")
+router.register("reviews", ReviewViewSet, basename="review")
+router.register("audit", AuditViewSet, basename="audit")
+router.register("fetches", FetchViewSet, basename="fetch")
+
+app_name = "api"
+urlpatterns = [
+    path("v1/", include(router.urls)),
+    path("v1/export/", ExportView.as_view(), name="export"),
+    path("v1/import/", ImportView.as_view(), name="import"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+]

@@ -1,0 +1,76 @@
+"""The outbox: delivery rows are written in the auditing transaction and only in it."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from registry import services
+from registry.models import AuditEntry
+from tests.factories import make_prompt, release
+from webhooks import delivery
+from webhooks.models import Webhook, WebhookDelivery
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def hook(settings):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    return Webhook.objects.create(name="ci", url="http://127.0.0.1:9/hook",
+                                  events=["version.published", "label.moved"])
+
+
+def test_publishing_queues_one_delivery_per_subscribed_event(hook, publisher, django_capture_on_commit_callbacks):
+    prompt = make_prompt("greet")
+    with django_capture_on_commit_callbacks() as callbacks:
+        services.publish(prompt, acting_user=publisher, note="first", labels=["staging"])
+    rows = list(WebhookDelivery.objects.order_by("id"))
+    assert [row.event for row in rows] == ["version.published", "label.moved"]
+    assert rows[0].payload["entry"] == {"kind": "prompt", "key": "greet", "id": prompt.pk}
+    assert rows[0].payload["to_version"] == 1 and rows[1].payload["label"] == "staging"
+    assert delivery.wake in callbacks  # sending waits for the commit
+
+
+def test_events_not_subscribed_and_inactive_hooks_queue_nothing(hook, publisher):
+    Webhook.objects.create(name="off", url="https://hooks.example.com/", events=["version.published"], active=False)
+    prompt = make_prompt("greet")
+    services.set_archived(prompt, archived=True, acting_user=publisher)
+    release(make_prompt("other"), labels=("staging",))
+    assert WebhookDelivery.objects.filter(webhook__name="off").count() == 0
+    assert WebhookDelivery.objects.filter(webhook=hook).count() == 2  # published + label moved of "other"
+
+
+def test_a_rolled_back_transaction_creates_no_delivery(hook, publisher, django_capture_on_commit_callbacks):
+    prompt = make_prompt("greet")
+    with django_capture_on_commit_callbacks() as callbacks:
+        with pytest.raises(RuntimeError):
+            with transaction.atomic():
+                services.publish(prompt, acting_user=publisher, note="first", labels=["staging"])
+                assert WebhookDelivery.objects.count() == 2
+                raise RuntimeError("something later failed")
+    assert WebhookDelivery.objects.count() == 0
+    assert AuditEntry.objects.filter(action="publish").count() == 0
+    assert callbacks == []
+
+
+def test_a_refused_production_publish_creates_no_delivery(hook, superuser):
+    prompt = make_prompt("greet")
+    with pytest.raises(Exception):
+        services.publish(prompt, acting_user=superuser, note="no approval")
+    assert WebhookDelivery.objects.count() == 0
+
+
+def test_review_events(settings, editor, publisher):
+    from registry import reviews
+
+    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    Webhook.objects.create(name="reviews", url="http://127.0.0.1:9/", events=[
+        "review.requested", "review.approved", "review.rejected"])
+    prompt = make_prompt("greet")
+    first = reviews.request_publication(prompt, acting_user=editor, note="please")
+    reviews.reject(first, acting_user=publisher, comment="not yet")
+    second = reviews.request_publication(prompt, acting_user=editor, note="again")
+    reviews.approve(second, acting_user=publisher)
+    assert list(WebhookDelivery.objects.order_by("id").values_list("event", flat=True)) == [
+        "review.requested", "review.rejected", "review.requested", "review.approved"]

@@ -1,0 +1,58 @@
+"""Only http(s) addresses of other services may receive webhooks."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from webhooks.forms import WebhookForm
+from webhooks.validation import validate_webhook_url
+
+
+@pytest.mark.parametrize("url", ["ftp://hooks.example.com/x", "file:///etc/passwd", "javascript:alert(1)",
+                                 "gopher://example.com"])
+def test_non_http_urls_are_refused(url):
+    with pytest.raises(ValidationError) as caught:
+        validate_webhook_url(url)
+    assert caught.value.code in ("scheme", "host")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000/hook", "https://localhost/hook", "http://[::1]:8000/",
+                                 "http://127.1.2.3/", "http://0.0.0.0:8000/", "http://[::ffff:127.0.0.1]/",
+                                 "http://api.localhost/"])
+def test_loopback_urls_are_refused(settings, url):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+    with pytest.raises(ValidationError) as caught:
+        validate_webhook_url(url)
+    assert caught.value.code == "self"
+
+
+def test_this_servers_own_host_names_are_refused(settings):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+    settings.ALLOWED_HOSTS = ["registry.example.com", ".internal.example.com"]
+    for url in ("https://registry.example.com/hook", "https://a.internal.example.com/hook"):
+        with pytest.raises(ValidationError):
+            validate_webhook_url(url)
+    validate_webhook_url("https://hooks.example.com/registry")
+
+
+def test_loopback_is_allowed_when_the_setting_says_so(settings):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    validate_webhook_url("http://127.0.0.1:9999/hook")
+
+
+def test_credentials_in_the_url_are_refused():
+    with pytest.raises(ValidationError):
+        validate_webhook_url("https://user:pw@hooks.example.com/")
+
+
+@pytest.mark.django_db
+def test_the_admin_form_shows_clear_errors(settings):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+    form = WebhookForm(data={"name": "x", "url": "http://localhost:8000/hook", "events": ["version.published"],
+                             "active": True})
+    assert not form.is_valid()
+    assert "this server itself" in form.errors["url"][0]
+    form = WebhookForm(data={"name": "x", "url": "ftp://hooks.example.com/", "events": [], "active": True})
+    assert not form.is_valid()
+    assert set(form.errors) == {"url", "events"}

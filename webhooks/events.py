@@ -1,0 +1,52 @@
+"""Which audit actions become which webhook events, and the JSON body each event carries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from registry.models import AuditEntry
+
+
+class Event(models.TextChoices):
+    VERSION_PUBLISHED = "version.published", "Version published"
+    LABEL_MOVED = "label.moved", "Label moved (incl. rollbacks and overrides)"
+    ROLLOUT_CHANGED = "rollout.changed", "Rollout changed"
+    REVIEW_REQUESTED = "review.requested", "Review requested"
+    REVIEW_APPROVED = "review.approved", "Review approved"
+    REVIEW_REJECTED = "review.rejected", "Review rejected"
+
+
+# Audit action (registry.models.AuditAction value) -> event. Actions not listed (draft edits,
+# archive, ...) send nothing.
+ACTION_EVENTS: dict[str, str] = {
+    "publish": Event.VERSION_PUBLISHED,
+    "label_move": Event.LABEL_MOVED,
+    "rollback": Event.LABEL_MOVED,
+    "override": Event.LABEL_MOVED,
+    "rollout_changed": Event.ROLLOUT_CHANGED,
+    "review_requested": Event.REVIEW_REQUESTED,
+    "review_approved": Event.REVIEW_APPROVED,
+    "review_rejected": Event.REVIEW_REJECTED,
+}
+
+
+def event_for(action: str) -> str | None:
+    return ACTION_EVENTS.get(action)
+
+
+def payload_for(event: str, audit: AuditEntry) -> dict[str, Any]:
+    """The event body: what happened to which entry, by whom; the audit entry id links to the log."""
+    return {
+        "event": event,
+        "occurred_at": audit.created_at.isoformat(),
+        "audit_id": audit.pk,
+        "action": audit.action,
+        "actor": audit.actor_name,
+        "entry": {"kind": audit.entry_kind, "key": audit.entry_key, "id": audit.entry_id},
+        "label": audit.label or None,
+        "from_version": audit.from_version,
+        "to_version": audit.to_version,
+        "note": audit.note,
+    }

@@ -1,0 +1,84 @@
+"""Webhook endpoints and the outbox of their deliveries."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from webhooks.events import Event
+from webhooks.validation import validate_webhook_url
+
+
+def new_secret() -> str:
+    return "whsec_" + secrets.token_urlsafe(32)
+
+
+class Webhook(models.Model):
+    """An HTTP endpoint that receives signed JSON events."""
+
+    name = models.CharField(max_length=100, help_text="What receives the events, e.g. 'release-bot'.")
+    url = models.URLField(
+        max_length=2000,
+        validators=[validate_webhook_url],
+        help_text="https:// address that receives a POST per event. Not this server itself.",
+    )
+    secret = models.CharField(
+        max_length=100, default=new_secret, editable=False,
+        help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret is rotated.",
+    )
+    events = models.JSONField(default=list, help_text="Event types this webhook receives.")
+    active = models.BooleanField(default=True, help_text="Untick to stop sending (pending deliveries wait).")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def subscribes(self, event: str) -> bool:
+        return event in (self.events or [])
+
+    @property
+    def event_labels(self) -> list[str]:
+        return [Event(e).label if e in Event.values else e for e in self.events or []]
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed (gave up)"
+
+
+class WebhookDelivery(models.Model):
+    """One event for one webhook: written in the changing transaction, sent after commit."""
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False,
+                                   help_text="Sent as X-Registry-Delivery; the same on every retry.")
+    event = models.CharField(max_length=40, choices=Event.choices, db_index=True)
+    payload = models.JSONField()
+    status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now, db_index=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "webhook deliveries"
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_delivery_due")]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.webhook} ({self.status})"
