@@ -222,48 +222,80 @@ def _channel_layer() -> Any:
         return None
 
 
-async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
-    """The stream's event loop. Three sources at once: client disconnect (ends the loop),
-    channel-layer events for the stream's groups (rendered by ``stream.render``), and the
-    keep-alive timer. An event ``{"type": "mcp.close"}`` ends the stream from the server side
-    (the modern listen stream then sends its closing result)."""
+async def _join_groups(stream: Stream) -> tuple[Any, str | None]:
     layer = _channel_layer() if stream.groups else None
-    channel = None
-    if layer is not None:
-        channel = await layer.new_channel()
-        for group in stream.groups:
-            await layer.group_add(group, channel)
+    if layer is None:
+        return None, None
+    channel = await layer.new_channel()
+    for group in stream.groups:
+        await layer.group_add(group, channel)
+    return layer, channel
+
+
+async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
+    """The stream's event loop, waiting on several sources at once:
+
+    * the client's disconnect (ends the loop: the stream is gone, and on the modern wire that
+      is cancellation);
+    * channel-layer events for ``stream.groups``, rendered by ``stream.render``; an event
+      ``{"type": "mcp.close"}`` ends the stream from the server side;
+    * ``stream.frames``, an asyncio queue of ready JSON messages (bytes) fed by an in-process
+      notifier; ``None`` in the queue ends the stream from the server side;
+    * the keep-alive timer: an SSE comment, after checking ``stream.alive()`` if given.
+
+    A server-side end sends ``stream.closing`` (the listen result) when there is one."""
+    layer, channel = await _join_groups(stream)
     disconnect = asyncio.ensure_future(_wait_disconnect(receive))
-    event_task: asyncio.Future | None = None
+    layer_task: asyncio.Future | None = None
+    frame_task: asyncio.Future | None = None
     keepalive = float(mcp_settings.KEEPALIVE_SECONDS)
+
+    async def end() -> None:
+        body = sse.event(stream.closing) if stream.closing is not None else b""
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
     try:
         while True:
-            if layer is not None and event_task is None:
-                event_task = asyncio.ensure_future(layer.receive(channel))
-            waiting = {disconnect} if event_task is None else {disconnect, event_task}
+            if layer is not None and layer_task is None:
+                layer_task = asyncio.ensure_future(layer.receive(channel))
+            if stream.frames is not None and frame_task is None:
+                frame_task = asyncio.ensure_future(stream.frames.get())
+            waiting = {t for t in (disconnect, layer_task, frame_task) if t is not None}
             done, _ = await asyncio.wait(waiting, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
             if disconnect in done:
                 return
-            if event_task is not None and event_task in done:
-                event = event_task.result()
-                event_task = None
-                if event.get("type") == "mcp.close":
-                    if stream.closing is not None:
-                        await send({"type": "http.response.body", "body": sse.event(stream.closing),
-                                    "more_body": False})
-                    else:
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            if not done:
+                if stream.alive is not None and not await stream.alive():
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
                     return
-                frame = stream.render(event)
-                if frame is not None:
-                    await send({"type": "http.response.body", "body": sse.event(frame), "more_body": True})
+                await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
                 continue
-            if stream.alive is not None and not await stream.alive():
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            frames: list[bytes] = []
+            closing = False
+            if layer_task is not None and layer_task in done:
+                event = layer_task.result()
+                layer_task = None
+                if event.get("type") == "mcp.close":
+                    closing = True
+                else:
+                    frame = stream.render(event)
+                    if frame is not None:
+                        frames.append(frame)
+            if frame_task is not None and frame_task in done:
+                item = frame_task.result()
+                frame_task = None
+                if item is None:
+                    closing = True
+                else:
+                    frames.append(item)
+            if frames:
+                await send({"type": "http.response.body", "body": b"".join(sse.event(f) for f in frames),
+                            "more_body": True})
+            if closing:
+                await end()
                 return
-            await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
     finally:
-        for task in (disconnect, event_task):
+        for task in (disconnect, layer_task, frame_task):
             if task is not None and not task.done():
                 task.cancel()
         if layer is not None:
@@ -272,3 +304,5 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                     await layer.group_discard(group, channel)
                 except Exception:  # noqa: BLE001
                     logger.debug("group_discard failed", exc_info=True)
+        if stream.on_close is not None:
+            stream.on_close()

@@ -11,6 +11,7 @@ get :class:`Reply` objects back. Routing on one dual-era endpoint (digest §1.3)
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass, field
@@ -129,7 +130,8 @@ class Stream:
 
     ``first``: messages to send immediately; ``groups``: channel-layer groups to join;
     ``render(event)``: turns a channel-layer event into a message to send (or None to skip);
-    ``closing``: message to send when the server ends the stream itself (listen result)."""
+    ``closing``: message to send when the server ends the stream itself (listen result);
+    ``frames``/``on_close``: hooks for an in-process notifier that queues ready messages."""
 
     first: list[bytes]
     groups: list[str]
@@ -137,6 +139,8 @@ class Stream:
     closing: bytes | None = None
     modern: bool = False
     alive: Callable[[], Awaitable[bool]] | None = None  # checked on keep-alive ticks
+    frames: "asyncio.Queue[bytes | None] | None" = None  # ready messages from an in-process notifier
+    on_close: Callable[[], None] | None = None           # runs once the stream has ended
 
 
 async def _close_streams(group: str) -> None:

@@ -228,3 +228,30 @@ async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_
         assert (await call_asgi(mcp_app, "POST", headers, body)).status == 200, method
         response = await call_asgi(mcp_app, "POST", legacy_headers(sid), rpc(method, params))
         assert response.status == 200 and "result" in response.json(), method
+
+
+async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(settings):
+    from mcp_endpoint.consumers import run_stream_loop
+    from mcp_endpoint.dispatcher import Stream
+
+    settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
+    frames: asyncio.Queue = asyncio.Queue()
+    closed = []
+    stream = Stream(first=[], groups=[], render=lambda event: None, closing=b'{"closing":true}',
+                    frames=frames, on_close=lambda: closed.append(True))
+    sent: list[dict] = []
+    never = asyncio.Event()
+
+    async def receive():
+        await never.wait()
+
+    async def send(message):
+        sent.append(message)
+
+    loop_task = asyncio.ensure_future(run_stream_loop(stream, receive, send))
+    await frames.put(b'{"n":1}')
+    await frames.put(None)
+    await asyncio.wait_for(loop_task, 2)
+    assert sent[0]["body"] == b'event: message\ndata: {"n":1}\n\n' and sent[0]["more_body"] is True
+    assert b'"closing":true' in sent[-1]["body"] and sent[-1]["more_body"] is False
+    assert closed == [True]
