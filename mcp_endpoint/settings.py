@@ -12,6 +12,12 @@ Keys (all optional):
     SESSION_IDLE_SECONDS   sessions unused this long are treated as expired (404)
     RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process
     KEEPALIVE_SECONDS      SSE keep-alive comment interval on long-lived streams
+    CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
+    CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
+    LISTENER_QUEUE_SIZE    notifications buffered per stream before a non-reading client is cut off
+    MAX_STREAMS            open notification streams per process (more get HTTP 429)
+    MAX_STREAMS_PER_CLIENT open notification streams per client token / anonymous peer address
+    MAX_LISTEN_URIS        resourceSubscriptions accepted in one subscriptions/listen
     SERVER_NAME, SERVER_TITLE, SERVER_VERSION, SERVER_DESCRIPTION, WEBSITE_URL, INSTRUCTIONS
 """
 
@@ -32,6 +38,12 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_IDLE_SECONDS": 24 * 3600,
     "RESULT_CACHE_SIZE": 4096,
     "KEEPALIVE_SECONDS": 15.0,
+    "CHANGE_POLL_SECONDS": 0.5,
+    "CHANGE_LOG_RETENTION_SECONDS": 7 * 24 * 3600,
+    "LISTENER_QUEUE_SIZE": 256,
+    "MAX_STREAMS": 10_000,
+    "MAX_STREAMS_PER_CLIENT": 2_000,
+    "MAX_LISTEN_URIS": 1_000,
     "SERVER_NAME": "mcp-prompt-registry",
     "SERVER_TITLE": "MCP Prompt Registry",
     "SERVER_VERSION": "0.1.0",

@@ -1,0 +1,406 @@
+"""Per-process notification hub: registry changes in, per-listener MCP notifications out.
+
+Changes reach a process three ways, and each change-log id is handled once whichever way
+arrives first:
+  1. this process committed it (``registry_changed`` after commit), delivered at once;
+  2. another process committed it and sent it over the channel layer (Redis when scaled out);
+  3. the catch-up poller reads the change log every POLL_SECONDS, so a change made while the
+     channel layer was down, or by a process with no layer at all (a management command on
+     the embedded default), still arrives.
+
+For every batch the hub rebuilds the catalog of each label its listeners are bound to and
+compares it with the catalog it last judged them against: a listener hears about a change
+only if what *it* is served (its label, its scope, its subscribed URIs) actually changed.
+Listeners are asyncio queues drained by their own stream loop, so a slow or stuck client
+never delays the others; a queue that overflows closes that one stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+
+from registry import changes as registry_changes
+from registry.catalog import Catalog, Viewer, load_catalog, refresh_catalog
+from registry.changes import Change, ChangeBatch
+
+from .settings import mcp_settings
+
+log = logging.getLogger(__name__)
+
+GROUP = "mcp.registry-changes"
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
+RESOURCE_UPDATED = "notifications/resources/updated"
+CLOSE = None  # queue sentinel: the server ends the stream
+
+
+@dataclass(eq=False)
+class Listener:
+    """One open stream's interest: what it wants to hear and where frames go."""
+
+    viewer: Viewer
+    render: Callable[[str, dict[str, Any] | None], bytes]
+    prompts: bool = True
+    resources: bool = True
+    uris: set[str] = field(default_factory=set)
+    session_id: str | None = None  # legacy GET streams: one delivering stream per session
+    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(mcp_settings.LISTENER_QUEUE_SIZE))
+    overflowed: bool = False
+    opened_at: float = field(default_factory=time.monotonic)
+
+    def offer(self, frame: bytes | None) -> None:
+        if self.overflowed:
+            return
+        try:
+            self.queue.put_nowait(frame)
+        except asyncio.QueueFull:  # the client stopped reading: end its stream, spare the rest
+            self.overflowed = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(CLOSE)
+
+
+def _visible(item: Any, viewer: Viewer) -> bool:
+    return item is not None and viewer.sees(item.tags)
+
+
+def _list_identity(item: Any) -> dict[str, Any]:
+    """What resources/list shows of a resource, less what any content edit changes (size, date)."""
+    listing = {k: v for k, v in item.listing.items() if k != "size"}
+    annotations = {k: v for k, v in (listing.get("annotations") or {}).items() if k != "lastModified"}
+    listing["annotations"] = annotations
+    return listing
+
+
+def _state(item: Any) -> tuple | None:
+    return None if item is None else (item.version, item.label, item.tags)
+
+
+@dataclass
+class LabelDiff:
+    """What changed for one label between two catalogs, restricted to the batch's keys."""
+
+    prompts: list[tuple[Any, Any]] = field(default_factory=list)     # (old, new) prompt items
+    resources: list[tuple[Any, Any]] = field(default_factory=list)   # (old, new) resource items
+    templates: list[tuple[Any, Any]] = field(default_factory=list)   # (old, new) template items
+
+    def empty(self) -> bool:
+        return not (self.prompts or self.resources or self.templates)
+
+
+def _keys(change: Change, old: Catalog | None, new: Catalog) -> Iterable[str]:
+    """The keys a change touches; "*" (a bulk load) touches every key of its kind."""
+    if change.key != "*":
+        return (change.key,)
+    if change.kind == "prompt":
+        return set(new.prompt_items) | set(old.prompt_items if old else ())
+    if change.kind == "resource":
+        return set(new.resource_items) | set(old.resource_items if old else ())
+    return {t.uri_template for t in new.template_items} | {t.uri_template for t in (old.template_items if old else ())}
+
+
+def diff_catalogs(old: Catalog | None, new: Catalog, batch: Iterable[Change]) -> LabelDiff:
+    diff = LabelDiff()
+    old_templates = {t.uri_template: t for t in old.template_items} if old else {}
+    new_templates = {t.uri_template: t for t in new.template_items}
+    done: set[tuple[str, str]] = set()
+    for change in batch:
+        for key in _keys(change, old, new):
+            if (change.kind, key) in done:
+                continue
+            done.add((change.kind, key))
+            if change.kind == "prompt":
+                pair = (old.prompt_items.get(key) if old else None, new.prompt_items.get(key))
+                target = diff.prompts
+            elif change.kind == "resource":
+                pair = (old.resource_items.get(key) if old else None, new.resource_items.get(key))
+                target = diff.resources
+            elif change.kind == "template":
+                pair = (old_templates.get(key), new_templates.get(key))
+                target = diff.templates
+            else:
+                continue
+            if _state(pair[0]) != _state(pair[1]):
+                target.append(pair)
+    return diff
+
+
+def notifications_for(listener: Listener, diff: LabelDiff, new: Catalog) -> list[tuple[str, dict[str, Any] | None]]:
+    """The notifications one listener should get for one label's diff (deduplicated)."""
+    viewer = listener.viewer
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    if listener.prompts and any(_visible(o, viewer) or _visible(n, viewer) for o, n in diff.prompts):
+        out.append((PROMPTS_CHANGED, None))
+    listed = False
+    updated: dict[str, None] = {}
+    for old, new_item in diff.resources:
+        if not (_visible(old, viewer) or _visible(new_item, viewer)):
+            continue
+        if old is None or new_item is None or _list_identity(old) != _list_identity(new_item) or old.tags != new_item.tags:
+            listed = True
+        uri = (new_item or old).uri
+        if uri in listener.uris:
+            updated[uri] = None
+    for old, new_item in diff.templates:
+        if not (_visible(old, viewer) or _visible(new_item, viewer)):
+            continue
+        listed = True
+        for uri in listener.uris:
+            if uri in new.resource_items:
+                continue  # a direct resource wins over any template
+            for item in (new_item, old):
+                try:
+                    if item is not None and item.matcher.match(uri) is not None:
+                        updated[uri] = None
+                        break
+                except Exception:  # an unsafe URI never matches
+                    continue
+    if listed and listener.resources:
+        out.append((RESOURCES_CHANGED, None))
+    out.extend((RESOURCE_UPDATED, {"uri": uri}) for uri in updated)
+    return out
+
+
+class Hub:
+    def __init__(self) -> None:
+        self.listeners: set[Listener] = set()
+        self.catalogs: dict[str, Catalog] = {}
+        self.seen: OrderedDict[int, None] = OrderedDict()
+        self.high_water = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.tasks: list[asyncio.Task] = []
+        self.lock: asyncio.Lock | None = None
+        self.closing = False
+        self.delivered = 0
+
+    # ----------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        """Start the poller and the channel-layer reader in the running loop (idempotent)."""
+        loop = asyncio.get_running_loop()
+        if self.loop is loop and self.tasks:
+            return
+        self.loop = loop
+        self.lock = asyncio.Lock()
+        self.high_water = await database_sync_to_async(_latest_change_id)()
+        self.tasks = [loop.create_task(self._poll_forever(), name="mcp-hub-poller")]
+        layer = _layer()
+        if layer is not None and not _in_memory(layer):
+            self.tasks.append(loop.create_task(self._read_layer(layer), name="mcp-hub-layer"))
+        _install_shutdown_hook(self)
+
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        self.tasks = []
+
+    async def register(self, listener: Listener) -> None:
+        await self.start()
+        label = listener.viewer.label
+        if label not in self.catalogs:
+            self.catalogs[label] = await database_sync_to_async(load_catalog)(label)
+        if listener.session_id is not None:  # one delivering GET stream per legacy session
+            for other in [l for l in self.listeners if l.session_id == listener.session_id]:
+                self.listeners.discard(other)
+                other.offer(CLOSE)
+        self.listeners.add(listener)
+
+    def unregister(self, listener: Listener) -> None:
+        self.listeners.discard(listener)
+
+    def count_for(self, client_key: Any) -> int:
+        return sum(1 for l in self.listeners if (l.viewer.client_id, l.viewer.client_name) == client_key)
+
+    def set_session_subscriptions(self, session_id: str, uris: Iterable[str]) -> None:
+        for listener in self.listeners:
+            if listener.session_id == session_id:
+                listener.uris = set(uris)
+
+    def close_all(self) -> None:
+        """Server shutdown: every stream ends gracefully (a listen stream sends its result)."""
+        self.closing = True
+        for listener in list(self.listeners):
+            listener.offer(CLOSE)
+        self.listeners.clear()
+
+    # ----------------------------------------------------------- intake
+    def submit_threadsafe(self, changes: list[Change]) -> None:
+        """Hand committed changes to the hub from any thread (the committing request's)."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        if _running_loop() is loop:
+            loop.create_task(self.process(changes))
+        else:
+            loop.call_soon_threadsafe(lambda: loop.create_task(self.process(changes)))
+
+    async def process(self, batch: list[Change]) -> None:
+        fresh = [c for c in batch if c.id not in self.seen]
+        if not fresh:
+            return
+        for change in fresh:
+            self.seen[change.id] = None
+            self.high_water = max(self.high_water, change.id)
+        while len(self.seen) > 50_000:
+            self.seen.popitem(last=False)
+        if fresh[0].id not in _locally_announced:
+            registry_changes.bump_generation()  # committed elsewhere: retire cached catalogs
+        assert self.lock is not None
+        async with self.lock:
+            await self._deliver(fresh)
+
+    async def _deliver(self, batch: list[Change]) -> None:
+        labels = {l.viewer.label for l in self.listeners} | set(self.catalogs)
+        for label in labels:
+            old = self.catalogs.get(label)
+            new = await database_sync_to_async(refresh_catalog)(label, [(c.kind, c.key) for c in batch])
+            self.catalogs[label] = new
+            diff = diff_catalogs(old, new, batch)
+            if diff.empty():
+                continue
+            for listener in [l for l in self.listeners if l.viewer.label == label]:
+                for method, params in notifications_for(listener, diff, new):
+                    listener.offer(listener.render(method, params))
+                    self.delivered += 1
+
+    async def _poll_forever(self) -> None:
+        interval = float(mcp_settings.CHANGE_POLL_SECONDS)
+        last_prune = time.monotonic()
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                rows = await database_sync_to_async(_changes_after)(self.high_water - 200)
+                missed = [c for c in rows if c.id not in self.seen]
+                if missed:
+                    await self.process(missed)
+                if time.monotonic() - last_prune > 600:
+                    last_prune = time.monotonic()
+                    await database_sync_to_async(prune_change_log)()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database may be briefly unavailable; try again next tick
+                log.warning("change-log catch-up failed", exc_info=True)
+
+    async def _read_layer(self, layer: Any) -> None:
+        while True:
+            try:
+                channel = await layer.new_channel("mcp.hub!")
+                await layer.group_add(GROUP, channel)
+                while True:
+                    event = await layer.receive(channel)
+                    if event.get("type") == "registry.changed":
+                        await self.process([Change(*row) for row in event["changes"]])
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # Redis down: the poller keeps changes flowing; reconnect shortly
+                log.warning("channel layer unavailable; relying on change-log catch-up", exc_info=True)
+                await asyncio.sleep(1.0)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _layer() -> Any:
+    try:
+        from channels.layers import get_channel_layer
+
+        return get_channel_layer()
+    except Exception:
+        log.exception("channel layer misconfigured")
+        return None
+
+
+def _in_memory(layer: Any) -> bool:
+    from channels.layers import InMemoryChannelLayer
+
+    return isinstance(layer, InMemoryChannelLayer)
+
+
+def _latest_change_id() -> int:
+    from registry.models import ChangeLogEntry
+
+    row = ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True).first()
+    return row or 0
+
+
+def _changes_after(after_id: int) -> list[Change]:
+    from registry.models import ChangeLogEntry
+
+    rows = ChangeLogEntry.objects.filter(id__gt=after_id).order_by("id")[:5000]
+    return [Change(r.id, r.entry_kind, r.entry_key, r.label, r.list_changed) for r in rows]
+
+
+def prune_change_log() -> int:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from registry.models import ChangeLogEntry
+
+    cutoff = timezone.now() - timedelta(seconds=float(mcp_settings.CHANGE_LOG_RETENTION_SECONDS))
+    deleted, _ = ChangeLogEntry.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
+
+
+hub = Hub()
+_locally_announced: set[int] = set()
+
+
+def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> None:
+    """``registry_changed`` receiver: this process committed `batch`; tell every listener."""
+    rows = [[c.id, c.kind, c.key, c.label, c.list_changed] for c in batch.changes]
+    _locally_announced.update(batch.ids)
+    if len(_locally_announced) > 10_000:
+        _locally_announced.clear()
+    hub.submit_threadsafe(list(batch.changes))
+    layer = _layer()
+    if layer is None or _in_memory(layer):
+        return  # single process: the hub above is everyone
+    event = {"type": "registry.changed", "changes": rows}
+    loop = _running_loop()
+    try:
+        if loop is not None:
+            loop.create_task(layer.group_send(GROUP, event))
+        else:
+            async_to_sync(layer.group_send)(GROUP, event)
+    except Exception:  # the other workers' pollers will catch up from the change log
+        log.warning("could not publish registry change on the channel layer", exc_info=True)
+
+
+def _install_shutdown_hook(the_hub: Hub) -> None:
+    """Chain SIGTERM/SIGINT so open listen streams get their closing result before exit."""
+    if threading.current_thread() is not threading.main_thread() or getattr(the_hub, "_hooked", False):
+        return
+    the_hub._hooked = True  # type: ignore[attr-defined]
+    loop = the_hub.loop
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(signum)
+
+        def handler(num: int, frame: Any, previous: Any = previous) -> None:
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(the_hub.close_all)
+            if callable(previous):
+                if loop is not None and not loop.is_closed():
+                    loop.call_later(0.2, previous, num, frame)  # let closing frames flush first
+                else:
+                    previous(num, frame)
+            elif previous == signal.SIG_DFL:
+                raise KeyboardInterrupt if num == signal.SIGINT else SystemExit(0)
+
+        try:
+            signal.signal(signum, handler)
+        except (ValueError, OSError):
+            pass

@@ -1,0 +1,163 @@
+"""The notification hub: who hears about which change, and that a stuck client is contained."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.db import database_sync_to_async
+
+from mcp_endpoint.hub import (
+    CLOSE,
+    PROMPTS_CHANGED,
+    RESOURCE_UPDATED,
+    RESOURCES_CHANGED,
+    Hub,
+    Listener,
+    diff_catalogs,
+    notifications_for,
+)
+from registry import changes, services
+from registry.catalog import Viewer, load_catalog
+from registry.changes import Change
+from registry.models import PromptMessage, Resource
+from tests.factories import make_prompt, make_resource, make_template
+
+
+def publish(entry, labels=("production",)):
+    return services.publish(entry, acting_user=None, note="test", labels=labels)
+
+
+def render(method, params):
+    return (method, params)
+
+
+def heard(listener):
+    out = []
+    while not listener.queue.empty():
+        out.append(listener.queue.get_nowait())
+    return out
+
+
+def fresh(label="production"):
+    changes.bump_generation()
+    return load_catalog(label)
+
+
+@pytest.mark.django_db
+def test_prompt_version_change_tells_prompt_listeners_only():
+    prompt = make_prompt("greet")
+    publish(prompt)
+    old = fresh()
+    PromptMessage.objects.filter(prompt=prompt).update(text="New {{ topic }}")
+    publish(prompt)
+    new = fresh()
+    diff = diff_catalogs(old, new, [Change(1, "prompt", "greet", "production", True)])
+    wants_prompts = Listener(Viewer(), render)
+    resources_only = Listener(Viewer(), render, prompts=False)
+    assert notifications_for(wants_prompts, diff, new) == [(PROMPTS_CHANGED, None)]
+    assert notifications_for(resources_only, diff, new) == []
+
+
+@pytest.mark.django_db
+def test_entries_outside_a_clients_scope_announce_nothing_to_it():
+    prompt = make_prompt("billing-help", tags="billing")
+    old = fresh()
+    publish(prompt)
+    new = fresh()
+    diff = diff_catalogs(old, new, [Change(1, "prompt", "billing-help", "production", True)])
+    assert notifications_for(Listener(Viewer(scope_tags=frozenset({"support"})), render), diff, new) == []
+    assert notifications_for(Listener(Viewer(scope_tags=frozenset({"billing"})), render), diff, new) == [
+        (PROMPTS_CHANGED, None)]
+
+
+@pytest.mark.django_db
+def test_resource_content_change_is_an_update_for_subscribers_not_a_list_change():
+    resource = make_resource("docs://guide", text="v1")
+    publish(resource)
+    old = fresh()
+    Resource.objects.filter(pk=resource.pk).update(text="v2, longer")
+    publish(Resource.objects.get(pk=resource.pk))
+    new = fresh()
+    diff = diff_catalogs(old, new, [Change(1, "resource", "docs://guide", "production", False)])
+    subscriber = Listener(Viewer(), render, uris={"docs://guide"})
+    bystander = Listener(Viewer(), render, uris={"docs://other"})
+    assert notifications_for(subscriber, diff, new) == [(RESOURCE_UPDATED, {"uri": "docs://guide"})]
+    assert notifications_for(bystander, diff, new) == []
+
+
+@pytest.mark.django_db
+def test_new_resource_is_a_list_change():
+    old = fresh()
+    publish(make_resource("docs://new"))
+    new = fresh()
+    diff = diff_catalogs(old, new, [Change(1, "resource", "docs://new", "production", True)])
+    assert notifications_for(Listener(Viewer(), render), diff, new) == [(RESOURCES_CHANGED, None)]
+
+
+@pytest.mark.django_db
+def test_template_change_updates_subscribed_concrete_uris_it_serves():
+    template = make_template("tickets://{id}", body="Ticket {{ id }}")
+    publish(template)
+    publish(make_resource("tickets://7", text="direct"))
+    old = fresh()
+    template.body = "Ticket #{{ id }}"
+    template.save()
+    publish(template)
+    new = fresh()
+    diff = diff_catalogs(old, new, [Change(1, "template", "tickets://{id}", "production", False)])
+    listener = Listener(Viewer(), render, uris={"tickets://42", "tickets://7", "docs://x"})
+    assert notifications_for(listener, diff, new) == [
+        (RESOURCES_CHANGED, None), (RESOURCE_UPDATED, {"uri": "tickets://42"})]
+
+
+@pytest.mark.django_db
+def test_staging_move_is_not_announced_to_production_clients():
+    prompt = make_prompt("greet")
+    publish(prompt)
+    old_production, old_staging = fresh(), load_catalog("staging")
+    PromptMessage.objects.filter(prompt=prompt).update(text="Staged {{ topic }}")
+    publish(prompt, labels=("staging",))
+    batch = [Change(1, "prompt", "greet", "staging", True)]
+    new_production, new_staging = fresh(), load_catalog("staging")
+    assert diff_catalogs(old_production, new_production, batch).empty()
+    staging_diff = diff_catalogs(old_staging, new_staging, batch)
+    assert notifications_for(Listener(Viewer(label="staging"), render), staging_diff, new_staging) == [
+        (PROMPTS_CHANGED, None)]
+
+
+async def test_a_client_that_never_reads_is_closed_without_blocking_others(settings):
+    settings.MCP_ENDPOINT = {"LISTENER_QUEUE_SIZE": 3}
+    from mcp_endpoint.settings import mcp_settings
+
+    mcp_settings.reload()
+    try:
+        stuck = Listener(Viewer(), render)
+        for i in range(10):
+            stuck.offer(b"frame")
+        assert stuck.overflowed
+        assert heard(stuck) == [CLOSE]
+    finally:
+        mcp_settings.reload()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_hub_delivers_each_change_once_whichever_way_it_arrives():
+    prompt = await database_sync_to_async(make_prompt)("greet")
+    await database_sync_to_async(publish)(prompt)
+    hub = Hub()
+    hub.loop = asyncio.get_running_loop()
+    hub.lock = asyncio.Lock()
+    listener = Listener(Viewer(), render)
+    hub.catalogs["production"] = await database_sync_to_async(load_catalog)("production")
+    hub.listeners.add(listener)
+
+    def change_prompt():
+        PromptMessage.objects.filter(prompt=prompt).update(text="Changed {{ topic }}")
+        publish(prompt)
+
+    await database_sync_to_async(change_prompt)()
+    batch = [Change(10_001, "prompt", "greet", "production", True)]
+    await hub.process(batch)
+    await hub.process(batch)  # the same change again, e.g. from the catch-up poller
+    assert heard(listener) == [(PROMPTS_CHANGED, None)]
