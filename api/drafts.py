@@ -2,9 +2,9 @@
 
 Payloads use the vocabulary of `registry.drafts.draft_data` (bytes as base64). Field shapes are
 checked by DRF and the models' own validators; then `registry.validation` runs on the would-be
-draft, and its problems land next to the field they concern (per message: `messages[i].field`,
-DRF's nested error format). Like the admin, a draft with errors is not saved; warnings come back
-in `warnings`. Writes go through `registry.drafts.apply_data` and are audited with the
+draft, and its problems land next to the field they concern (per message in DRF's nested-list
+format, {"messages": {"<0-based index>": {"text": [...]}}}). Like the admin, a draft with errors
+is not saved; warnings come back in `warnings`. Writes go through `registry.drafts.apply_data` and are audited with the
 field-level diff by `registry.services` in one transaction.
 """
 
@@ -223,9 +223,9 @@ class PromptSerializer(EntryMetaMixin):
             if problem.startswith("Message "):
                 head, _, text = problem.partition(": ")
                 index = int(head.split()[1].rstrip(":")) - 1
-                per_message = errors.setdefault("messages", [{} for _ in range(count)])
-                if isinstance(per_message, list) and 0 <= index < count and isinstance(per_message[index], dict):
-                    _add(per_message[index], _message_field(messages[index].kind, problem),
+                per_message = errors.setdefault("messages", {})  # DRF's nested-list format: {index: {field: [...]}}
+                if isinstance(per_message, dict) and 0 <= index < count:
+                    _add(per_message.setdefault(str(index), {}), _message_field(messages[index].kind, problem),
                          text[:1].upper() + text[1:])
                     return
             if problem.startswith("The argument name "):
@@ -320,4 +320,4 @@ class TemplateSerializer(EntryMetaMixin, DescriptionFields):
 
 
 SERIALIZERS = {"prompt": PromptSerializer, "resource": ResourceSerializer, "template": TemplateSerializer}
-__all__ = ["SERIALIZERS", "save_draft", "KINDS", "kind_of", "label_name_validator", "Audience"]
+__all__ = ["KINDS", "SERIALIZERS", "Audience", "kind_of", "label_name_validator", "save_draft"]

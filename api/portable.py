@@ -89,8 +89,8 @@ class ImportRequestSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["publish"] and not attrs["note"].strip():
-            raise serializers.ValidationError({"note": ["A change note is required to publish: say what changed "
-                                                        "and why."]})
+            raise serializers.ValidationError(
+                {"note": ["A change note is required to publish: say what changed and why."]})
         return attrs
 
 

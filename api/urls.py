@@ -11,6 +11,7 @@ from api.portable import ExportView, ImportView
 from api.reviews import ReviewViewSet
 
 router = DefaultRouter()
+router.include_format_suffixes = False  # prompt names may contain '.', so '/prompts/a.json/' is a name
 router.register("prompts", PromptViewSet, basename="prompt")
 router.register("resources", ResourceViewSet, basename="resource")
 router.register("templates", TemplateViewSet, basename="template")

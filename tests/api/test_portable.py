@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import yaml
 import pytest
+import yaml
 
 from registry.models import AuditEntry, Prompt
 from tests.factories import make_prompt, make_resource

@@ -20,7 +20,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 receiver.requests.append((dict(self.headers), body))
                 index = min(len(receiver.requests), len(receiver.statuses)) - 1

@@ -6,6 +6,7 @@ import pytest
 from django.db import transaction
 
 from registry import services
+from registry.errors import ApprovalRequired
 from registry.models import AuditEntry
 from tests.factories import make_prompt, release
 from webhooks import delivery
@@ -43,12 +44,10 @@ def test_events_not_subscribed_and_inactive_hooks_queue_nothing(hook, publisher)
 
 def test_a_rolled_back_transaction_creates_no_delivery(hook, publisher, django_capture_on_commit_callbacks):
     prompt = make_prompt("greet")
-    with django_capture_on_commit_callbacks() as callbacks:
-        with pytest.raises(RuntimeError):
-            with transaction.atomic():
-                services.publish(prompt, acting_user=publisher, note="first", labels=["staging"])
-                assert WebhookDelivery.objects.count() == 2
-                raise RuntimeError("something later failed")
+    with django_capture_on_commit_callbacks() as callbacks, pytest.raises(RuntimeError), transaction.atomic():
+        services.publish(prompt, acting_user=publisher, note="first", labels=["staging"])
+        assert WebhookDelivery.objects.count() == 2
+        raise RuntimeError("something later failed")
     assert WebhookDelivery.objects.count() == 0
     assert AuditEntry.objects.filter(action="publish").count() == 0
     assert callbacks == []
@@ -56,7 +55,7 @@ def test_a_rolled_back_transaction_creates_no_delivery(hook, publisher, django_c
 
 def test_a_refused_production_publish_creates_no_delivery(hook, superuser):
     prompt = make_prompt("greet")
-    with pytest.raises(Exception):
+    with pytest.raises(ApprovalRequired):
         services.publish(prompt, acting_user=superuser, note="no approval")
     assert WebhookDelivery.objects.count() == 0
 

@@ -1,0 +1,45 @@
+"""The webhook admin: secret shown once, clear URL errors, deliveries read-only with 'retry now'."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.messages import get_messages
+
+from webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
+
+pytestmark = pytest.mark.django_db
+
+
+def test_creating_a_webhook_shows_its_secret_once(admin_client, settings):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+    response = admin_client.post("/admin/webhooks/webhook/add/", {
+        "name": "release-bot", "url": "https://hooks.example.com/registry", "events": ["version.published"],
+        "active": "on"}, follow=True)
+    assert response.status_code == 200
+    hook = Webhook.objects.get()
+    shown = [str(m) for m in get_messages(response.wsgi_request)]
+    assert any(hook.secret in m for m in shown)
+    assert hook.created_by.username == "admin"
+    change_page = admin_client.get(f"/admin/webhooks/webhook/{hook.pk}/change/").content.decode()
+    assert hook.secret not in change_page
+
+
+def test_a_self_pointing_url_is_refused_in_the_admin(admin_client, settings):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+    response = admin_client.post("/admin/webhooks/webhook/add/", {
+        "name": "loop", "url": "http://127.0.0.1:8000/admin/", "events": ["label.moved"], "active": "on"})
+    assert response.status_code == 200
+    assert "this server itself" in response.content.decode()
+    assert not Webhook.objects.exists()
+
+
+def test_retry_now_requeues_failed_deliveries(admin_client):
+    hook = Webhook.objects.create(name="x", url="https://hooks.example.com/", events=["label.moved"])
+    row = WebhookDelivery.objects.create(webhook=hook, event="label.moved", payload={}, status="failed", attempts=6)
+    response = admin_client.post("/admin/webhooks/webhookdelivery/", {
+        "action": "retry_now", "_selected_action": [row.pk]}, follow=True)
+    assert response.status_code == 200
+    row.refresh_from_db()
+    assert row.status == DeliveryStatus.PENDING
+    page = admin_client.get(f"/admin/webhooks/webhookdelivery/{row.pk}/change/")
+    assert page.status_code == 200
