@@ -7,10 +7,14 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from registry import signals
-        from webhooks import delivery, receivers
+        from webhooks import delivery, receivers, roles
 
         # The outbox: one delivery row per subscribed webhook, written in the auditing transaction.
         signals.audit_recorded.connect(receivers.audit_recorded, dispatch_uid="webhooks.audit_recorded")
+        # Publishers manage webhooks in the admin (registry.roles only knows registry's models).
+        post_migrate.connect(roles.grant_publishers, sender=self, dispatch_uid="webhooks.grant_publishers")
         # Under a server, pick up deliveries left pending (retries) by an earlier run.
         delivery.start_if_serving()

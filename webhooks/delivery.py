@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
+from django.apps import apps
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
@@ -197,6 +198,8 @@ def _ensure_thread() -> None:
 def _run_forever() -> None:
     """Send what is due, sleep until the next retry or a wake-up; exit when nothing is pending."""
     global _thread
+    while not apps.ready:  # started from AppConfig.ready(): let start-up finish before any query
+        time.sleep(0.2)
     while True:
         _wakeup.clear()
         wait: float | None
@@ -221,6 +224,8 @@ def _run_forever() -> None:
 def start_if_serving() -> None:
     """Start the sender thread when this process is a server (so retries continue after a restart)."""
     program = os.path.basename(sys.argv[0] if sys.argv else "")
-    serving = program in SERVER_PROGRAMS or (program == "manage.py" and "runserver" in sys.argv[1:2])
-    if serving and thread_enabled():
+    runserver = program == "manage.py" and "runserver" in sys.argv[1:2]
+    if runserver and "--noreload" not in sys.argv and os.environ.get("RUN_MAIN") != "true":
+        return  # the autoreloader's parent process serves nothing
+    if (program in SERVER_PROGRAMS or runserver) and thread_enabled():
         _ensure_thread()

@@ -43,3 +43,13 @@ def test_retry_now_requeues_failed_deliveries(admin_client):
     assert row.status == DeliveryStatus.PENDING
     page = admin_client.get(f"/admin/webhooks/webhookdelivery/{row.pk}/change/")
     assert page.status_code == 200
+
+
+def test_publishers_may_manage_webhooks_and_auditors_only_look(publisher, auditor, editor):
+    from webhooks.roles import grant_publishers
+
+    grant_publishers()  # what post_migrate does; test users' groups may have been (re)created since
+    publisher, auditor, editor = (type(u).objects.get(pk=u.pk) for u in (publisher, auditor, editor))
+    assert publisher.has_perms(["webhooks.add_webhook", "webhooks.change_webhook", "webhooks.view_webhookdelivery"])
+    assert auditor.has_perm("webhooks.view_webhookdelivery") and not auditor.has_perm("webhooks.change_webhook")
+    assert not editor.has_perm("webhooks.view_webhook")
