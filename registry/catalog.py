@@ -5,17 +5,27 @@ then answers lists, reads, renders and completions without a query. Any committe
 (local or caught up from another process) bumps `changes.generation()`, which retires the
 cached catalog; the next request rebuilds it. The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
+
+Percentage rollouts (registry/rollouts.py): an item whose label runs a rollout carries it
+(`item.rollout`: percent + the candidate's own item). A viewer with a client identity whose
+stable bucket for the entry is below the percentage is served the candidate; anonymous viewers
+always get the label's version. Lists then differ per client: `personalised(viewer)` tells the
+endpoint to answer them with cacheScope private, and `variant(viewer)` is the part of a cache
+key that tells such clients apart. Without rollouts everything takes the shared fast path.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any, Iterable, Mapping
 
 from registry import changes
+from registry.rollouts import gets_candidate
 from registry.errors import InvalidArguments, UnknownPrompt, UnknownResource
-from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel
+from registry.kinds import KINDS
+from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
 from registry.snapshots import resource_content
 from registry.uris import UriTemplateMatcher, validate_uri
@@ -48,6 +58,14 @@ class Served:
 
 
 @dataclass(frozen=True)
+class ItemRollout:
+    """A running percentage rollout: `candidate` (an item like its owner) for `percent`% of clients."""
+
+    percent: int
+    candidate: Any  # PromptItem | ResourceItem | TemplateItem
+
+
+@dataclass(frozen=True)
 class PromptItem:
     name: str
     tags: frozenset[str]
@@ -56,6 +74,11 @@ class PromptItem:
     listing: dict[str, Any]
     compiled: CompiledPrompt
     suggestions: Mapping[str, tuple[str, ...]]
+    rollout: ItemRollout | None = None
+
+    @property
+    def key(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -66,6 +89,11 @@ class ResourceItem:
     label: str
     listing: dict[str, Any]
     content: dict[str, Any]
+    rollout: ItemRollout | None = None
+
+    @property
+    def key(self) -> str:
+        return self.uri
 
 
 @dataclass(frozen=True)
@@ -79,6 +107,11 @@ class TemplateItem:
     body: Template
     mime_type: str
     suggestions: Mapping[str, tuple[str, ...]]
+    rollout: ItemRollout | None = None
+
+    @property
+    def key(self) -> str:
+        return self.uri_template
 
 
 def _tags(text: str) -> frozenset[str]:
@@ -153,9 +186,48 @@ class Catalog:
     resource_items: dict[str, ResourceItem]
     template_items: list[TemplateItem]
     _lists: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = field(default_factory=dict)
+    rolled_out: tuple[Any, ...] = ()  # the items with a running rollout
+
+    # ---------------------------------------------------------------- rollouts
+    def personalised(self, viewer: Viewer) -> bool:
+        """Whether this viewer's results may differ from other viewers' with the same label and scope."""
+        return bool(viewer.client_name) and any(viewer.sees(item.tags) for item in self.rolled_out)
+
+    def variant(self, viewer: Viewer) -> tuple[str, ...]:
+        """Keys of the rolled-out entries this viewer gets the candidate of: add it to per-viewer cache keys."""
+        if not viewer.client_name:
+            return ()
+        return tuple(f"{item.key}@v{item.rollout.candidate.version}" for item in self.rolled_out
+                     if viewer.sees(item.tags) and gets_candidate(viewer.client_name, item.key, item.rollout.percent))
+
+    def _for(self, viewer: Viewer, item: Any) -> Any:
+        """The item this viewer is served: the rollout's candidate when the viewer's bucket is in it."""
+        rollout = item.rollout
+        if rollout is not None and gets_candidate(viewer.client_name, item.key, rollout.percent):
+            return rollout.candidate
+        return item
+
+    def served_to(self, viewer: Viewer) -> list[dict[str, Any]]:
+        """Which version of each visible entry this viewer is served now (for the admin's client page)."""
+        rows = []
+        for kind, items in (("prompt", (self.prompt_items[k] for k in sorted(self.prompt_items))),
+                            ("resource", (self.resource_items[k] for k in sorted(self.resource_items))),
+                            ("template", iter(self.template_items))):
+            for item in items:
+                if not viewer.sees(item.tags):
+                    continue
+                served = self._for(viewer, item)
+                rows.append({
+                    "kind": kind, "key": item.key, "version": served.version, "label": item.label,
+                    "label_version": item.version, "in_rollout": served is not item,
+                    "rollout": f"v{item.rollout.candidate.version} to {item.rollout.percent}%" if item.rollout else "",
+                })
+        return rows
 
     # ---------------------------------------------------------------- lists
     def _list(self, kind: str, viewer: Viewer, items: Iterable[Any]) -> list[dict[str, Any]]:
+        if self.rolled_out and self.personalised(viewer):
+            return [self._for(viewer, item).listing for item in items if viewer.sees(item.tags)]
         key = (kind, viewer.scope_tags)
         cached = self._lists.get(key)
         if cached is None:
@@ -177,7 +249,7 @@ class Catalog:
         item = self.prompt_items.get(name) if isinstance(name, str) else None
         if item is None or not viewer.sees(item.tags):
             raise UnknownPrompt(str(name))
-        return item
+        return self._for(viewer, item) if item.rollout is not None else item
 
     def get_prompt(self, viewer: Viewer, name: str, arguments: Mapping[str, Any] | None) -> Served:
         item = self.prompt(viewer, name)
@@ -190,11 +262,15 @@ class Catalog:
             raise InvalidArguments("The resource URI must be a string.")
         item = self.resource_items.get(uri)
         if item is not None and viewer.sees(item.tags):
+            if item.rollout is not None:
+                item = self._for(viewer, item)
             return Served({"contents": [item.content]}, "resource", uri, item.version, item.label)
         validate_uri(uri)
         for template in self.template_items:
             if not viewer.sees(template.tags):
                 continue
+            if template.rollout is not None:
+                template = self._for(viewer, template)
             variables = template.matcher.match(uri)
             if variables is None:
                 continue
@@ -208,7 +284,7 @@ class Catalog:
     def template(self, viewer: Viewer, uri_template: str) -> TemplateItem | None:
         for item in self.template_items:
             if item.uri_template == uri_template and viewer.sees(item.tags):
-                return item
+                return self._for(viewer, item) if item.rollout is not None else item
         return None
 
     # ---------------------------------------------------------------- completion
@@ -233,7 +309,7 @@ class Catalog:
                 raise UnknownResource(str(uri))
             pool = list(template.suggestions.get(argument_name, ()))
             for resource_uri, resource in self.resource_items.items():
-                if viewer.sees(resource.tags):
+                if viewer.sees(resource.tags):  # a resource's URI is the same in every version
                     try:
                         found = template.matcher.match(resource_uri)
                     except Exception:
@@ -312,9 +388,40 @@ def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | No
         templates.update(
             (i.uri_template, i) for i in map(_template_item, _pick(rows(ResourceTemplateLabel, "template"), label).values())
         )
-    catalog = Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template))
+    if base is None or wanted:
+        _attach_rollouts(names, wanted if base is not None else None, prompts, resources, templates)
+    rolled_out = tuple(item for pool in (prompts, resources, templates) for item in pool.values()
+                       if item.rollout is not None)
+    catalog = Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template),
+                      rolled_out=rolled_out)
     _cache[label] = catalog
     return catalog
+
+
+_ITEM_BUILDERS = {"prompt": _prompt_item, "resource": _resource_item, "template": _template_item}
+
+
+def _attach_rollouts(names: list[str], wanted: dict[str, set[str]] | None, *pools: dict[str, Any]) -> None:
+    """Give each (re-read) item the rollout running on the label it is served from; one query if none run."""
+    rows = Rollout.objects.filter(label__in=names)
+    if wanted is not None:
+        rows = rows.filter(entry_kind__in=list(wanted), entry_key__in=sorted(set().union(*wanted.values())))
+    by_kind = dict(zip(("prompt", "resource", "template"), pools))
+    for rollout in rows:
+        if wanted is not None and rollout.entry_key not in wanted.get(rollout.entry_kind, ()):
+            continue
+        pool = by_kind.get(rollout.entry_kind)
+        item = pool.get(rollout.entry_key) if pool is not None else None
+        if item is None or item.label != rollout.label or item.version == rollout.candidate_version:
+            continue
+        kind = KINDS[rollout.entry_kind]
+        version = kind.version_model.objects.filter(  # type: ignore[attr-defined]
+            entry_id=rollout.entry_id, number=rollout.candidate_version).select_related("entry").first()
+        if version is None:
+            continue
+        candidate = _ITEM_BUILDERS[rollout.entry_kind](SimpleNamespace(version=version, entry=version.entry,
+                                                                        name=rollout.label))
+        pool[rollout.entry_key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
 
 
 def catalog_for(label: str) -> Catalog:

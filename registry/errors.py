@@ -71,3 +71,23 @@ class InvalidEntry(RegistryError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
+
+
+class ApprovalRequired(RegistryError):
+    """A protected label would move without an approved review or an explicit, permitted override."""
+
+
+class SelfApproval(RegistryError):
+    """The requester tried to approve (or reject) their own review request."""
+
+
+class StaleReview(RegistryError):
+    """The request no longer describes what would happen: the draft or the label changed since."""
+
+
+class ReviewClosed(StaleReview):
+    """The review request was already approved, rejected or withdrawn."""
+
+
+class InvalidRollout(RegistryError):
+    """A rollout that cannot be started or changed as asked (percent outside 0-100, unknown version...)."""

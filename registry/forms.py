@@ -341,11 +341,39 @@ class PublishForm(forms.Form):
         help_text="Optional: a new label name, e.g. 'canary'.",
     )
 
-    def __init__(self, *args: Any, label_names: Iterable[str] = (), **kwargs: Any) -> None:
+    override = forms.BooleanField(
+        label="Emergency override", required=False,
+        help_text="Move protected labels now, without a review. Recorded in the audit log with your name and reason.",
+    )
+    override_reason = forms.CharField(
+        label="Reason for the override", required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text="Required with the override, e.g. 'incident 42: the current version gives wrong answers'.",
+    )
+
+    def __init__(self, *args: Any, label_names: Iterable[str] = (), can_override: bool = False,
+                 protected: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = list(dict.fromkeys([PRODUCTION, STAGING, *label_names]))
-        self.fields["labels"].choices = [(n, n) for n in names]
+        protected = set(protected)
+        self.fields["labels"].choices = [(n, f"{n} (protected: needs a review)" if n in protected else n)
+                                         for n in names]
         self.fields["labels"].initial = [PRODUCTION]
+        if protected:
+            self.fields["labels"].help_text += (
+                " Protected labels are not moved at once: the new version is published, and a review request "
+                "is filed that another publisher approves in the review queue."
+            )
+        if not can_override:
+            del self.fields["override"]
+            del self.fields["override_reason"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        reason = (data.get("override_reason") or "").strip()
+        if data.get("override") and not reason:
+            self.add_error("override_reason", ValidationError("Say why the review is skipped.", code="reason_required"))
+        data["override_reason"] = reason if data.get("override") else None
+        return data
 
     def chosen_labels(self) -> list[str]:
         labels = list(self.cleaned_data.get("labels") or [])
@@ -364,12 +392,66 @@ class LabelMoveForm(forms.Form):
         help_text="Why the label moves. Required for a roll back.",
     )
 
-    def __init__(self, *args: Any, rollback: bool = False, **kwargs: Any) -> None:
+    override_reason = forms.CharField(
+        label="Emergency override: reason", required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text="Only for emergencies: the label is protected, so without a reason a review is requested instead. "
+        "The override is recorded in the audit log with your name and reason.",
+    )
+
+    def __init__(self, *args: Any, rollback: bool = False, can_override: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.rollback = rollback
+        if not can_override:
+            del self.fields["override_reason"]
 
     def clean_note(self) -> str:
         note = (self.cleaned_data.get("note") or "").strip()
         if self.rollback and not note:
             raise ValidationError("Say why you roll back: a note is required.", code="note_required")
         return note
+
+
+class ReviewRequestForm(forms.Form):
+    """An editor asks for the draft (or a version) to be served on a label."""
+
+    label = forms.CharField(
+        max_length=40, initial=PRODUCTION, validators=[label_name_validator],
+        help_text="The label clients are served from; most clients use 'production'.",
+    )
+    note = forms.CharField(
+        label="Note for the reviewer", widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text="Required: what should be released and why. It becomes the change note of the new version.",
+        error_messages={"required": "A note is required: say what should be released and why."},
+    )
+    percent = forms.IntegerField(
+        label="Only to a share of clients (%)", required=False, min_value=1, max_value=99,
+        help_text="Optional: 1-99 starts a percentage rollout instead of serving it to every client at once.",
+    )
+
+
+class ReviewDecisionForm(forms.Form):
+    comment = forms.CharField(
+        label="Comment", required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text="Optional when approving; required when rejecting (tell the requester why).",
+    )
+
+
+class RolloutForm(forms.Form):
+    label = forms.CharField(max_length=40, initial=PRODUCTION, validators=[label_name_validator])
+    version = forms.IntegerField(min_value=1, label="Candidate version")
+    percent = forms.IntegerField(
+        label="Share of clients (%)", min_value=0, max_value=100,
+        help_text="0 stops the rollout (everyone gets the label's version again); 100 completes it (the label "
+        "moves to the candidate).",
+        error_messages={"min_value": "Give a percentage from 0 to 100.", "max_value": "Give a percentage from 0 to 100."},
+    )
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80}))
+    override_reason = forms.CharField(
+        label="Emergency override: reason", required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text="Only for protected labels without an approved review; recorded in the audit log.",
+    )
+
+    def __init__(self, *args: Any, can_override: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not can_override:
+            del self.fields["override_reason"]

@@ -4,25 +4,58 @@ Each service runs in one transaction together with its audit row and its change-
 checks the acting user's permission itself (so the admin, the API, imports and any crafted
 request meet the same rule), and leaves announcements to `changes` (after commit).
 `acting_user=None` means a trusted operator at the command line.
+
+Protected labels (four eyes). `_point_label` is the one place a label moves or is created.
+When the label row is protected (labels named in settings.REGISTRY["PROTECTED_LABELS"],
+default ["production"], are created protected) the move needs ONE of:
+
+1. an approval: only `registry.reviews.approve` (and a rollout that an approval started,
+   see `registry.rollouts`) opens the internal `approved_move` context for that entry and label;
+2. an explicit emergency override: `publish`, `move_label` and `rollback` take
+   `override_reason`; the acting user must hold `registry.override_protected_labels` (no role
+   group has it; superusers have every permission, but must still pass the reason, so a
+   superuser's plain API call or import cannot move production). It is audited as an
+   `override` row naming who and why, next to the usual label_move/rollback row;
+3. the command line (`acting_user=None`): the operator has shell and database access anyway,
+   so it is treated as an automatic override and audited with the reason
+   "command line (operator)" (this is how `registry_import --publish` bootstraps a registry).
+
+Anything else raises `ApprovalRequired`, and the whole transaction (including a version the
+same call would have published) is rolled back, so a label never serves what nobody approved.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterable, Iterator
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import transaction
 from django.utils import timezone
 
 from registry.changes import record_change
-from registry.errors import InvalidEntry, NothingToPublish, PublishPermissionDenied, RegistryError
+from registry.errors import ApprovalRequired, InvalidEntry, NothingToPublish, PublishPermissionDenied, RegistryError
 from registry.kinds import kind_of
-from registry.models import PRODUCTION, AuditAction, AuditEntry, EntryVersion, ReleaseLabel, VersionedEntry
+from registry.models import (
+    PRODUCTION,
+    AuditAction,
+    AuditEntry,
+    EntryVersion,
+    ReleaseLabel,
+    Rollout,
+    VersionedEntry,
+)
 from registry.models.base import label_name_validator
+from registry.signals import audit_recorded
 from registry.snapshots import content_hash, diff_snapshots, snapshot_of
 from registry.validation import validate_entry
 
 User = AbstractBaseUser | AnonymousUser | None
+
+OVERRIDE_PERMISSION = "registry.override_protected_labels"
+OPERATOR_OVERRIDE = "command line (operator)"
 
 LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate")
 
@@ -46,6 +79,77 @@ def require_publisher(user: User, entry: VersionedEntry) -> None:
         )
 
 
+def can_override(user: User) -> bool:
+    """May use the emergency override of protected labels (the operator at the command line may)."""
+    if user is None:
+        return True
+    return bool(user.is_active and user.has_perm(OVERRIDE_PERMISSION))
+
+
+def protected_label_names() -> frozenset[str]:
+    """Labels that are created protected (settings.REGISTRY["PROTECTED_LABELS"], default production)."""
+    return frozenset(getattr(settings, "REGISTRY", {}).get("PROTECTED_LABELS", [PRODUCTION]))
+
+
+def is_protected(entry: VersionedEntry, label: str) -> bool:
+    """Whether moving `label` of `entry` needs an approval: the row's flag, or the setting for a new label."""
+    row = kind_of(entry).label_model.objects.filter(entry=entry, name=label).only("protected").first()
+    return row.protected if row is not None else label in protected_label_names()
+
+
+# (kind, entry pk, label) -> what authorised it, e.g. "review #12"; set only by reviews/rollouts.
+_approved: ContextVar[dict[tuple[str, int, str], str]] = ContextVar("registry_approved_moves", default={})
+
+
+@contextmanager
+def approved_move(entry: VersionedEntry, label: str, *, reference: str) -> Iterator[None]:
+    """INTERNAL: inside this block `label` of `entry` may move; only an approval may open it."""
+    token = _approved.set({**_approved.get(), (entry.kind, entry.pk, label): reference})
+    try:
+        yield
+    finally:
+        _approved.reset(token)
+
+
+def authorise_protected(
+    entry: VersionedEntry,
+    label: str,
+    *,
+    protected: bool,
+    acting_user: User,
+    override_reason: str | None,
+    actor: str | None = None,
+    from_version: int | None = None,
+    to_version: int | None = None,
+) -> str:
+    """Check the right to change what protected `label` serves; returns the authority ('' if unprotected).
+
+    Writes the `override` audit row when an override is used. Raises ApprovalRequired.
+    """
+    if not protected:
+        return ""
+    granted = _approved.get().get((entry.kind, entry.pk, label))
+    if granted is not None:
+        return granted
+    reason = (override_reason or "").strip()
+    if not reason and acting_user is None:
+        reason = OPERATOR_OVERRIDE
+    if not reason:
+        raise ApprovalRequired(
+            f"'{label}' is a protected label of {entry.key}: it moves only through an approved review "
+            "(an editor requests publication, another publisher approves), or with an audited emergency "
+            "override and a reason."
+        )
+    if not can_override(acting_user):
+        raise PublishPermissionDenied(
+            f"{actor_name(acting_user)} may not use the emergency override of protected labels "
+            f"(permission {OVERRIDE_PERMISSION}); request a review instead."
+        )
+    write_audit(entry=entry, action=AuditAction.OVERRIDE, acting_user=acting_user, actor=actor, note=reason,
+                label=label, from_version=from_version, to_version=to_version)
+    return f"override: {reason}"
+
+
 def write_audit(
     *,
     entry: VersionedEntry,
@@ -58,7 +162,7 @@ def write_audit(
     to_version: int | None = None,
     changes: list[dict[str, Any]] | None = None,
 ) -> AuditEntry:
-    return AuditEntry.objects.create(
+    row = AuditEntry.objects.create(
         actor=acting_user if getattr(acting_user, "pk", None) else None,
         actor_name=actor or actor_name(acting_user),
         action=action,
@@ -71,6 +175,8 @@ def write_audit(
         changes=changes or [],
         note=note,
     )
+    audit_recorded.send(sender=AuditEntry, entry=row)  # inside the transaction; see registry.signals
+    return row
 
 
 def latest_version(entry: VersionedEntry) -> EntryVersion | None:
@@ -95,9 +201,16 @@ def publish(
     note: str,
     labels: Iterable[str] = (PRODUCTION,),
     actor: str | None = None,
+    override_reason: str | None = None,
+    on_behalf_of: User = None,
 ) -> EntryVersion:
-    """Freeze the draft as version N+1 and point `labels` at it."""
+    """Freeze the draft as version N+1 and point `labels` at it.
+
+    Protected labels need an approval or `override_reason` (module docstring). `on_behalf_of`
+    makes someone else the version's author: the requester, when a reviewer approves a request.
+    """
     require_publisher(acting_user, entry)
+    author = on_behalf_of if on_behalf_of is not None else acting_user
     note = (note or "").strip()
     if not note:
         raise InvalidEntry(["A change note is required to publish: say what changed and why."])
@@ -117,8 +230,8 @@ def publish(
         snapshot=snapshot,
         content_hash=digest,
         change_note=note,
-        author=acting_user if getattr(acting_user, "pk", None) else None,
-        author_name=actor or actor_name(acting_user),
+        author=author if getattr(author, "pk", None) else None,
+        author_name=actor or actor_name(author),
     )
     write_audit(
         entry=entry, action=AuditAction.PUBLISH, acting_user=acting_user, actor=actor, note=note,
@@ -126,7 +239,8 @@ def publish(
         changes=diff_snapshots(previous.snapshot if previous else None, snapshot),
     )
     for label in labels:
-        _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note)
+        _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
+                     override_reason=override_reason)
     return version
 
 
@@ -139,6 +253,7 @@ def _point_label(
     actor: str | None,
     note: str,
     action: str | None = None,
+    override_reason: str | None = None,
 ) -> ReleaseLabel:
     label_name_validator(label)
     label_model = kind_of(entry).label_model
@@ -147,7 +262,13 @@ def _point_label(
     if before is not None and before.pk == version.pk:
         return current
     if current is None:
-        current = label_model(entry=entry, name=label, protected=(label == PRODUCTION))
+        current = label_model(entry=entry, name=label, protected=label in protected_label_names())
+    authorise_protected(entry, label, protected=current.protected, acting_user=acting_user,
+                        override_reason=override_reason, actor=actor,
+                        from_version=before.number if before else None, to_version=version.number)
+    # A percentage rollout of this very version is complete once the whole label serves it.
+    Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label,
+                           candidate_version=version.number).delete()
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
     current.save()
@@ -174,6 +295,7 @@ def move_label(
     acting_user: User,
     note: str = "",
     actor: str | None = None,
+    override_reason: str | None = None,
 ) -> ReleaseLabel:
     """Point `label` at an existing version: a rollout, or a rollback when it goes backwards."""
     require_publisher(acting_user, entry)
@@ -181,7 +303,8 @@ def move_label(
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")
-    return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note)
+    return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
+                        override_reason=override_reason)
 
 
 @transaction.atomic
@@ -193,6 +316,7 @@ def rollback(
     label: str = PRODUCTION,
     to_version: int | None = None,
     actor: str | None = None,
+    override_reason: str | None = None,
 ) -> ReleaseLabel:
     """Point `label` back at `to_version`, or at the version before the one it serves now."""
     require_publisher(acting_user, entry)
@@ -211,7 +335,7 @@ def rollback(
     if version is None:
         raise RegistryError(f"{entry.key} has no version {to_version}.")
     return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note.strip(),
-                        action=AuditAction.ROLLBACK)
+                        action=AuditAction.ROLLBACK, override_reason=override_reason)
 
 
 @transaction.atomic

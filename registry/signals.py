@@ -4,8 +4,18 @@ registry_changed: sent after a transaction that changed served content has commi
     sender: the ChangeBatch class
     batch:  a ChangeBatch listing what changed (change-log ids, entries, labels)
 Receivers (the MCP endpoint's notifier) must not assume they run in any particular thread.
+
+audit_recorded: sent synchronously by `services.write_audit`, INSIDE the writing transaction,
+    right after the audit row was inserted (publish, label move, review requested/approved/
+    rejected, override, rollout changed, draft edits...).
+    sender: the AuditEntry class
+    entry:  the AuditEntry just created (it has a primary key)
+Receivers must be quick and must not do network I/O: defer side effects with
+`transaction.on_commit` (a rolled-back transaction then discards them). An exception in a
+receiver propagates and rolls the change back.
 """
 
 from django.dispatch import Signal
 
 registry_changed = Signal()
+audit_recorded = Signal()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from registry import changes, fetches
-from tests.factories import make_user
+from tests.factories import grant, make_user
 
 
 @pytest.fixture(autouse=True)
@@ -35,3 +35,14 @@ def auditor(db):
 @pytest.fixture
 def superuser(db):
     return make_user(None)
+
+
+@pytest.fixture
+def second_publisher(db):
+    return make_user("Publishers")
+
+
+@pytest.fixture
+def release_manager(db):
+    """A publisher who also holds the emergency override of protected labels."""
+    return grant(make_user("Publishers"), "registry.override_protected_labels")

@@ -76,3 +76,21 @@ def make_template(
     for name, values in (suggestions or {}).items():
         TemplateVariable.objects.create(template=template, name=name, suggestions="\n".join(values))
     return template
+
+
+def release(entry, *, note: str = "first release", labels=("production",)):
+    """Publish the draft to `labels` as the operator at the command line would (production is
+    protected; the command line is an audited override). For setting up what clients are served."""
+    from registry import services
+
+    return services.publish(entry, acting_user=None, actor="release script", note=note, labels=labels)
+
+
+def grant(user, *perms: str):
+    """Give `user` extra permissions ('registry.override_protected_labels'); returns a fresh copy."""
+    from django.contrib.auth.models import Permission
+
+    for perm in perms:
+        app_label, codename = perm.split(".", 1)
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return type(user).objects.get(pk=user.pk)  # permission caches are per instance

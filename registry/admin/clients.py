@@ -6,8 +6,10 @@ import secrets
 
 from django.contrib import admin
 from django.template.response import TemplateResponse
+from django.utils.html import format_html, format_html_join
 
 from registry import clients
+from registry.admin.fetch_stats import client_receives
 from registry.models import FetchCounter, McpClient
 
 
@@ -36,10 +38,28 @@ class McpClientAdmin(admin.ModelAdmin):
     list_filter = ["active", "label"]
     search_fields = ["name", "description", "scope_tags"]
     fields = ["name", "description", "label", "scope_tags", "active", "expires_at",
-              "token_prefix", "created_at", "last_seen_at"]
-    readonly_fields = ["token_prefix", "created_at", "last_seen_at"]
+              "token_prefix", "created_at", "last_seen_at", "receives_now"]
+    readonly_fields = ["token_prefix", "created_at", "last_seen_at", "receives_now"]
     inlines = [FetchCounterInline]
     actions = ["regenerate_token"]
+
+    @admin.display(description="What it receives now")
+    def receives_now(self, obj: McpClient) -> str:
+        """Computed from the served catalog for its label, scope and rollout buckets (not from the counters)."""
+        if obj is None or obj.pk is None:
+            return "—"
+        rows = client_receives(obj)
+        if not rows:
+            return "Nothing: no published entry is visible to this client."
+        body = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>v{}</td><td>{}</td><td>{}</td></tr>",
+            ((r["kind"], r["key"], r["version"], r["label"],
+              f"in the rollout ({r['rollout']})" if r["in_rollout"] else (f"not in the rollout ({r['rollout']})"
+                                                                           if r["rollout"] else ""))
+             for r in rows),
+        )
+        return format_html("<table><thead><tr><th>Kind</th><th>Entry</th><th>Version</th><th>Label</th>"
+                           "<th>Rollout</th></tr></thead><tbody>{}</tbody></table>", body)
 
     def save_model(self, request, obj, form, change):
         if change:

@@ -23,10 +23,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
-from registry import drafts, services
+from registry import drafts, reviews, rollouts, services
+from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
-from registry.forms import LabelMoveForm, PublishForm
-from registry.models import PRODUCTION, AuditEntry, FetchCounter, VersionedEntry
+from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
+from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.snapshots import diff_snapshots, snapshot_of
 from registry.validation import validate_entry
 
@@ -127,6 +128,10 @@ class VersionedEntryAdmin(admin.ModelAdmin):
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["registry_can_publish"] = bool(obj is not None and obj.pk and services.can_publish(request.user, obj))
+        context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
+        if obj is not None and obj.pk:
+            context["registry_pending_reviews"] = ReviewRequest.objects.filter(
+                entry_kind=obj.kind, entry_id=obj.pk, status="pending").count()
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
@@ -202,19 +207,16 @@ class VersionedEntryAdmin(admin.ModelAdmin):
         if not all(services.can_publish(request.user, obj) for obj in objs):
             messages.error(request, "You may edit drafts but not publish them.")
             return None
-        form = PublishForm(request.POST if request.POST.get("confirm") else None)
+        form = PublishForm(request.POST if request.POST.get("confirm") else None,
+                           can_override=services.can_override(request.user), protected=services.protected_label_names())
         if form.is_bound and form.is_valid():
-            published = 0
             for obj in objs:
                 try:
-                    version = services.publish(
-                        obj, acting_user=request.user, note=form.cleaned_data["note"], labels=form.chosen_labels()
-                    )
+                    version, filed = self._publish_or_request(request, obj, form)
                 except RegistryError as exc:
                     messages.error(request, f"{obj.key}: {exc.message}")
                 else:
-                    published += 1
-                    messages.success(request, f"Published {obj.key} as v{version.number}.")
+                    self._report_publish(request, obj, version, form, filed)
             return None
         context = {
             **self.admin_site.each_context(request),
@@ -258,6 +260,8 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             path("<path:object_id>/publish/", wrap(self.publish_view), name="%s_%s_publish" % info),
             path("<path:object_id>/label/", wrap(self.label_view), name="%s_%s_label" % info),
             path("<path:object_id>/restore/", wrap(self.restore_view), name="%s_%s_restore" % info),
+            path("<path:object_id>/request/", wrap(self.request_view), name="%s_%s_request" % info),
+            path("<path:object_id>/rollout/", wrap(self.rollout_view), name="%s_%s_rollout" % info),
         ] + super().get_urls()
 
     def _url(self, name: str, obj: VersionedEntry) -> str:
@@ -282,7 +286,7 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             "can_publish": services.can_publish(request.user, obj),
             "urls": {
                 name: self._url(name, obj)
-                for name in ("change", "history", "preview", "diff", "publish", "label", "restore")
+                for name in ("change", "history", "preview", "diff", "publish", "label", "restore", "request", "rollout")
             },
             "can_change": self.has_change_permission(request, obj),
             **extra,
@@ -355,6 +359,9 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             rows=rows, labels=labels, label_names=label_names,
             audit_entries=AuditEntry.objects.filter(entry_kind=obj.kind, entry_id=obj.pk).select_related("actor")[:200],
             fetches=FetchCounter.objects.filter(entry_kind=obj.kind, entry_key=obj.key)[:200],
+            by_client=served_by_client(obj), by_version=served_by_version(obj),
+            rollouts=Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk),
+            pending_reviews=ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"),
             **(extra_context or {}),
         )
         return TemplateResponse(request, "admin/registry/history.html", context)
@@ -366,12 +373,13 @@ class VersionedEntryAdmin(admin.ModelAdmin):
         if not services.can_publish(request.user, obj):
             return self._denied(request, obj, "You may edit drafts but not publish them. Ask a publisher.")
         label_names = [label.name for label in obj.labels.all()]
-        form = PublishForm(request.POST or None, label_names=label_names)
+        protected = [label.name for label in obj.labels.all() if label.protected]
+        protected += [name for name in services.protected_label_names() if name not in label_names]
+        form = PublishForm(request.POST or None, label_names=label_names, protected=protected,
+                           can_override=services.can_override(request.user))
         if request.method == "POST" and form.is_valid():
             try:
-                version = services.publish(
-                    obj, acting_user=request.user, note=form.cleaned_data["note"], labels=form.chosen_labels()
-                )
+                version, filed = self._publish_or_request(request, obj, form)
             except PublishPermissionDenied as exc:
                 return self._denied(request, obj, exc.message)
             except InvalidEntry as exc:
@@ -380,8 +388,7 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             except RegistryError as exc:
                 form.add_error(None, exc.message)
             else:
-                labels = ", ".join(form.chosen_labels()) or "no labels"
-                messages.success(request, f"Published {obj.key} as v{version.number} ({labels}).")
+                self._report_publish(request, obj, version, form, filed)
                 return HttpResponseRedirect(self._url("history", obj))
         latest = obj.versions.first()
         report = validate_entry(obj)
@@ -392,6 +399,111 @@ class VersionedEntryAdmin(admin.ModelAdmin):
                            f"v{latest.number}" if latest else "nothing", "draft"),
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
+
+    def _publish_or_request(self, request: HttpRequest, obj: VersionedEntry,
+                            form: PublishForm) -> tuple[EntryVersion, list[ReviewRequest]]:
+        """Publish; protected labels are moved only with the override, else a review request is filed for each."""
+        labels = form.chosen_labels()
+        note = form.cleaned_data["note"]
+        override_reason = form.cleaned_data.get("override_reason")
+        held = [] if override_reason else [name for name in labels if services.is_protected(obj, name)]
+        with transaction.atomic():
+            version = services.publish(obj, acting_user=request.user, note=note,
+                                       labels=[name for name in labels if name not in held],
+                                       override_reason=override_reason)
+            filed = [reviews.request_publication(obj, acting_user=request.user, note=note, label=name,
+                                                 version_number=version.number) for name in held]
+        return version, filed
+
+    def _report_publish(self, request: HttpRequest, obj: VersionedEntry, version: EntryVersion,
+                        form: PublishForm, filed: list[ReviewRequest]) -> None:
+        moved = [name for name in form.chosen_labels() if name not in {r.label for r in filed}]
+        messages.success(request, f"Published {obj.key} as v{version.number} ({', '.join(moved) or 'no labels moved'}).")
+        for review in filed:
+            messages.warning(request, f"'{review.label}' is protected, so it still serves what it served before. "
+                                      f"Review request #{review.pk} was filed: another publisher must approve it "
+                                      "in the review queue.")
+
+    # request publication (editors) -------------------------------------------------------------
+
+    def request_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Ask a publisher to release the current draft (or ?version=N) on a label."""
+        obj = self._entry(request, object_id)
+        if not reviews.can_request(request.user, obj):
+            return self._denied(request, obj, "You may not change this entry, so you may not request its release.")
+        data = request.POST if request.method == "POST" else request.GET
+        number = str(data.get("version") or "")
+        version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
+        form = ReviewRequestForm(request.POST if request.method == "POST" else None,
+                                 initial={"label": data.get("label") or PRODUCTION})
+        if request.method == "POST" and form.is_valid():
+            try:
+                review = reviews.request_publication(
+                    obj, acting_user=request.user, note=form.cleaned_data["note"], label=form.cleaned_data["label"],
+                    version_number=version.number if version else None, percent=form.cleaned_data.get("percent"),
+                )
+            except InvalidEntry as exc:
+                for problem in exc.problems:
+                    form.add_error(None, problem)
+            except RegistryError as exc:
+                form.add_error(None, exc.message)
+            else:
+                messages.success(request, f"Review request #{review.pk} was filed: a publisher other than you will "
+                                          "approve or reject it. You can follow it in the review queue.")
+                return HttpResponseRedirect(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
+        label_name = (form.data.get("label") if form.is_bound else form.initial.get("label")) or PRODUCTION
+        current = obj.labels.filter(name=label_name).select_related("version").first()
+        after = version.snapshot if version else snapshot_of(obj)
+        context = self._context(
+            request, obj, f"Request the release of {obj.key}", form=form, version=version, current=current,
+            report=None if version else validate_entry(obj),
+            rows=diff_rows(current.version.snapshot if current else None, after,
+                           f"{label_name} now" if current else "nothing", f"v{version.number}" if version else "draft"),
+        )
+        return TemplateResponse(request, "admin/registry/request.html", context)
+
+    # rollout -----------------------------------------------------------------------------------
+
+    def rollout_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Start, change, complete or stop a percentage rollout; shows progress of the running ones."""
+        obj = self._entry(request, object_id)
+        can_publish = services.can_publish(request.user, obj)
+        running = list(Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk))
+        first = running[0] if running else None
+        initial = {"label": request.GET.get("label") or (first.label if first else PRODUCTION),
+                   "version": request.GET.get("version") or (first.candidate_version if first else None),
+                   "percent": first.percent if first else 10}
+        form = RolloutForm(request.POST if request.method == "POST" else None, initial=initial,
+                           can_override=services.can_override(request.user))
+        if request.method == "POST":
+            if not can_publish:
+                return self._denied(request, obj, "You may not change rollouts. Ask a publisher, or request a "
+                                                  "review with a percentage.")
+            if form.is_valid():
+                data = form.cleaned_data
+                try:
+                    result = rollouts.set_rollout(
+                        obj, label=data["label"], version_number=data["version"], percent=data["percent"],
+                        acting_user=request.user, note=data["note"], override_reason=data.get("override_reason"),
+                    )
+                except RegistryError as exc:
+                    form.add_error(None, exc.message)
+                else:
+                    if result is not None:
+                        messages.success(request, f"v{result.candidate_version} now goes to {result.percent}% of the "
+                                                  f"clients of '{result.label}'.")
+                    elif data["percent"] == 100:
+                        messages.success(request, f"Rollout complete: '{data['label']}' serves v{data['version']}.")
+                    else:
+                        messages.success(request, f"Rollout stopped: every client of '{data['label']}' gets the "
+                                                  "label's version again.")
+                    return HttpResponseRedirect(self._url("rollout", obj))
+        context = self._context(
+            request, obj, f"Percentage rollout of {obj.key}", form=form, can_publish=can_publish,
+            progress=[rollout_progress(obj, rollout) for rollout in running],
+            labels=list(obj.labels.select_related("version")), versions=list(obj.versions.all()[:20]),
+        )
+        return TemplateResponse(request, "admin/registry/rollout.html", context)
 
     # move label / roll back ------------------------------------------------------------------
 
@@ -415,29 +527,45 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             messages.error(request, f"{obj.key} has no version to point '{label_name}' at.")
             return HttpResponseRedirect(self._url("history", obj))
         rollback = current is not None and target.number < current.version.number
+        protected = services.is_protected(obj, label_name)
         initial = {"label": label_name, "version": target.number}
-        form = LabelMoveForm(request.POST if request.method == "POST" else None, initial=initial, rollback=rollback)
+        form = LabelMoveForm(request.POST if request.method == "POST" else None, initial=initial, rollback=rollback,
+                             can_override=protected and services.can_override(request.user))
         if request.method == "POST" and form.is_valid():
+            override_reason = form.cleaned_data.get("override_reason") or None
             try:
-                if rollback:
+                if protected and not override_reason:
+                    # Four eyes: file a review instead of moving the protected label.
+                    review = reviews.request_publication(
+                        obj, acting_user=request.user, label=form.cleaned_data["label"],
+                        version_number=form.cleaned_data["version"],
+                        note=form.cleaned_data["note"] or f"Point '{label_name}' at v{target.number}.",
+                    )
+                elif rollback:
                     services.rollback(obj, acting_user=request.user, note=form.cleaned_data["note"],
-                                      label=form.cleaned_data["label"], to_version=form.cleaned_data["version"])
+                                      label=form.cleaned_data["label"], to_version=form.cleaned_data["version"],
+                                      override_reason=override_reason)
                 else:
                     services.move_label(obj, acting_user=request.user, note=form.cleaned_data["note"],
-                                        label=form.cleaned_data["label"], version_number=form.cleaned_data["version"])
+                                        label=form.cleaned_data["label"], version_number=form.cleaned_data["version"],
+                                        override_reason=override_reason)
             except PublishPermissionDenied as exc:
                 return self._denied(request, obj, exc.message)
             except RegistryError as exc:
                 form.add_error(None, exc.message)
             else:
-                verb = "Rolled back" if rollback else "Moved"
-                messages.success(request, f"{verb} '{label_name}' of {obj.key} to v{target.number}.")
+                if protected and not override_reason:
+                    messages.warning(request, f"'{label_name}' is protected: nothing moved yet. Review request "
+                                              f"#{review.pk} was filed; another publisher must approve it.")
+                else:
+                    verb = "Rolled back" if rollback else "Moved"
+                    messages.success(request, f"{verb} '{label_name}' of {obj.key} to v{target.number}.")
                 return HttpResponseRedirect(self._url("history", obj))
         current_name = f"v{current.version.number}" if current else "nothing"
         context = self._context(
             request, obj,
             f"{'Roll back' if rollback else 'Move'} label '{label_name}' of {obj.key} to v{target.number}",
-            form=form, label_name=label_name, current=current, target=target, rollback=rollback,
+            form=form, label_name=label_name, current=current, target=target, rollback=rollback, protected=protected,
             rows=diff_rows(current.version.snapshot if current else None, target.snapshot,
                            current_name, f"v{target.number}"),
         )

@@ -22,10 +22,12 @@ from registry.models.resources import (
     ResourceVersion,
     TemplateVariable,
 )
+from registry.models.reviews import ReviewRequest, ReviewStatus, Rollout
 
 __all__ = [
     "PRODUCTION", "STAGING", "AuditAction", "AuditEntry", "Audience", "ChangeLogEntry", "ContentKind",
     "EntryVersion", "FetchCounter", "McpClient", "MessageRole", "Prompt", "PromptArgument", "PromptLabel",
     "PromptMessage", "PromptVersion", "ReleaseLabel", "Resource", "ResourceLabel", "ResourceTemplate",
-    "ResourceTemplateLabel", "ResourceTemplateVersion", "ResourceVersion", "TemplateVariable", "VersionedEntry",
+    "ResourceTemplateLabel", "ResourceTemplateVersion", "ResourceVersion", "ReviewRequest", "ReviewStatus", "Rollout",
+    "TemplateVariable", "VersionedEntry",
 ]

@@ -18,6 +18,12 @@ class AuditAction(models.TextChoices):
     ARCHIVE = "archive", "Archived"
     UNARCHIVE = "unarchive", "Restored from archive"
     RESTORE_DRAFT = "restore_draft", "Draft restored from a version"
+    REVIEW_REQUESTED = "review_requested", "Requested a review"
+    REVIEW_APPROVED = "review_approved", "Approved a review"
+    REVIEW_REJECTED = "review_rejected", "Rejected a review"
+    REVIEW_WITHDRAWN = "review_withdrawn", "Withdrew a review request"
+    OVERRIDE = "override", "Emergency override of a protected label"
+    ROLLOUT_CHANGED = "rollout_changed", "Changed a percentage rollout"
 
 
 class AppendOnlyQuerySet(models.QuerySet):

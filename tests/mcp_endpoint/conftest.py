@@ -37,7 +37,7 @@ def anonymous_allowed(settings):
 
 
 def publish(entry, user):
-    services.publish(entry, acting_user=user, note="test fixture")
+    services.publish(entry, acting_user=user, note="test fixture", override_reason="test fixture data")
     return entry
 
 

@@ -12,8 +12,9 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry import services
+from registry import reviews, services
 from registry.clients import hash_token
+from registry.errors import StaleReview
 from registry.models import (
     AuditEntry,
     FetchCounter,
@@ -24,8 +25,9 @@ from registry.models import (
     PromptVersion,
     Resource,
     ResourceTemplate,
+    ReviewRequest,
 )
-from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user
+from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db
 
@@ -84,8 +86,9 @@ def prompt_post(prompt: Prompt | None = None, *, arguments=None, messages=None, 
 
 
 def published_prompt(publisher, **kwargs) -> Prompt:
+    """A prompt whose v1 production serves (released by the operator: production is protected)."""
     prompt = make_prompt(**kwargs)
-    services.publish(prompt, acting_user=publisher, note="first release")
+    release(prompt, note="first release")
     return prompt
 
 
@@ -334,7 +337,7 @@ def test_editor_crafted_publish_post_is_forbidden_and_writes_nothing(client, edi
 def test_editor_crafted_label_move_is_forbidden(client, editor, publisher):
     prompt = published_prompt(publisher)
     edit_first_message(prompt, "Second take on {{ topic }}.")
-    services.publish(prompt, acting_user=publisher, note="v2")
+    release(prompt, note="v2")
     audit_before = AuditEntry.objects.count()
     response = client_for(client, editor).post(
         url("prompt_label", prompt.pk), {"label": "production", "version": 1, "note": "roll back please"}
@@ -367,23 +370,103 @@ def test_editor_cannot_archive_through_the_bulk_action(client, editor, publisher
     assert not AuditEntry.objects.filter(action="archive").exists()
 
 
-def test_publisher_publishes_version_n_plus_1_and_moves_production(client, publisher):
+def test_publisher_publishes_version_n_plus_1_and_production_waits_for_a_second_publisher(
+        client, publisher, second_publisher):
     prompt = published_prompt(publisher)
     edit_first_message(prompt, "A fresh look at {{ topic }}.")
     client_for(client, publisher)
     confirm = client.get(url("prompt_publish", prompt.pk))
     assert confirm.status_code == 200
     assert "A fresh look at" in confirm.text  # the confirmation shows what changes
-    response = client.post(url("prompt_publish", prompt.pk), {"note": "Friendlier wording", "labels": ["production"]})
-    assert response.status_code == 302
+    assert "protected: needs a review" in confirm.text and "override" not in confirm.text.lower()
+    response = client.post(url("prompt_publish", prompt.pk), {"note": "Friendlier wording", "labels": ["production"]},
+                           follow=True)
+    assert "Review request #" in response.text
     version = PromptVersion.objects.get(entry=prompt, number=2)
     assert version.change_note == "Friendlier wording"
     assert version.author == publisher
-    assert PromptLabel.objects.get(entry=prompt, name="production").version == version
+    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 1  # not yet
     publish = AuditEntry.objects.get(entry_id=prompt.pk, action="publish", to_version=2)
     assert (publish.actor, publish.from_version, publish.note) == (publisher, 1, "Friendlier wording")
+    review = ReviewRequest.objects.get(entry_id=prompt.pk)
+    assert (review.label, review.version_number, review.requested_by, review.status) == (
+        "production", 2, publisher, "pending")
+    # The requester sees no Approve button, and a crafted approval is refused.
+    page = client.get(url("reviewrequest_change", review.pk))
+    assert 'value="approve"' not in page.text and "another publisher" in page.text
+    refused = client.post(url("reviewrequest_change", review.pk), {"decision": "approve"})
+    assert "another publisher must approve" in refused.text
+    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 1
+    # A second publisher approves: production moves, audited.
+    client_for(client, second_publisher)
+    page = client.get(url("reviewrequest_change", review.pk))
+    assert 'value="approve"' in page.text and "A fresh look at" in page.text
+    assert client.post(url("reviewrequest_change", review.pk),
+                       {"decision": "approve", "comment": "Reads well"}).status_code == 302
+    assert PromptLabel.objects.get(entry=prompt, name="production").version == version
     move = AuditEntry.objects.get(entry_id=prompt.pk, action="label_move", to_version=2)
-    assert move.label == "production"
+    assert (move.label, move.actor) == ("production", second_publisher)
+    assert AuditEntry.objects.filter(action="review_approved", actor=second_publisher).exists()
+
+
+def test_publisher_with_the_override_permission_publishes_to_production_at_once(client, release_manager):
+    prompt = published_prompt(release_manager)
+    edit_first_message(prompt, "Hotfix for {{ topic }}.")
+    client_for(client, release_manager)
+    assert "Emergency override" in client.get(url("prompt_publish", prompt.pk)).text
+    missing_reason = client.post(url("prompt_publish", prompt.pk),
+                                 {"note": "hotfix", "labels": ["production"], "override": "on"})
+    assert missing_reason.status_code == 200 and "Say why the review is skipped" in missing_reason.text
+    response = client.post(url("prompt_publish", prompt.pk), {
+        "note": "hotfix", "labels": ["production"], "override": "on", "override_reason": "incident 7"})
+    assert response.status_code == 302
+    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 2
+    override = AuditEntry.objects.get(action="override", actor=release_manager)
+    assert (override.label, override.note, override.to_version) == ("production", "incident 7", 2)
+    assert not ReviewRequest.objects.exists()
+
+
+def test_editor_requests_publication_from_the_change_page(client, editor, publisher):
+    prompt = published_prompt(publisher)
+    edit_first_message(prompt, "Editor's wording for {{ topic }}.")
+    client_for(client, editor)
+    change = client.get(url("prompt_change", prompt.pk))
+    assert "Request publication" in change.text and "registry-publish" not in change.text
+    form = client.get(url("prompt_request", prompt.pk))
+    assert form.status_code == 200 and "Editor&#x27;s wording" in form.text
+    assert "A note is required" in client.post(url("prompt_request", prompt.pk), {"label": "production", "note": " "}).text
+    response = client.post(url("prompt_request", prompt.pk), {"label": "production", "note": "Clearer"})
+    review = ReviewRequest.objects.get()
+    assert response.status_code == 302 and response["Location"] == url("reviewrequest_change", review.pk)
+    assert (review.version_number, review.requested_by, review.note) == (None, editor, "Clearer")
+    assert not PromptVersion.objects.filter(number=2).exists()  # approval publishes it
+    queue = client.get(url("reviewrequest_changelist"))
+    assert queue.status_code == 200 and prompt.name in queue.text
+    assert AuditEntry.objects.filter(action="review_requested", actor=editor).exists()
+
+
+def test_rejecting_in_the_queue_needs_a_comment_and_changes_nothing(client, editor, publisher):
+    prompt = published_prompt(publisher)
+    edit_first_message(prompt, "Risky {{ topic }}.")
+    review = reviews.request_publication(prompt, acting_user=editor, note="try this")
+    client_for(client, publisher)
+    refused = client.post(url("reviewrequest_change", review.pk), {"decision": "reject", "comment": ""})
+    assert "a comment is required" in refused.text
+    client.post(url("reviewrequest_change", review.pk), {"decision": "reject", "comment": "Too risky"})
+    review.refresh_from_db()
+    assert (review.status, review.decided_by, review.decision_comment) == ("rejected", publisher, "Too risky")
+    assert PromptVersion.objects.count() == 1
+
+
+def test_review_queue_lists_pending_requests_first(client, editor, publisher):
+    first, second = published_prompt(publisher), published_prompt(publisher)
+    for prompt in (first, second):
+        edit_first_message(prompt, "New {{ topic }}.")
+    old = reviews.request_publication(first, acting_user=editor, note="one")
+    reviews.reject(old, acting_user=publisher, comment="no")
+    pending = reviews.request_publication(second, acting_user=editor, note="two")
+    queue = client_for(client, publisher).get(url("reviewrequest_changelist"))
+    assert [r.pk for r in queue.context["cl"].result_list] == [pending.pk, old.pk]
 
 
 def test_publish_without_a_change_note_is_refused(client, publisher):
@@ -411,28 +494,42 @@ def test_publisher_can_publish_selected_drafts_after_confirming(client, publishe
     assert not PromptVersion.objects.exists()
     client.post(url("prompt_changelist"), {
         "action": "publish_selected", "_selected_action": [first.pk, second.pk], "confirm": "yes",
-        "note": "initial release", "labels": ["production"],
+        "note": "initial release", "labels": ["production", "staging"],
     })
     assert PromptVersion.objects.filter(number=1).count() == 2
-    assert PromptLabel.objects.filter(name="production").count() == 2
+    assert PromptLabel.objects.filter(name="staging").count() == 2
+    # production is protected: one review request per prompt instead of a move.
+    assert not PromptLabel.objects.filter(name="production").exists()
+    assert ReviewRequest.objects.filter(label="production", version_number=1, status="pending").count() == 2
 
 
-def test_publisher_rolls_back_production_and_it_is_audited(client, publisher):
+def test_rolling_back_production_files_a_review_or_uses_the_override(client, publisher, release_manager):
     prompt = published_prompt(publisher)
     edit_first_message(prompt, "Version two about {{ topic }}.")
-    services.publish(prompt, acting_user=publisher, note="v2")
+    release(prompt, note="v2")
     client_for(client, publisher)
     confirm = client.get(url("prompt_label", prompt.pk), {"label": "production"})
-    assert confirm.status_code == 200 and "roll back" in confirm.text
+    assert confirm.status_code == 200 and "roll back" in confirm.text and "is protected" in confirm.text
     refused = client.post(url("prompt_label", prompt.pk), {"label": "production", "version": 1, "note": ""})
     assert refused.status_code == 200 and "a note is required" in refused.text
-    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 2
     response = client.post(url("prompt_label", prompt.pk), {"label": "production", "version": 1, "note": "v2 confused users"})
+    assert response.status_code == 302
+    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 2  # waits for approval
+    review = ReviewRequest.objects.get()
+    assert (review.version_number, review.base_version, review.note) == (1, 2, "v2 confused users")
+    # In an emergency, a release manager rolls back at once with a reason.
+    client_for(client, release_manager)
+    response = client.post(url("prompt_label", prompt.pk), {
+        "label": "production", "version": 1, "note": "v2 confused users", "override_reason": "incident 9"})
     assert response.status_code == 302
     assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 1
     entry = AuditEntry.objects.get(action="rollback")
     assert (entry.actor, entry.label, entry.from_version, entry.to_version, entry.note) == (
-        publisher, "production", 2, 1, "v2 confused users")
+        release_manager, "production", 2, 1, "v2 confused users")
+    assert AuditEntry.objects.filter(action="override", actor=release_manager, note="incident 9").exists()
+    # The pending review is now stale: approving it is refused.
+    with pytest.raises(StaleReview):
+        reviews.approve(review, acting_user=release_manager)
 
 
 def test_publisher_moves_a_staging_label_forward(client, publisher):
@@ -509,7 +606,7 @@ def test_diff_between_draft_and_production_shows_the_changed_text_side_by_side(c
 def test_diff_between_two_versions(client, publisher):
     prompt = published_prompt(publisher, description="Old description")
     Prompt.objects.filter(pk=prompt.pk).update(description="New description")
-    services.publish(Prompt.objects.get(pk=prompt.pk), acting_user=publisher, note="v2")
+    services.publish(Prompt.objects.get(pk=prompt.pk), acting_user=publisher, note="v2", labels=())
     response = client_for(client, publisher).get(url("prompt_diff", prompt.pk), {"a": "v1", "b": "v2"})
     assert response.context["rows"] == [
         {"field": "description", "label": "description", "before": "Old description", "after": "New description",
@@ -520,17 +617,22 @@ def test_diff_between_two_versions(client, publisher):
 def test_history_lists_versions_labels_audit_and_fetches(client, publisher, auditor):
     prompt = published_prompt(publisher)
     edit_first_message(prompt, "Second about {{ topic }}.")
-    services.publish(prompt, acting_user=publisher, note="second release")
+    release(prompt, note="second release")
     from django.utils import timezone
 
     FetchCounter.objects.create(client_name="support-bot", entry_kind="prompt", entry_key=prompt.name, version=2,
                                 label="production", count=7, first_at=timezone.now(), last_at=timezone.now())
+    FetchCounter.objects.create(client_name="support-bot", entry_kind="prompt", entry_key=prompt.name, version=1,
+                                label="production", count=3, first_at=timezone.now(), last_at=timezone.now())
     client_for(client, auditor)
     response = client.get(url("prompt_history", prompt.pk))
     assert response.status_code == 200
     rows = response.context["rows"]
     assert [(r["version"].number, r["labels"]) for r in rows] == [(2, ["production"]), (1, [])]
     assert "second release" in response.text and "support-bot" in response.text
+    [bot] = response.context["by_client"]  # one row per client, every version it was served
+    assert (bot.client_name, bot.total, [v["version"] for v in bot.versions]) == ("support-bot", 10, [2, 1])
+    assert [(v["version"], v["clients"], v["total"]) for v in response.context["by_version"]] == [(2, 1, 7), (1, 1, 3)]
     assert {e.action for e in response.context["audit_entries"]} >= {"publish", "label_move"}
     assert not response.context["can_publish"]
     assert url("prompt_label", prompt.pk) not in response.text
@@ -641,7 +743,7 @@ def test_audit_log_is_read_only_even_for_superusers(client, editor):
 def _two_audit_entries(editor, publisher):
     prompt = make_prompt(name="alpha")
     services.record_draft_change(prompt, before=None, acting_user=editor)
-    services.publish(prompt, acting_user=publisher, note="go")
+    services.publish(prompt, acting_user=publisher, note="go", labels=["staging"])
 
 
 def test_auditor_exports_csv_respecting_the_filters(client, editor, publisher, auditor):
@@ -766,7 +868,7 @@ def test_auditor_cannot_restore_a_draft(client, auditor, publisher):
 
 def test_resource_uri_becomes_read_only_once_published(client, editor, publisher):
     resource = make_resource("docs://fixed", text="v1 text")
-    services.publish(resource, acting_user=publisher, note="first")
+    release(resource, note="first")
     response = client_for(client, editor).post(url("resource_change", resource.pk), {
         "uri": "docs://moved", "name": resource.name, "mime_type": "text/plain", "text": "v2 text", "_save": "Save"})
     assert response.status_code == 302

@@ -10,9 +10,8 @@ import os
 
 import pytest
 
-from registry import services
-from registry.models import PromptLabel, PromptVersion
-from tests.factories import make_prompt, make_user
+from registry.models import PromptLabel, PromptVersion, ReviewRequest
+from tests.factories import make_prompt, make_user, release
 
 CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "pw-for-tests-1"
@@ -53,7 +52,7 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
     editor = make_user("Editors")
     publisher = make_user("Publishers")
     prompt = make_prompt(name="browser-tour", description="Explains a topic")
-    services.publish(prompt, acting_user=publisher, note="first release")
+    release(prompt, note="first release")
     change_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/change/"
 
     with sync_playwright() as playwright:
@@ -96,4 +95,7 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
     assert version.change_note == "Simpler wording for young readers"
     assert version.author == publisher
     assert version.snapshot["messages"][0]["content"]["text"] == "Explain {{ topic }} to a ten-year-old."
-    assert PromptLabel.objects.get(entry=prompt, name="production").version == version
+    # production is protected: it still serves v1 until another publisher approves the filed review.
+    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 1
+    review = ReviewRequest.objects.get(entry_id=prompt.pk, status="pending")
+    assert (review.label, review.version_number, review.requested_by) == ("production", 2, publisher)

@@ -1,50 +1,84 @@
 import pytest
 
 from registry import services
-from registry.errors import InvalidEntry, NothingToPublish, PublishPermissionDenied, RegistryError
+from registry.errors import (
+    ApprovalRequired,
+    InvalidEntry,
+    NothingToPublish,
+    PublishPermissionDenied,
+    RegistryError,
+)
 from registry.models import AuditEntry, ChangeLogEntry, PromptLabel, PromptMessage, PromptVersion
 from registry.snapshots import snapshot_of
-from tests.factories import make_prompt, make_resource
+from tests.factories import make_prompt, make_resource, release
 
 
 def production_of(prompt):
     return PromptLabel.objects.get(entry=prompt, name="production").version.number
 
 
+def staging_of(prompt):
+    return PromptLabel.objects.get(entry=prompt, name="staging").version.number
+
+
+STAGING = ["staging"]  # an unprotected label: publishers move it without a review
+
+
 @pytest.mark.django_db
-def test_publish_freezes_the_draft_as_version_one_and_moves_production(publisher):
+def test_publish_freezes_the_draft_as_version_one_and_moves_an_unprotected_label(publisher):
     prompt = make_prompt("greet")
-    version = services.publish(prompt, acting_user=publisher, note="First cut")
+    version = services.publish(prompt, acting_user=publisher, note="First cut", labels=STAGING)
     assert (version.number, version.parent, version.author, version.change_note) == (1, None, publisher, "First cut")
     assert version.snapshot["messages"][0]["content"]["text"] == "Tell me about {{ topic }}."
     assert len(version.content_hash) == 64
-    assert production_of(prompt) == 1
+    assert staging_of(prompt) == 1
+    assert not PromptLabel.objects.get(entry=prompt, name="staging").protected
     publish_row = AuditEntry.objects.get(action="publish")
     assert (publish_row.actor, publish_row.to_version, publish_row.note) == (publisher, 1, "First cut")
     assert {"field": "name", "before": None, "after": "greet"} in publish_row.changes
     move = AuditEntry.objects.get(action="label_move")
-    assert (move.label, move.from_version, move.to_version) == ("production", None, 1)
+    assert (move.label, move.from_version, move.to_version) == ("staging", None, 1)
+
+
+@pytest.mark.django_db
+def test_publishing_to_production_without_approval_is_refused_and_saves_nothing(publisher):
+    prompt = make_prompt("greet")
+    with pytest.raises(ApprovalRequired):
+        services.publish(prompt, acting_user=publisher, note="First cut")
+    assert not PromptVersion.objects.exists() and not PromptLabel.objects.exists()
+    assert not AuditEntry.objects.exists() and not ChangeLogEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_command_line_publishes_to_production_as_an_audited_operator_override():
+    prompt = make_prompt("greet")
+    services.publish(prompt, acting_user=None, note="bootstrap")
+    assert production_of(prompt) == 1
+    assert PromptLabel.objects.get(entry=prompt, name="production").protected
+    override = AuditEntry.objects.get(action="override")
+    assert (override.actor, override.actor_name, override.label, override.note) == (
+        None, "command line", "production", "command line (operator)")
 
 
 @pytest.mark.django_db
 def test_second_publish_records_parent_and_message_diff(publisher):
     prompt = make_prompt("greet")
-    first = services.publish(prompt, acting_user=publisher, note="v1")
+    first = services.publish(prompt, acting_user=publisher, note="v1", labels=STAGING)
     PromptMessage.objects.filter(prompt=prompt).update(text="Explain {{ topic }} simply.")
-    second = services.publish(prompt, acting_user=publisher, note="simpler")
+    second = services.publish(prompt, acting_user=publisher, note="simpler", labels=STAGING)
     assert (second.number, second.parent) == (2, first)
     diff = AuditEntry.objects.filter(action="publish", to_version=2).get().changes
     assert diff == [{"field": "messages[1].content.text", "before": "Tell me about {{ topic }}.",
                      "after": "Explain {{ topic }} simply."}]
-    assert production_of(prompt) == 2
+    assert staging_of(prompt) == 2
 
 
 @pytest.mark.django_db
 def test_publishing_an_unchanged_draft_is_refused(publisher):
     prompt = make_prompt()
-    services.publish(prompt, acting_user=publisher, note="v1")
+    services.publish(prompt, acting_user=publisher, note="v1", labels=STAGING)
     with pytest.raises(NothingToPublish):
-        services.publish(prompt, acting_user=publisher, note="again")
+        services.publish(prompt, acting_user=publisher, note="again", labels=STAGING)
     assert PromptVersion.objects.count() == 1
 
 
@@ -59,12 +93,12 @@ def test_publish_requires_a_change_note(publisher):
 def test_editor_cannot_publish_move_or_roll_back(editor, publisher):
     prompt = make_prompt()
     with pytest.raises(PublishPermissionDenied):
-        services.publish(prompt, acting_user=editor, note="sneaky")
-    services.publish(prompt, acting_user=publisher, note="v1")
+        services.publish(prompt, acting_user=editor, note="sneaky", labels=STAGING)
+    services.publish(prompt, acting_user=publisher, note="v1", labels=())
     with pytest.raises(PublishPermissionDenied):
         services.move_label(prompt, label="staging", version_number=1, acting_user=editor)
     with pytest.raises(PublishPermissionDenied):
-        services.rollback(prompt, acting_user=editor, note="no")
+        services.rollback(prompt, acting_user=editor, note="no", label="staging")
     assert PromptVersion.objects.count() == 1
     assert not AuditEntry.objects.filter(actor=editor).exists()
 
@@ -79,24 +113,44 @@ def test_broken_draft_cannot_be_published(publisher):
 
 
 @pytest.mark.django_db
-def test_rollback_points_production_at_the_previous_version_and_is_audited(publisher):
+def test_rollback_points_the_label_at_the_previous_version_and_is_audited(publisher):
     prompt = make_prompt()
-    services.publish(prompt, acting_user=publisher, note="v1")
+    services.publish(prompt, acting_user=publisher, note="v1", labels=STAGING)
     PromptMessage.objects.filter(prompt=prompt).update(text="New {{ topic }}")
-    services.publish(prompt, acting_user=publisher, note="v2")
-    services.rollback(prompt, acting_user=publisher, note="v2 confuses the model")
-    assert production_of(prompt) == 1
+    services.publish(prompt, acting_user=publisher, note="v2", labels=STAGING)
+    services.rollback(prompt, acting_user=publisher, note="v2 confuses the model", label="staging")
+    assert staging_of(prompt) == 1
     row = AuditEntry.objects.get(action="rollback")
-    assert (row.label, row.from_version, row.to_version, row.note) == ("production", 2, 1, "v2 confuses the model")
+    assert (row.label, row.from_version, row.to_version, row.note) == ("staging", 2, 1, "v2 confuses the model")
     assert row.changes[0]["field"] == "messages[1].content.text"
+
+
+@pytest.mark.django_db
+def test_rolling_back_production_needs_approval_or_an_audited_override(publisher, release_manager):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    PromptMessage.objects.filter(prompt=prompt).update(text="New {{ topic }}")
+    release(prompt, note="v2")
+    with pytest.raises(ApprovalRequired):
+        services.rollback(prompt, acting_user=publisher, note="v2 confuses the model")
+    with pytest.raises(PublishPermissionDenied):  # a reason alone is not enough: the permission is needed
+        services.rollback(prompt, acting_user=publisher, note="v2 confuses the model", override_reason="urgent")
+    assert production_of(prompt) == 2
+    services.rollback(prompt, acting_user=release_manager, note="v2 confuses the model",
+                      override_reason="incident 42: answers are wrong")
+    assert production_of(prompt) == 1
+    override = AuditEntry.objects.get(action="override", actor=release_manager)
+    assert (override.label, override.from_version, override.to_version, override.note) == (
+        "production", 2, 1, "incident 42: answers are wrong")
+    assert AuditEntry.objects.filter(action="rollback", actor=release_manager, to_version=1).exists()
 
 
 @pytest.mark.django_db
 def test_rollback_of_the_first_version_is_refused(publisher):
     prompt = make_prompt()
-    services.publish(prompt, acting_user=publisher, note="v1")
+    services.publish(prompt, acting_user=publisher, note="v1", labels=STAGING)
     with pytest.raises(RegistryError):
-        services.rollback(prompt, acting_user=publisher, note="nowhere to go")
+        services.rollback(prompt, acting_user=publisher, note="nowhere to go", label="staging")
 
 
 @pytest.mark.django_db
@@ -114,7 +168,7 @@ def test_move_label_creates_staging_and_records_a_change(publisher):
 @pytest.mark.django_db
 def test_archive_is_audited_and_announced(publisher):
     resource = make_resource("docs://old")
-    services.publish(resource, acting_user=publisher, note="v1")
+    release(resource, note="v1")
     services.set_archived(resource, archived=True, acting_user=publisher, note="superseded")
     resource.refresh_from_db()
     assert resource.archived_at is not None
@@ -151,7 +205,7 @@ def test_changes_are_announced_once_per_transaction_after_commit(publisher):
         prompts = [make_prompt() for _ in range(5)]
         with transaction.atomic():
             for prompt in prompts:
-                services.publish(prompt, acting_user=publisher, note="bulk")
+                services.publish(prompt, acting_user=publisher, note="bulk", labels=STAGING)
             assert batches == []
         assert len(batches) == 1
         assert {c.key for c in batches[0].changes} == {p.name for p in prompts}
@@ -171,7 +225,7 @@ def test_rolled_back_transaction_announces_nothing(publisher):
         prompt = make_prompt()
         with pytest.raises(RuntimeError):
             with transaction.atomic():
-                services.publish(prompt, acting_user=publisher, note="doomed")
+                services.publish(prompt, acting_user=publisher, note="doomed", labels=STAGING)
                 raise RuntimeError("abort")
         assert batches == []
         assert not ChangeLogEntry.objects.exists()

@@ -1,0 +1,183 @@
+"""The review queue (four eyes for protected labels) and the list of running rollouts.
+
+Nothing here writes directly: approving, rejecting and withdrawing go through
+`registry.reviews`, which re-checks permission, self-approval and staleness, so a crafted POST
+meets the same rules as the buttons.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Case, IntegerField, Value, When
+from django.http import Http404, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+
+from registry import reviews
+from registry.admin.common import diff_rows
+from registry.errors import InvalidEntry, RegistryError
+from registry.forms import ReviewDecisionForm
+from registry.kinds import KINDS
+from registry.models import ReviewRequest, ReviewStatus, Rollout
+
+
+def entry_admin_url(kind: str, entry_id: int, page: str = "change") -> str:
+    model = KINDS[kind].entry_model
+    return reverse(f"admin:registry_{model._meta.model_name}_{page}", args=[entry_id])
+
+
+class StatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return ReviewStatus.choices
+
+    def queryset(self, request, queryset):
+        return queryset.filter(status=self.value()) if self.value() else queryset
+
+
+@admin.register(ReviewRequest)
+class ReviewRequestAdmin(admin.ModelAdmin):
+    list_display = ["number", "entry_link", "label", "what_is_asked", "requested_by_name", "status_badge",
+                    "created_at", "decided_by_name"]
+    list_filter = [StatusFilter, "entry_kind", "label"]
+    search_fields = ["entry_key", "note", "requested_by_name", "decided_by_name"]
+    list_display_links = ["number"]
+
+    def has_add_permission(self, request):
+        return False  # requests are filed from an entry's page ("Request publication…")
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_queryset(self, request):
+        pending_first = Case(When(status=ReviewStatus.PENDING, then=Value(0)), default=Value(1),
+                             output_field=IntegerField())
+        return super().get_queryset(request).annotate(_pending_first=pending_first).order_by(
+            "_pending_first", "-created_at", "-id")
+
+    @admin.display(description="#", ordering="id")
+    def number(self, obj: ReviewRequest) -> str:
+        return f"#{obj.pk}"
+
+    @admin.display(description="entry", ordering="entry_key")
+    def entry_link(self, obj: ReviewRequest) -> str:
+        return format_html('<a href="{}">{} {}</a>', entry_admin_url(obj.entry_kind, obj.entry_id),
+                           obj.entry_kind, obj.entry_key)
+
+    @admin.display(description="asks for")
+    def what_is_asked(self, obj: ReviewRequest) -> str:
+        return obj.what
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: ReviewRequest) -> str:
+        if obj.is_pending:
+            return format_html("<strong>{}</strong>", obj.get_status_display())
+        return obj.get_status_display()
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The review page: what would change, the note, and Approve / Reject / Withdraw."""
+        review = ReviewRequest.objects.filter(pk=object_id).first() if str(object_id).isdigit() else None
+        if review is None:
+            raise Http404("No such review request.")
+        if not self.has_view_permission(request, review):
+            raise PermissionDenied
+        form = ReviewDecisionForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST":
+            decision = request.POST.get("decision")
+            if form.is_valid():
+                comment = form.cleaned_data["comment"]
+                try:
+                    if decision == "approve":
+                        reviews.approve(review, acting_user=request.user, comment=comment)
+                        messages.success(request, f"Approved review #{review.pk}: '{review.label}' of "
+                                                  f"{review.entry_key} is updated and clients are notified.")
+                    elif decision == "reject":
+                        reviews.reject(review, acting_user=request.user, comment=comment)
+                        messages.success(request, f"Rejected review #{review.pk}; nothing was changed.")
+                    elif decision == "withdraw":
+                        reviews.withdraw(review, acting_user=request.user)
+                        messages.success(request, f"Withdrew review #{review.pk}.")
+                    else:
+                        form.add_error(None, "Choose Approve, Reject or Withdraw.")
+                except InvalidEntry as exc:
+                    for problem in exc.problems:
+                        form.add_error("comment" if decision == "reject" else None, problem)
+                except RegistryError as exc:
+                    form.add_error(None, exc.message)
+                if not form.errors:
+                    return HttpResponseRedirect(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
+            review.refresh_from_db()
+        return TemplateResponse(request, "admin/registry/reviewrequest/review.html",
+                                self._review_context(request, review, form))
+
+    def _review_context(self, request, review: ReviewRequest, form: ReviewDecisionForm) -> dict:
+        entry = reviews.entry_of(review)
+        before = after = None
+        stale = ""
+        if entry is not None:
+            base = entry.versions.filter(number=review.base_version).first() if review.base_version else None
+            before = base.snapshot if base else None
+            if review.version_number is not None:
+                target = entry.versions.filter(number=review.version_number).first()
+                after = target.snapshot if target else None
+            else:
+                after = review.snapshot
+            if review.is_pending:
+                current = entry.labels.filter(name=review.label).select_related("version").first()
+                now = current.version.number if current else None
+                if now != review.base_version:
+                    stale = (f"'{review.label}' has moved since this request (it served "
+                             f"{'v%s' % review.base_version if review.base_version else 'nothing'}, now "
+                             f"{'v%s' % now if now else 'nothing'}): it can no longer be approved.")
+        is_requester = review.requested_by_id is not None and review.requested_by_id == request.user.pk
+        base_name = f"{review.label} now (v{review.base_version})" if review.base_version else "nothing"
+        return {
+            **self.admin_site.each_context(request),
+            "title": f"Review #{review.pk}: {review.entry_key} → {review.label}",
+            "opts": self.opts,
+            "review": review,
+            "entry": entry,
+            "entry_url": entry_admin_url(review.entry_kind, review.entry_id) if entry else "",
+            "form": form,
+            "stale": stale,
+            "is_requester": is_requester,
+            "can_decide": review.is_pending and not is_requester and reviews.can_decide(request.user, review),
+            "can_withdraw": review.is_pending and is_requester,
+            "rows": diff_rows(before, after, base_name, review.what),
+        }
+
+
+@admin.register(Rollout)
+class RolloutAdmin(admin.ModelAdmin):
+    list_display = ["entry_link", "label", "candidate_version", "percent", "authority", "updated_by_name",
+                    "updated_at"]
+    list_filter = ["entry_kind", "label"]
+    search_fields = ["entry_key"]
+
+    def has_add_permission(self, request):
+        return False  # started from an entry's "Rollout…" page, through registry.rollouts
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="entry", ordering="entry_key")
+    def entry_link(self, obj: Rollout) -> str:
+        return format_html('<a href="{}">{} {}</a> (<a href="{}">progress</a>)',
+                           entry_admin_url(obj.entry_kind, obj.entry_id), obj.entry_kind, obj.entry_key,
+                           entry_admin_url(obj.entry_kind, obj.entry_id, "rollout"))
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        rollout = Rollout.objects.filter(pk=object_id).first() if str(object_id).isdigit() else None
+        if rollout is None:
+            raise Http404("No such rollout (it may have been completed or stopped).")
+        return HttpResponseRedirect(entry_admin_url(rollout.entry_kind, rollout.entry_id, "rollout"))

@@ -1,0 +1,115 @@
+"""Four-eyes review requests for protected labels, and percentage rollouts of a candidate version.
+
+Both refer to their entry by kind + id + key (like the audit log) rather than a foreign key,
+because prompts, resources and templates live in three tables.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from registry.models.base import label_name_validator
+
+
+class ReviewStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for a reviewer"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+
+
+class ReviewRequest(models.Model):
+    """An editor's request to serve something on a (protected) label; a different publisher decides.
+
+    Either the draft as it was at request time (`content_hash` + `snapshot`; approving publishes
+    it as the next version) or an existing `version_number` (approving points the label at it).
+    `base_version` is what the label served when the request was made: if the label moved since,
+    the request is stale and cannot be approved.
+    """
+
+    entry_kind = models.CharField(max_length=20, db_index=True)
+    entry_id = models.BigIntegerField()
+    entry_key = models.CharField(max_length=2048)
+    label = models.CharField(max_length=40, validators=[label_name_validator])
+    content_hash = models.CharField(max_length=64, blank=True, help_text="Of the draft, when the draft is requested.")
+    snapshot = models.JSONField(null=True, blank=True, help_text="The draft at request time.")
+    version_number = models.PositiveIntegerField(null=True, blank=True, help_text="An existing version to serve.")
+    base_version = models.PositiveIntegerField(null=True, blank=True, help_text="What the label served at request time.")
+    percent = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Set: approve a percentage rollout of the version instead of a full move."
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_by_name = models.CharField(max_length=150)
+    note = models.TextField(help_text="What should be released and why.")
+    status = models.CharField(max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.PENDING, db_index=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by_name = models.CharField(max_length=150, blank=True)
+    decision_comment = models.TextField(blank=True)
+    result_version = models.PositiveIntegerField(null=True, blank=True, help_text="The version the approval served.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "review request"
+        permissions = [
+            ("override_protected_labels",
+             "Can move protected labels without an approved review (emergency override, audited)"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.entry_kind} {self.entry_key} → {self.label}: {self.what}"
+
+    @property
+    def what(self) -> str:
+        target = f"v{self.version_number}" if self.version_number is not None else "the draft"
+        if self.percent is not None:
+            return f"{target} to {self.percent}% of clients"
+        return target
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ReviewStatus.PENDING
+
+
+class Rollout(models.Model):
+    """A candidate version served to `percent`% of the clients of one label of one entry.
+
+    Which clients: a stable hash of the client's name and the entry key (registry.rollouts.
+    stable_bucket), so a client keeps its version until the percentage changes. Anonymous
+    callers always get the label's own version. The row exists only while the rollout runs:
+    100% moves the label to the candidate and deletes it, 0% deletes it.
+    """
+
+    entry_kind = models.CharField(max_length=20)
+    entry_id = models.BigIntegerField()
+    entry_key = models.CharField(max_length=2048)
+    label = models.CharField(max_length=40, validators=[label_name_validator])
+    candidate_version = models.PositiveIntegerField()
+    percent = models.PositiveSmallIntegerField()
+    authority = models.CharField(
+        max_length=200, blank=True,
+        help_text="Why a protected label may run this candidate: 'review #N' or 'override: reason'.",
+    )
+    note = models.TextField(blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_by_name = models.CharField(max_length=150)
+
+    class Meta:
+        ordering = ["entry_kind", "entry_key", "label"]
+        constraints = [
+            models.UniqueConstraint(fields=["entry_kind", "entry_id", "label"], name="one_rollout_per_label"),
+            models.CheckConstraint(condition=models.Q(percent__lte=100), name="rollout_percent_at_most_100"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.entry_kind} {self.entry_key} [{self.label}]: v{self.candidate_version} to {self.percent}%"

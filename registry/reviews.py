@@ -1,0 +1,231 @@
+"""Four eyes for protected labels: request publication, approve, reject, withdraw.
+
+An editor (or anyone who may change the entry) asks for something to be served on a label,
+usually `production`, with a note: either the current draft (its content hash and snapshot are
+kept, so the reviewer approves exactly what was asked) or an existing version (a label move or
+a roll back), optionally as a percentage rollout. A publisher other than the requester approves
+or rejects it with a comment. Approval does what was asked through the normal services path
+(`services.publish` / `move_label` / `rollouts.set_rollout`, so audit rows, change log and
+client notifications are the usual ones) inside `services.approved_move`, the only way besides
+an audited override to move a protected label.
+
+Approval re-checks, with the entry row locked (`select_for_update`), that the request is still
+pending, that the label still serves what it served when the request was made, and (for a
+draft) that the draft is unchanged; otherwise it raises StaleReview and nothing changes. Two
+concurrent approvals for one label therefore serialise on the entry row and the second one
+finds the label moved: the label never ends up in a state nobody approved.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from registry import services
+from registry.errors import (
+    InvalidEntry,
+    InvalidRollout,
+    NothingToPublish,
+    PublishPermissionDenied,
+    RegistryError,
+    ReviewClosed,
+    SelfApproval,
+    StaleReview,
+)
+from registry.kinds import KINDS, kind_of
+from registry.models import PRODUCTION, AuditAction, ReviewRequest, ReviewStatus, VersionedEntry
+from registry.models.base import label_name_validator
+from registry.snapshots import content_hash, diff_snapshots, snapshot_of
+from registry.validation import validate_entry
+
+User = services.User
+
+
+def can_request(user: User, entry: VersionedEntry) -> bool:
+    """Whoever may change the entry's draft may ask for it to be released."""
+    if user is None:
+        return True
+    model_name = kind_of(entry).entry_model._meta.model_name
+    return bool(user.is_active and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry)))
+
+
+def can_decide(user: User, review: ReviewRequest) -> bool:
+    """A publisher of the entry's kind who did not file the request."""
+    if user is not None and review.requested_by_id is not None and review.requested_by_id == user.pk:
+        return False
+    entry = entry_of(review)
+    return entry is not None and services.can_publish(user, entry)
+
+
+def entry_of(review: ReviewRequest) -> VersionedEntry | None:
+    return KINDS[review.entry_kind].entry_model.objects.filter(pk=review.entry_id).first()  # type: ignore[attr-defined]
+
+
+def _label_version(entry: VersionedEntry, label: str) -> int | None:
+    row = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
+    return row.version.number if row is not None else None
+
+
+@transaction.atomic
+def request_publication(
+    entry: VersionedEntry,
+    *,
+    acting_user: User,
+    note: str,
+    label: str = PRODUCTION,
+    version_number: int | None = None,
+    percent: int | None = None,
+) -> ReviewRequest:
+    """Ask for the current draft (or `version_number`) to be served on `label`; `percent` asks for a rollout.
+
+    A draft identical to the newest version becomes a request for that version.
+    """
+    if not can_request(acting_user, entry):
+        raise PublishPermissionDenied(f"{services.actor_name(acting_user)} may not change {entry.kind}s, "
+                                      "so may not request their publication either.")
+    note = (note or "").strip()
+    if not note:
+        raise InvalidEntry(["A note is required: say what should be released and why."])
+    try:
+        label_name_validator(label)
+    except ValidationError as exc:
+        raise InvalidEntry(list(exc.messages)) from exc
+    if percent is not None and (isinstance(percent, bool) or not isinstance(percent, int) or not 1 <= percent <= 99):
+        raise InvalidRollout("A rollout request takes a percentage from 1 to 99 (100 is a full release: leave it out).")
+    entry = services._lock(entry)
+    base = _label_version(entry, label)
+    digest, snapshot = "", None
+    if version_number is None:
+        report = validate_entry(entry)
+        if not report.ok:
+            raise InvalidEntry(report.errors)
+        snapshot = snapshot_of(entry)
+        digest = content_hash(snapshot)
+        latest = services.latest_version(entry)
+        if latest is not None and latest.content_hash == digest:
+            version_number, digest, snapshot = latest.number, "", None
+    target = None
+    if version_number is not None:
+        target = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+        if target is None:
+            raise RegistryError(f"{entry.key} has no version {version_number}.")
+        if base == version_number:
+            raise NothingToPublish(f"'{label}' already serves v{version_number} of {entry.key}.")
+    review = ReviewRequest.objects.create(
+        entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
+        content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,
+        requested_by=acting_user if getattr(acting_user, "pk", None) else None,
+        requested_by_name=services.actor_name(acting_user), note=note,
+    )
+    before = entry.versions.filter(number=base).first() if base is not None else None  # type: ignore[attr-defined]
+    services.write_audit(
+        entry=entry, action=AuditAction.REVIEW_REQUESTED, acting_user=acting_user, label=label,
+        note=f"Review #{review.pk} ({review.what}): {note}", from_version=base, to_version=version_number,
+        changes=diff_snapshots(before.snapshot if before else None, target.snapshot if target else snapshot),
+    )
+    return review
+
+
+def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> VersionedEntry:
+    entry = entry_of(review)
+    if entry is None:
+        raise StaleReview(f"The {review.entry_kind} of review #{review.pk} no longer exists.")
+    services.require_publisher(acting_user, entry)
+    if acting_user is not None and review.requested_by_id is not None and review.requested_by_id == acting_user.pk:
+        hint = "" if verb == "approve" else " Withdraw it instead."
+        raise SelfApproval(f"You filed review #{review.pk}: another publisher must {verb} it (four eyes).{hint}")
+    return entry
+
+
+def _lock_pending(review: ReviewRequest) -> ReviewRequest:
+    locked = ReviewRequest.objects.select_for_update().get(pk=review.pk)
+    if not locked.is_pending:
+        raise ReviewClosed(f"Review #{locked.pk} was already {locked.get_status_display().lower()}.")
+    return locked
+
+
+def _close(review: ReviewRequest, status: str, acting_user: User, comment: str) -> None:
+    review.status = status
+    review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
+    review.decided_by_name = services.actor_name(acting_user)
+    review.decision_comment = comment
+    review.decided_at = timezone.now()
+    review.save()
+
+
+@transaction.atomic
+def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> ReviewRequest:
+    """Do what the request asked (publish the draft / move the label / start the rollout) and close it."""
+    from registry import rollouts  # rollouts imports reviews' neighbours; keep the import graph flat
+
+    comment = (comment or "").strip()
+    entry = _decide_checks(review, acting_user, "approve")
+    entry = services._lock(entry)  # serialises concurrent approvals and publishes of this entry
+    locked = _lock_pending(review)
+    current = _label_version(entry, locked.label)
+    if current != locked.base_version:
+        was = f"v{locked.base_version}" if locked.base_version is not None else "nothing"
+        now = f"v{current}" if current is not None else "nothing"
+        raise StaleReview(f"Review #{locked.pk} is stale: '{locked.label}' served {was} when it was requested "
+                          f"and serves {now} now. Ask for a new review.")
+    if locked.version_number is None and content_hash(snapshot_of(entry)) != locked.content_hash:
+        raise StaleReview(f"Review #{locked.pk} is stale: the draft of {entry.key} changed after the request. "
+                          "Ask for a new review of the current draft.")
+    reference = f"review #{locked.pk}"
+    requester = locked.requested_by
+    services.write_audit(
+        entry=entry, action=AuditAction.REVIEW_APPROVED, acting_user=acting_user, label=locked.label,
+        note=f"Approved review #{locked.pk} by {locked.requested_by_name} ({locked.what})"
+             + (f": {comment}" if comment else ""),
+        from_version=current, to_version=locked.version_number,
+    )
+    note = f"{locked.note} (requested by {locked.requested_by_name}, approved by " \
+           f"{services.actor_name(acting_user)} in review #{locked.pk})"
+    with services.approved_move(entry, locked.label, reference=reference):
+        if locked.version_number is None:
+            labels = [locked.label] if locked.percent is None else []
+            version = services.publish(entry, acting_user=acting_user, note=note, labels=labels,
+                                       on_behalf_of=requester if requester is not None else acting_user)
+            number = version.number
+        else:
+            number = locked.version_number
+            if locked.percent is None:
+                services.move_label(entry, label=locked.label, version_number=number, acting_user=acting_user,
+                                    note=note)
+        if locked.percent is not None:
+            rollouts.set_rollout(entry, label=locked.label, version_number=number, percent=locked.percent,
+                                 acting_user=acting_user, note=note)
+    locked.result_version = number
+    _close(locked, ReviewStatus.APPROVED, acting_user, comment)
+    return locked
+
+
+@transaction.atomic
+def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewRequest:
+    """Close the request without changing anything; the comment tells the requester why."""
+    comment = (comment or "").strip()
+    if not comment:
+        raise InvalidEntry(["Say why you reject the request: a comment is required."])
+    entry = _decide_checks(review, acting_user, "reject")
+    locked = _lock_pending(review)
+    _close(locked, ReviewStatus.REJECTED, acting_user, comment)
+    services.write_audit(entry=entry, action=AuditAction.REVIEW_REJECTED, acting_user=acting_user,
+                         label=locked.label, note=f"Rejected review #{locked.pk} ({locked.what}): {comment}",
+                         from_version=locked.base_version, to_version=locked.version_number)
+    return locked
+
+
+@transaction.atomic
+def withdraw(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
+    """The requester takes their own pending request back."""
+    if acting_user is not None and review.requested_by_id != getattr(acting_user, "pk", None):
+        raise PublishPermissionDenied("Only the person who requested the review may withdraw it.")
+    locked = _lock_pending(review)
+    entry = entry_of(locked)
+    _close(locked, ReviewStatus.WITHDRAWN, acting_user, "")
+    if entry is not None:
+        services.write_audit(entry=entry, action=AuditAction.REVIEW_WITHDRAWN, acting_user=acting_user,
+                             label=locked.label, note=f"Withdrew review #{locked.pk} ({locked.what})",
+                             from_version=locked.base_version, to_version=locked.version_number)
+    return locked

@@ -1,0 +1,151 @@
+"""Staged and percentage rollout: serve a candidate version of an entry to part of a label's clients.
+
+Which clients: `stable_bucket(client_name, entry_key)` (SHA-256, 0-99, the same in every
+process and after restarts) below the percentage get the candidate, the rest the version the
+label points at; anonymous callers always get the label's version. A client therefore keeps
+its version until the percentage changes, and raising the percentage only adds clients.
+
+Rules (`set_rollout`, publisher permission):
+- percent 1-99 starts or changes the rollout; 0 aborts it (the row is deleted, everybody gets
+  the label's version again); 100 completes it: the label moves to the candidate (the normal
+  `_point_label` path: label_move audit row, change log, notifications) and the row is deleted.
+- Protected labels: STARTING a rollout (or changing its candidate version) exposes the
+  candidate to real clients, so it needs the same authority as moving the label: an approved
+  review that asked for the rollout (`reviews.request_publication(..., percent=N)`), or an
+  audited emergency override (`override_reason` + permission; the command line is an automatic
+  override). The rollout keeps that authority (`Rollout.authority`): changing the percentage
+  of the same candidate and completing it at 100 need only the publisher permission, since the
+  candidate was approved for that label. Aborting (0) is always allowed to publishers: it only
+  returns clients to the version the label already serves.
+- Every change is audited as `rollout_changed` and recorded in the change log for the entry
+  and label (list_changed), so clients are notified like for any other change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from registry import services
+from registry.changes import record_change
+from registry.errors import InvalidRollout
+from registry.kinds import kind_of
+from registry.models import AuditAction, Rollout, VersionedEntry
+from registry.models.base import label_name_validator
+
+User = services.User
+
+
+def stable_bucket(client_name: str, entry_key: str) -> int:
+    """0-99 for this client and entry; depends on nothing but the two strings."""
+    digest = hashlib.sha256(f"{client_name}\x00{entry_key}".encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % 100
+
+
+def gets_candidate(client_name: str, entry_key: str, percent: int) -> bool:
+    """Whether a client is in the rollout's share; anonymous callers ('' name) never are."""
+    return bool(client_name) and stable_bucket(client_name, entry_key) < percent
+
+
+def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:
+    return Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).first()
+
+
+def _check_percent(percent: object) -> int:
+    if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
+        raise InvalidRollout(f"The rollout percentage must be a whole number from 0 to 100, not {percent!r}: "
+                             "0 aborts the rollout, 100 completes it.")
+    return percent
+
+
+@transaction.atomic
+def set_rollout(
+    entry: VersionedEntry,
+    *,
+    label: str,
+    version_number: int,
+    percent: int,
+    acting_user: User,
+    note: str = "",
+    override_reason: str | None = None,
+) -> Rollout | None:
+    """Start, change, complete (100) or abort (0) the rollout of `version_number` on `label`.
+
+    Returns the running rollout, or None once it is completed or aborted.
+    """
+    services.require_publisher(acting_user, entry)
+    percent = _check_percent(percent)
+    try:
+        label_name_validator(label)
+    except ValidationError as exc:
+        raise InvalidRollout("; ".join(exc.messages)) from exc
+    note = (note or "").strip()
+    entry = services._lock(entry)
+    current = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
+    if current is None:
+        raise InvalidRollout(f"{entry.key} has no '{label}' label yet: publish to it before rolling out to part of it.")
+    version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+    if version is None:
+        raise InvalidRollout(f"{entry.key} has no version {version_number}.")
+    existing = Rollout.objects.select_for_update().filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).first()
+    before_percent = existing.percent if existing else 0
+
+    def audit(after: int, what: str) -> None:
+        services.write_audit(
+            entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, label=label,
+            note=f"{what}" + (f": {note}" if note else ""),
+            from_version=current.version.number, to_version=version.number,
+            changes=[{"field": "percent", "before": before_percent, "after": after}],
+        )
+
+    if percent == 0:
+        if existing is None:
+            return None
+        existing.delete()
+        audit(0, f"Aborted the rollout of v{existing.candidate_version} on '{label}'")
+        record_change(kind=entry.kind, key=entry.key, label=label, list_changed=True)
+        return None
+
+    if current.version.number == version.number:
+        raise InvalidRollout(f"'{label}' already serves v{version.number} of {entry.key} to every client.")
+
+    same_candidate = existing is not None and existing.candidate_version == version.number
+    if percent == 100:
+        audit(100, f"Completed the rollout of v{version.number} on '{label}'")
+        if same_candidate and existing.authority:
+            with services.approved_move(entry, label, reference=existing.authority):
+                services._point_label(entry, label, version, acting_user=acting_user, actor=None, note=note,
+                                      override_reason=override_reason)
+        else:
+            services._point_label(entry, label, version, acting_user=acting_user, actor=None, note=note,
+                                  override_reason=override_reason)
+        Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).delete()
+        return None
+
+    if same_candidate:
+        authority = existing.authority
+    else:
+        authority = services.authorise_protected(
+            entry, label, protected=current.protected, acting_user=acting_user, override_reason=override_reason,
+            from_version=current.version.number, to_version=version.number,
+        )
+    rollout = existing or Rollout(entry_kind=entry.kind, entry_id=entry.pk, label=label)
+    rollout.entry_key = entry.key
+    rollout.candidate_version = version.number
+    rollout.percent = percent
+    rollout.authority = authority[:200]
+    rollout.note = note
+    rollout.updated_by = acting_user if getattr(acting_user, "pk", None) else None
+    rollout.updated_by_name = services.actor_name(acting_user)
+    rollout.save()
+    if existing is None:
+        what = f"Started rolling out v{version.number} on '{label}' to {percent}% of clients"
+    elif not same_candidate:
+        what = f"Switched the rollout on '{label}' to v{version.number} at {percent}% of clients"
+    else:
+        what = f"Rollout of v{version.number} on '{label}' now at {percent}% of clients"
+    audit(percent, what)
+    record_change(kind=entry.kind, key=entry.key, label=label, list_changed=True)
+    return rollout
