@@ -21,7 +21,8 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from . import errors, jsonrpc, sse
-from .dispatcher import Dispatcher, Reply, Stream, dispatcher as default_dispatcher
+from .dispatcher import Dispatcher, Reply, Stream
+from .dispatcher import dispatcher as default_dispatcher
 from .settings import mcp_settings, on_reload
 from .versions import headers_from_asgi
 
@@ -217,7 +218,7 @@ def _channel_layer() -> Any:
         from channels.layers import get_channel_layer
 
         return get_channel_layer()
-    except Exception:  # noqa: BLE001 - misconfigured layer: stream still works, without events
+    except Exception:
         logger.exception("channel layer unavailable; MCP streams will carry no notifications")
         return None
 
@@ -302,7 +303,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             for group in stream.groups:
                 try:
                     await layer.group_discard(group, channel)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     logger.debug("group_discard failed", exc_info=True)
         if stream.on_close is not None:
             stream.on_close()

@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from . import errors, handlers, jsonrpc, shapes
 from .context import Identity, RequestContext
@@ -139,7 +140,7 @@ class Stream:
     closing: bytes | None = None
     modern: bool = False
     alive: Callable[[], Awaitable[bool]] | None = None  # checked on keep-alive ticks
-    frames: "asyncio.Queue[bytes | None] | None" = None  # ready messages from an in-process notifier
+    frames: asyncio.Queue[bytes | None] | None = None  # ready messages from an in-process notifier
     on_close: Callable[[], None] | None = None           # runs once the stream has ended
 
 
@@ -151,7 +152,7 @@ async def _close_streams(group: str) -> None:
         layer = get_channel_layer()
         if layer is not None:
             await layer.group_send(group, {"type": "mcp.close"})
-    except Exception:  # noqa: BLE001 - streams also notice on their next keep-alive check
+    except Exception:  # streams also notice at their next keep-alive check
         logger.warning("could not signal stream close to %s", group, exc_info=True)
 
 
@@ -267,7 +268,7 @@ class Dispatcher:
         await _close_streams(session_group(session.session_id))
         return Reply(200)
 
-    async def handle_stdio(self, line: bytes, state: "StdioState") -> bytes | None:
+    async def handle_stdio(self, line: bytes, state: StdioState) -> bytes | None:
         """One stdio line (message or 2025-03-26 batch) -> reply line or None."""
         try:
             obj = jsonrpc.parse_body(line)
@@ -514,14 +515,13 @@ class Dispatcher:
         def render(event: dict[str, Any]) -> bytes | None:
             method = event.get("method")
             params = dict(event.get("params") or {})
-            if method == "notifications/prompts/list_changed" and honoured.get("promptsListChanged"):
-                pass
-            elif method == "notifications/resources/list_changed" and honoured.get("resourcesListChanged"):
-                pass
-            elif method == "notifications/resources/updated" and params.get("uri") in watched:
-                pass
-            else:
-                return None
+            wanted = {
+                "notifications/prompts/list_changed": bool(honoured.get("promptsListChanged")),
+                "notifications/resources/list_changed": bool(honoured.get("resourcesListChanged")),
+                "notifications/resources/updated": params.get("uri") in watched,
+            }
+            if not wanted.get(method or ""):
+                return None  # nothing unrequested on a listen stream
             params["_meta"] = sub_meta
             return jsonrpc.encode_notification(method, params)
 
@@ -532,7 +532,7 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ stdio
 
-    async def _stdio_one(self, obj: Any, state: "StdioState") -> bytes | None:
+    async def _stdio_one(self, obj: Any, state: StdioState) -> bytes | None:
         rid = jsonrpc.request_id_of(obj)
         try:
             msg = jsonrpc.classify(obj)
@@ -580,8 +580,19 @@ class StdioState:
 dispatcher = Dispatcher()
 
 
-__all__ = ["Dispatcher", "Reply", "Stream", "StdioState", "dispatcher", "capabilities", "server_info",
-           "label_group", "session_group", "MODERN", "RawJSON"]
+__all__ = [
+    "MODERN",
+    "Dispatcher",
+    "RawJSON",
+    "Reply",
+    "StdioState",
+    "Stream",
+    "capabilities",
+    "dispatcher",
+    "label_group",
+    "server_info",
+    "session_group",
+]
 
 
 def stdio_identity(client_name: str | None) -> Identity:

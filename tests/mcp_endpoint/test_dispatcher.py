@@ -81,7 +81,7 @@ async def test_end_in_another_process_is_seen_after_the_cache_window(registry_da
 
 async def test_ping_and_notifications(registry_data):
     sid = (await initialize()).session_id
-    reply, body = await legacy_call(sid, "ping")
+    _, body = await legacy_call(sid, "ping")
     assert body["result"] == {}
     note = await dispatcher.post(legacy_headers(sid), rpc("notifications/initialized", rid=None), anonymous())
     assert note.status == 202 and note.body is None

@@ -3,7 +3,12 @@ import base64
 import pytest
 
 from mcp_endpoint import errors
-from mcp_endpoint.versions import check_modern_headers, decode_header_value, headers_from_asgi, negotiate_legacy
+from mcp_endpoint.versions import (
+    check_modern_headers,
+    decode_header_value,
+    headers_from_asgi,
+    negotiate_legacy,
+)
 
 
 def test_negotiation_echoes_supported_legacy_versions():

@@ -47,7 +47,7 @@ async def serve(stdin, stdout, state: StdioState) -> None:
             continue
         try:
             reply = await dispatcher.handle_stdio(line, state)
-        except Exception:  # noqa: BLE001 - keep serving; the dispatcher already maps known errors
+        except Exception:
             logger.exception("stdio: failed to handle a message")
             continue
         if reply is not None:
