@@ -433,7 +433,7 @@ class Dispatcher:
                 raise errors.InvalidRequest("Body must be a single JSON-RPC request or notification object")
             msg = jsonrpc.classify(obj)
             if msg.kind == "response":
-                raise errors.InvalidRequest("Clients must not POST responses at 2026-07-28")
+                return Reply(202, modern=True)  # nothing to answer; accepted and dropped
             if msg.kind == "notification":
                 if headers.get(H_PROTOCOL_VERSION) not in MODERN_VERSIONS:
                     raise self._unsupported(headers.get(H_PROTOCOL_VERSION))

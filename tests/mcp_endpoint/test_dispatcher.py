@@ -282,3 +282,12 @@ async def test_parse_error_is_400_with_null_id(registry_data):
     reply = await dispatcher.post(headers, b"{oops", anonymous())
     assert reply.status == 400 and json.loads(reply.body) == {
         "jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error: body is not valid JSON"}}
+
+
+async def test_posted_responses_are_accepted_without_body_on_both_wires(registry_data):
+    response = json.dumps({"jsonrpc": "2.0", "id": 5, "result": {}}).encode()
+    headers, _ = modern_request("prompts/list")
+    assert (await dispatcher.post(headers, response, anonymous())).status == 202
+    sid = (await initialize()).session_id
+    reply = await dispatcher.post(legacy_headers(sid), response, anonymous())
+    assert reply.status == 202 and reply.body is None
