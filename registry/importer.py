@@ -4,6 +4,12 @@
 (any error: nothing is saved), and with `publish=True` publishes drafts that differ from
 their newest version and points the entry's labels at it. Re-importing the same file writes
 nothing: no drafts, versions, label moves or audit rows. The format is in `registry.portable`.
+
+Protected labels (services module docstring) hold here too: an import by a user (the REST
+API) that would move `production` fails with ApprovalRequired for that entry, and nothing is
+saved, unless `override_reason` is given by a user with the override permission. The intended
+CI flow is: import drafts (no --publish), then request publication and have it approved. The
+management command runs as the operator (acting_user=None): an automatic, audited override.
 """
 
 from __future__ import annotations
@@ -125,6 +131,7 @@ def import_documents(
     acting_user: services.User = None,
     source: str | None = None,
     base_dir: Path | None = None,
+    override_reason: str | None = None,
 ) -> ImportReport:
     """Import a prompts-as-code file (a path, or already-parsed data with `base_dir` for side files).
 
@@ -146,7 +153,8 @@ def import_documents(
             for kind in ORDER:
                 for spec in (s for s in specs if s.kind == kind):
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
-                                            source=loaded.source, problems=problems)
+                                            source=loaded.source, problems=problems,
+                                            override_reason=override_reason)
                     if outcome is not None:
                         report.outcomes.append(outcome)
             if problems:
@@ -159,7 +167,7 @@ def import_documents(
 
 
 def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: services.User, source: str,
-                  problems: list[str]) -> EntryOutcome | None:
+                  problems: list[str], override_reason: str | None = None) -> EntryOutcome | None:
     kind = KINDS[spec.kind]
     missing = [(uri, where) for uri, where in spec.references if not Resource.objects.filter(uri=uri).exists()]
     for uri, where in missing:
@@ -196,7 +204,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
         problems.extend(entry_problems)
         return outcome
     try:
-        _publish(entry, spec, outcome, note=note, acting_user=acting_user)  # type: ignore[arg-type]
+        _publish(entry, spec, outcome, note=note, acting_user=acting_user,  # type: ignore[arg-type]
+                 override_reason=override_reason)
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
     return outcome
@@ -223,10 +232,11 @@ def _write_draft(entry: VersionedEntry, before: dict[str, Any] | None, wanted: d
 
 
 def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, note: str,
-             acting_user: services.User) -> None:
+             acting_user: services.User, override_reason: str | None = None) -> None:
     latest = services.latest_version(entry)
     if latest is None or latest.content_hash != content_hash(snapshot_of(entry)):
-        version = services.publish(entry, acting_user=acting_user, note=note, labels=spec.labels, actor=ACTOR)
+        version = services.publish(entry, acting_user=acting_user, note=note, labels=spec.labels, actor=ACTOR,
+                                   override_reason=override_reason)
         outcome.published = version.number
         return
     label_model = KINDS[spec.kind].label_model
@@ -234,7 +244,7 @@ def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, n
     for label in spec.labels:
         if pointing.get(label) != latest.pk:
             services.move_label(entry, label=label, version_number=latest.number, acting_user=acting_user,
-                                note=note, actor=ACTOR)
+                                note=note, actor=ACTOR, override_reason=override_reason)
             outcome.labels_moved.append(label)
 
 

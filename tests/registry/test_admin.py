@@ -12,7 +12,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry import reviews, services
+from registry import reviews, rollouts, services
 from registry.clients import hash_token
 from registry.errors import StaleReview
 from registry.models import (
@@ -26,6 +26,7 @@ from registry.models import (
     Resource,
     ResourceTemplate,
     ReviewRequest,
+    Rollout,
 )
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user, release
 
@@ -922,3 +923,78 @@ def test_csv_export_defuses_spreadsheet_formulas(client, editor, auditor):
     [row] = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert row["note"] == "'=HYPERLINK(\"http://x\")"
     assert json.loads(client.get(url("auditentry_export", "json")).content)["entries"][0]["note"].startswith("=")
+
+
+# ------------------------------------------------------------------ rollouts & who got what
+
+
+def _two_version_prompt(name="greet", labels=("staging",)):
+    prompt = make_prompt(name)
+    release(prompt, note="v1", labels=labels)
+    edit_first_message(prompt, "Second {{ topic }}.")
+    release(prompt, note="v2", labels=())
+    return prompt
+
+
+def test_publisher_starts_a_rollout_and_the_page_shows_progress(client, publisher):
+    from django.utils import timezone
+
+    from registry.clients import create_client
+
+    prompt = _two_version_prompt()
+    for i in range(20):
+        create_client(name=f"agent-{i}", label="staging")
+    FetchCounter.objects.create(client_name="agent-1", entry_kind="prompt", entry_key="greet", version=2,
+                                label="staging", count=4, first_at=timezone.now(), last_at=timezone.now())
+    FetchCounter.objects.create(client_name="agent-2", entry_kind="prompt", entry_key="greet", version=1,
+                                label="staging", count=2, first_at=timezone.now(), last_at=timezone.now())
+    client_for(client, publisher)
+    bad = client.post(url("prompt_rollout", prompt.pk), {"label": "staging", "version": 2, "percent": 150})
+    assert bad.status_code == 200 and "from 0 to 100" in bad.text
+    response = client.post(url("prompt_rollout", prompt.pk), {"label": "staging", "version": 2, "percent": 30,
+                                                              "note": "canary"})
+    assert response.status_code == 302
+    page = client.get(url("prompt_rollout", prompt.pk))
+    [progress] = page.context["progress"]
+    assert progress["expected_new"] + progress["expected_old"] == 20
+    assert progress["expected_new"] == sum(1 for i in range(20)
+                                           if rollouts.gets_candidate(f"agent-{i}", "greet", 30))
+    assert (progress["observed_new"], progress["observed_old"]) == (["agent-1"], ["agent-2"])
+    assert "v2 to 30% of clients" in page.text
+    assert client.get(url("rollout_changelist")).status_code == 200
+    history = client.get(url("prompt_history", prompt.pk))
+    assert "goes to 30% of clients" in history.text
+
+
+def test_editors_see_rollout_progress_but_cannot_change_it(client, editor, publisher):
+    prompt = _two_version_prompt()
+    rollouts.set_rollout(prompt, label="staging", version_number=2, percent=30, acting_user=publisher)
+    client_for(client, editor)
+    assert client.get(url("prompt_rollout", prompt.pk)).status_code == 200
+    denied = client.post(url("prompt_rollout", prompt.pk), {"label": "staging", "version": 2, "percent": 100})
+    assert denied.status_code == 403
+    assert Rollout.objects.get().percent == 30
+
+
+def test_rollout_on_production_from_the_admin_needs_approval(client, publisher):
+    prompt = _two_version_prompt(labels=("production",))
+    response = client_for(client, publisher).post(url("prompt_rollout", prompt.pk),
+                                                  {"label": "production", "version": 2, "percent": 10})
+    assert response.status_code == 200 and "protected label" in response.text
+    assert not Rollout.objects.exists()
+
+
+def test_client_page_shows_what_the_client_receives_now_including_its_rollout_bucket(client, publisher):
+    from registry.clients import create_client
+
+    prompt = _two_version_prompt()
+    rollouts.set_rollout(prompt, label="staging", version_number=2, percent=50, acting_user=publisher)
+    names = [f"bot-{i}" for i in range(40)]
+    inside = next(n for n in names if rollouts.gets_candidate(n, "greet", 50))
+    outside = next(n for n in names if not rollouts.gets_candidate(n, "greet", 50))
+    client_for(client, publisher)
+    for name, version, note in ((inside, 2, "in the rollout"), (outside, 1, "not in the rollout")):
+        mcp_client, _ = create_client(name=name, label="staging")
+        page = client.get(url("mcpclient_change", mcp_client.pk))
+        assert page.status_code == 200
+        assert f"<td>greet</td><td>v{version}</td><td>staging</td><td>{note}" in page.text
