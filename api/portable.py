@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -157,4 +158,10 @@ class ImportView(APIView):
             except ImportFailed as exc:
                 return Response({"detail": f"{len(exc.problems)} problem(s); nothing was imported.",
                                  "problems": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
+            except yaml.YAMLError as exc:
+                # registry.portable reports marked syntax errors; the YAML reader's own (control
+                # characters, bad encodings) arrive here unwrapped.
+                problem = f"{params['filename']}: not readable as YAML: {exc}"
+                return Response({"detail": "1 problem(s); nothing was imported.", "problems": [problem]},
+                                status=status.HTTP_400_BAD_REQUEST)
         return Response(report_data(report))

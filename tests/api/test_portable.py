@@ -78,6 +78,12 @@ def test_malformed_yaml_is_a_400(as_editor):
     assert response.status_code == 400 and response.json()["problems"]
 
 
+def test_control_characters_are_a_400_not_a_server_error(as_editor):
+    response = as_editor.post("/api/v1/import/", {"document": "prompts: \x93", "dry_run": True}, format="json")
+    assert response.status_code == 400
+    assert "not readable as YAML" in response.json()["problems"][0]
+
+
 def test_side_files_cannot_read_the_servers_files(as_editor):
     text = "resources:\n  - uri: docs://x\n    name: x\n    file: ../../../etc/hostname\n"
     response = post_yaml(as_editor, text)
