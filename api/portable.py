@@ -85,6 +85,9 @@ class ImportRequestSerializer(serializers.Serializer):
     publish = serializers.BooleanField(default=False, help_text="Publish drafts that differ from their newest "
                                        "version and point their labels at it (protected labels need approval).")
     note = serializers.CharField(required=False, allow_blank=True, default="", help_text="Required to publish.")
+    override_reason = serializers.CharField(
+        required=False, allow_blank=True, default="",
+        help_text="Publish protected labels without approval (needs registry.override_protected_labels; audited).")
     filename = serializers.CharField(required=False, default="import.yaml", max_length=200,
                                      help_text="How error messages name the file.")
 
@@ -135,13 +138,13 @@ class ImportView(APIView):
     @extend_schema(
         request={"application/json": ImportRequestSerializer,
                  "application/yaml": {"type": "string", "description": "The YAML file itself; pass dry_run, "
-                                      "publish, note and filename in the query string."}},
+                                      "publish, note, override_reason and filename in the query string."}},
         responses={200: ImportReportSerializer, 400: ImportErrorSerializer},
     )
     def post(self, request: Request) -> Response:
         _need(request, ("add", "change", "view"))
         data = dict(request.data) if isinstance(request.data, dict) else {}
-        for flag in ("dry_run", "publish", "note", "filename"):
+        for flag in ("dry_run", "publish", "note", "filename", "override_reason"):
             if flag not in data and flag in request.query_params:
                 data[flag] = request.query_params[flag]
         serializer = ImportRequestSerializer(data=data)
@@ -154,7 +157,8 @@ class ImportView(APIView):
             try:
                 report = import_documents(path, publish=params["publish"], note=params["note"],
                                           dry_run=params["dry_run"], acting_user=request.user,
-                                          source=params["filename"])
+                                          source=params["filename"],
+                                          override_reason=params["override_reason"] or None)
             except ImportFailed as exc:
                 return Response({"detail": f"{len(exc.problems)} problem(s); nothing was imported.",
                                  "problems": exc.problems}, status=status.HTTP_400_BAD_REQUEST)

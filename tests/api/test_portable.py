@@ -65,6 +65,15 @@ def test_import_publish_to_production_needs_approval(as_superuser):
     assert not Prompt.objects.exists()
 
 
+def test_import_publish_to_production_with_an_override_reason_by_a_release_manager(release_manager):
+    from tests.api.conftest import client_for
+
+    response = post_yaml(client_for(release_manager), DOCUMENT.replace("[staging]", "[production]"), publish="true",
+                         note="release", override_reason="incident-7")
+    assert response.status_code == 200, response.json()
+    assert AuditEntry.objects.filter(action="override", note="incident-7").exists()
+
+
 def test_errors_name_file_line_entry_and_field(as_editor):
     broken = DOCUMENT.replace("description:", "descripton:")
     response = post_yaml(as_editor, broken, filename="prompts.yaml")
