@@ -22,11 +22,11 @@ from types import SimpleNamespace
 from typing import Any, Iterable, Mapping
 
 from registry import changes
-from registry.rollouts import gets_candidate
 from registry.errors import InvalidArguments, UnknownPrompt, UnknownResource
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
+from registry.rollouts import gets_candidate
 from registry.snapshots import resource_content
 from registry.uris import UriTemplateMatcher, validate_uri
 

@@ -105,6 +105,9 @@ def request_publication(
         latest = services.latest_version(entry)
         if latest is not None and latest.content_hash == digest:
             version_number, digest, snapshot = latest.number, "", None
+    if percent is not None and base is None:
+        raise InvalidRollout(f"{entry.key} has no '{label}' label yet, so there is nothing to roll out from: "
+                             "request a full release first.")
     target = None
     if version_number is not None:
         target = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
@@ -182,14 +185,19 @@ def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> R
     )
     note = f"{locked.note} (requested by {locked.requested_by_name}, approved by " \
            f"{services.actor_name(acting_user)} in review #{locked.pk})"
+    version_number = locked.version_number
+    if version_number is None:
+        latest = services.latest_version(entry)
+        if latest is not None and latest.content_hash == locked.content_hash:
+            version_number = latest.number  # someone published this very draft meanwhile: serve that version
     with services.approved_move(entry, locked.label, reference=reference):
-        if locked.version_number is None:
+        if version_number is None:
             labels = [locked.label] if locked.percent is None else []
             version = services.publish(entry, acting_user=acting_user, note=note, labels=labels,
                                        on_behalf_of=requester if requester is not None else acting_user)
             number = version.number
         else:
-            number = locked.version_number
+            number = version_number
             if locked.percent is None:
                 services.move_label(entry, label=locked.label, version_number=number, acting_user=acting_user,
                                     note=note)

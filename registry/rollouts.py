@@ -40,7 +40,7 @@ User = services.User
 
 def stable_bucket(client_name: str, entry_key: str) -> int:
     """0-99 for this client and entry; depends on nothing but the two strings."""
-    digest = hashlib.sha256(f"{client_name}\x00{entry_key}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{client_name}\x00{entry_key}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % 100
 
 

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterable, Iterator
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator, Mapping
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -36,7 +37,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from registry.changes import record_change
-from registry.errors import ApprovalRequired, InvalidEntry, NothingToPublish, PublishPermissionDenied, RegistryError
+from registry.errors import (
+    ApprovalRequired,
+    InvalidEntry,
+    NothingToPublish,
+    PublishPermissionDenied,
+    RegistryError,
+)
 from registry.kinds import kind_of
 from registry.models import (
     PRODUCTION,
@@ -98,7 +105,9 @@ def is_protected(entry: VersionedEntry, label: str) -> bool:
 
 
 # (kind, entry pk, label) -> what authorised it, e.g. "review #12"; set only by reviews/rollouts.
-_approved: ContextVar[dict[tuple[str, int, str], str]] = ContextVar("registry_approved_moves", default={})
+_approved: ContextVar[Mapping[tuple[str, int, str], str]] = ContextVar(
+    "registry_approved_moves", default=MappingProxyType({})
+)
 
 
 @contextmanager

@@ -133,9 +133,10 @@ class ReviewRequestAdmin(admin.ModelAdmin):
                 current = entry.labels.filter(name=review.label).select_related("version").first()
                 now = current.version.number if current else None
                 if now != review.base_version:
-                    stale = (f"'{review.label}' has moved since this request (it served "
-                             f"{'v%s' % review.base_version if review.base_version else 'nothing'}, now "
-                             f"{'v%s' % now if now else 'nothing'}): it can no longer be approved.")
+                    was = f"v{review.base_version}" if review.base_version else "nothing"
+                    is_now = f"v{now}" if now else "nothing"
+                    stale = (f"'{review.label}' has moved since this request (it served {was}, now {is_now}): "
+                             "it can no longer be approved.")
         is_requester = review.requested_by_id is not None and review.requested_by_id == request.user.pk
         base_name = f"{review.label} now (v{review.base_version})" if review.base_version else "nothing"
         return {

@@ -17,7 +17,14 @@ from registry.errors import (
     StaleReview,
 )
 from registry.importer import ImportFailed, import_documents
-from registry.models import AuditEntry, ChangeLogEntry, PromptLabel, PromptMessage, PromptVersion, ReviewRequest
+from registry.models import (
+    AuditEntry,
+    ChangeLogEntry,
+    PromptLabel,
+    PromptMessage,
+    PromptVersion,
+    ReviewRequest,
+)
 from registry.signals import audit_recorded
 from tests.factories import make_prompt, make_resource, make_user, release
 
@@ -316,3 +323,32 @@ class django_capture_changes:
         self.rows.update(ChangeLogEntry.objects.filter(id__gt=self.start)
                          .values_list("entry_kind", "entry_key", "label"))
         return False
+
+
+def test_a_draft_published_meanwhile_is_served_as_that_version_on_approval(editor, publisher, second_publisher):
+    prompt = make_prompt()
+    review = reviews.request_publication(prompt, acting_user=editor, note="v1 please")
+    services.publish(prompt, acting_user=publisher, note="v1 for staging", labels=["staging"])
+    reviews.approve(review, acting_user=second_publisher)
+    assert production_of(prompt) == 1 and PromptVersion.objects.count() == 1
+
+
+def test_a_rollout_request_needs_a_label_to_roll_out_from(editor):
+    from registry.errors import InvalidRollout
+
+    with pytest.raises(InvalidRollout):
+        reviews.request_publication(make_prompt(), acting_user=editor, note="10% please", percent=10)
+    with pytest.raises(InvalidRollout):
+        reviews.request_publication(make_prompt(), acting_user=editor, note="all", percent=100)
+
+
+def test_the_review_page_warns_when_the_label_moved_since_the_request(client, editor, publisher, release_manager):
+    from django.urls import reverse
+
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    review = reviews.request_publication(edited(prompt), acting_user=editor, note="v2 please")
+    services.publish(prompt, acting_user=release_manager, note="hotfix", override_reason="incident")
+    client.force_login(publisher)
+    page = client.get(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
+    assert "it can no longer be approved" in page.text

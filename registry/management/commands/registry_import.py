@@ -19,7 +19,9 @@ def _short(value: Any) -> str:
 class Command(BaseCommand):
     help = (
         "Import prompts, resources and templates from a YAML file (format: registry/portable.py). "
-        "The whole file is one transaction; re-importing an unchanged file changes nothing."
+        "The whole file is one transaction; re-importing an unchanged file changes nothing. "
+        "It runs as the server operator: with --publish, protected labels such as production move as an "
+        "automatic emergency override, recorded in the audit log as 'command line (operator)'."
     )
 
     def add_arguments(self, parser) -> None:
