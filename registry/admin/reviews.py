@@ -41,8 +41,8 @@ class StatusFilter(admin.SimpleListFilter):
 
 @admin.register(ReviewRequest)
 class ReviewRequestAdmin(admin.ModelAdmin):
-    list_display = ["number", "entry_link", "label", "what_is_asked", "requested_by_name", "status_badge",
-                    "created_at", "decided_by_name"]
+    list_display = ["number", "entry_link", "label", "what_is_asked", "requester", "status_badge",
+                    "created_at", "decider"]
     list_filter = [StatusFilter, "entry_kind", "label"]
     search_fields = ["entry_key", "note", "requested_by_name", "decided_by_name"]
     list_display_links = ["number"]
@@ -70,6 +70,19 @@ class ReviewRequestAdmin(admin.ModelAdmin):
     def entry_link(self, obj: ReviewRequest) -> str:
         return format_html('<a href="{}">{} {}</a>', entry_admin_url(obj.entry_kind, obj.entry_id),
                            obj.entry_kind, obj.entry_key)
+
+    @admin.display(description="requested by", ordering="requested_by_name")
+    def requester(self, obj: ReviewRequest) -> str:
+        return obj.requested_by_name
+
+    @admin.display(description="decided by", ordering="decided_by_name")
+    def decider(self, obj: ReviewRequest) -> str:
+        return obj.decided_by_name
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {"title": "Review queue: open a request to approve or reject it (pending first)",
+                         **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
 
     @admin.display(description="asks for")
     def what_is_asked(self, obj: ReviewRequest) -> str:
@@ -152,6 +165,8 @@ class ReviewRequestAdmin(admin.ModelAdmin):
             "can_decide": review.is_pending and not is_requester and reviews.can_decide(request.user, review),
             "can_withdraw": review.is_pending and is_requester,
             "rows": diff_rows(before, after, base_name, review.what),
+            "before_name": f"Now ({base_name})" if review.base_version else "Now (nothing served)",
+            "after_name": f"After approval ({review.what})",
         }
 
 
