@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -223,6 +225,58 @@ def _channel_layer() -> Any:
         return None
 
 
+class _OpenStreams:
+    """Every stream loop running in this process, so a shutdown can end them: servers wait for
+    open responses before exiting (uvicorn drains connections before lifespan shutdown), and an
+    SSE stream never ends by itself. SIGTERM/SIGINT are chained once, from the main thread."""
+
+    def __init__(self) -> None:
+        self.stops: set[asyncio.Event] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.hooked = False
+
+    def add(self, stop: asyncio.Event) -> None:
+        self.stops.add(stop)
+        if not self.hooked:
+            self.loop = asyncio.get_running_loop()
+            self._hook()
+
+    def discard(self, stop: asyncio.Event) -> None:
+        self.stops.discard(stop)
+
+    def close_all(self) -> None:
+        for stop in list(self.stops):
+            stop.set()
+
+    def _hook(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self.hooked = True
+        loop = self.loop
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(signum)
+
+            def handler(num: int, frame: Any, previous: Any = previous) -> None:
+                live = loop is not None and not loop.is_closed()
+                if live:
+                    loop.call_soon_threadsafe(self.close_all)
+                if callable(previous):
+                    if live:
+                        loop.call_later(0.2, previous, num, frame)  # let the closing frames go out first
+                    else:
+                        previous(num, frame)
+                elif previous == signal.SIG_DFL:
+                    raise KeyboardInterrupt if num == signal.SIGINT else SystemExit(0)
+
+            try:
+                signal.signal(signum, handler)
+            except (ValueError, OSError):  # not the main thread of the main interpreter
+                pass
+
+
+open_streams = _OpenStreams()
+
+
 async def _join_groups(stream: Stream) -> tuple[Any, str | None]:
     layer = _channel_layer() if stream.groups else None
     if layer is None:
@@ -247,6 +301,9 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     A server-side end sends ``stream.closing`` (the listen result) when there is one."""
     layer, channel = await _join_groups(stream)
     disconnect = asyncio.ensure_future(_wait_disconnect(receive))
+    stop = asyncio.Event()
+    open_streams.add(stop)
+    stopping = asyncio.ensure_future(stop.wait())
     layer_task: asyncio.Future | None = None
     frame_task: asyncio.Future | None = None
     keepalive = float(mcp_settings.KEEPALIVE_SECONDS)
@@ -261,9 +318,12 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 layer_task = asyncio.ensure_future(layer.receive(channel))
             if stream.frames is not None and frame_task is None:
                 frame_task = asyncio.ensure_future(stream.frames.get())
-            waiting = {t for t in (disconnect, layer_task, frame_task) if t is not None}
+            waiting = {t for t in (disconnect, stopping, layer_task, frame_task) if t is not None}
             done, _ = await asyncio.wait(waiting, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
             if disconnect in done:
+                return
+            if stopping in done:  # server shutdown
+                await end()
                 return
             if not done:
                 if stream.alive is not None and not await stream.alive():
@@ -296,7 +356,8 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 await end()
                 return
     finally:
-        for task in (disconnect, layer_task, frame_task):
+        open_streams.discard(stop)
+        for task in (disconnect, stopping, layer_task, frame_task):
             if task is not None and not task.done():
                 task.cancel()
         if layer is not None:

@@ -255,3 +255,20 @@ async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(s
     assert sent[0]["body"] == b'event: message\ndata: {"n":1}\n\n' and sent[0]["more_body"] is True
     assert b'"closing":true' in sent[-1]["body"] and sent[-1]["more_body"] is False
     assert closed == [True]
+
+
+async def test_server_shutdown_ends_open_streams_with_their_closing_frame(registry_data, settings):
+    from mcp_endpoint.consumers import open_streams
+
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
+    app = McpHttpApp()
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}}, rid=9)
+    comm = ApplicationCommunicator(app, asgi_scope("POST", headers))
+    await comm.send_input({"type": "http.request", "body": body, "more_body": False})
+    await comm.receive_output(2)
+    await comm.receive_output(2)  # acknowledgement
+    await asyncio.sleep(0.05)
+    open_streams.close_all()  # what the SIGTERM hook does
+    closing = await comm.receive_output(2)
+    assert b'"resultType":"complete"' in closing["body"] and closing["more_body"] is False
+    await comm.wait(2)
