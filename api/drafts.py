@@ -99,6 +99,13 @@ class EntryMetaMixin(serializers.Serializer):
             data["audience"] = [a for a in (data["audience"] or "").split(",") if a]
         return super().to_representation(data)
 
+    def validate_tags(self, value: list[str]) -> list[str]:
+        tags = normalise_tags(value)
+        if len(", ".join(tags)) > 500:
+            raise serializers.ValidationError("Too many or too long tags: at most 500 characters together.",
+                                              code="max_length")
+        return tags
+
     def validate_key(self, value: str) -> str:
         entry = self.instance
         others = self.model.objects.filter(**{self.key_field: value})

@@ -214,13 +214,16 @@ def _with_key_filter(key_field: str, help_text: str) -> type[EntryFilterSerializ
 
 
 def _lookup_action(key_field: str, serializer_class: type[serializers.Serializer]):
+    LookupSerializer = type(f"{key_field.title().replace('_', '')}LookupSerializer", (serializers.Serializer,), {
+        key_field: serializers.CharField(max_length=2048, error_messages={"required": f"Give ?{key_field}=..."})})
+
     @extend_schema(parameters=[OpenApiParameter(key_field, str, required=True, description=f"Exact {key_field}.")],
                    responses=serializer_class)
     @action(detail=False, methods=["get"])
     def lookup(self, request: Request) -> Response:
-        value = request.query_params.get(key_field, "")
-        if not value:
-            raise serializers.ValidationError({key_field: [f"Give ?{key_field}=..."]})
+        params = LookupSerializer(data=request.query_params)  # also refuses NUL characters
+        params.is_valid(raise_exception=True)
+        value = params.validated_data[key_field]
         entry = get_object_or_404(self.get_queryset(), **{key_field: value})
         self.check_object_permissions(request, entry)
         return Response(serializer_class(entry, context=self.get_serializer_context()).data)

@@ -93,6 +93,7 @@ def test_per_message_problems_are_reported_on_the_message_field(as_editor):
     ({"name": "ok", "messages": [{"kind": "image", "data": "%%% not base64"}]}, "messages"),
     ({"title": "no name"}, "name"),
     ({"name": "ok", "messages": []}, "messages"),
+    ({"name": "ok", "tags": [f"tag-{i:03d}-long-enough" for i in range(40)], "messages": [{"text": "x"}]}, "tags"),
 ])
 def test_malformed_prompt_payloads_answer_400_with_field_errors(as_editor, payload, field):
     response = as_editor.post("/api/v1/prompts/", payload, format="json")
@@ -352,3 +353,9 @@ def test_a_message_may_link_a_registry_resource_by_uri(as_editor):
     response = as_editor.post("/api/v1/prompts/", payload, format="json")
     assert response.status_code == 400
     assert "docs://missing" in response.json()["messages"]["0"]["resource_uri"][0]
+
+
+def test_lookup_needs_a_clean_key(as_auditor):
+    assert "uri" in as_auditor.get("/api/v1/resources/lookup/").json()
+    assert as_auditor.get("/api/v1/resources/lookup/", {"uri": "docs://a\x00b"}).status_code == 400
+    assert as_auditor.get("/api/v1/resources/lookup/", {"uri": "docs://none"}).status_code == 404
