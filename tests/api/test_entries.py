@@ -359,3 +359,13 @@ def test_lookup_needs_a_clean_key(as_auditor):
     assert "uri" in as_auditor.get("/api/v1/resources/lookup/").json()
     assert as_auditor.get("/api/v1/resources/lookup/", {"uri": "docs://a\x00b"}).status_code == 400
     assert as_auditor.get("/api/v1/resources/lookup/", {"uri": "docs://none"}).status_code == 404
+
+
+def test_listing_costs_the_same_few_queries_for_many_entries(as_auditor, django_assert_max_num_queries):
+    for index in range(30):
+        release(make_prompt(f"p{index:02d}", tags="ops"), labels=("staging",))
+    as_auditor.get("/api/v1/prompts/", {"limit": 5})  # warm the token/permission path
+    with django_assert_max_num_queries(8):
+        response = as_auditor.get("/api/v1/prompts/", {"limit": 30, "tag": "ops"})
+    assert len(response.json()["results"]) == 30
+    assert response.json()["results"][0]["labels"] == {"staging": 1}
