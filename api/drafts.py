@@ -81,6 +81,9 @@ class EntryMetaMixin(serializers.Serializer):
                                  help_text="Tags (lower-cased, sorted).")
     note = serializers.CharField(write_only=True, required=False, allow_blank=True,
                                  help_text="Optional note for the audit log.")
+    warnings = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                     help_text="Warnings of this write's checks (they do not block saving; "
+                                     "empty on reads).")
 
     model: type[VersionedEntry]
     key_field: str
@@ -97,6 +100,7 @@ class EntryMetaMixin(serializers.Serializer):
                     latest_version=latest.number if latest else None)
         if "audience" in data:
             data["audience"] = [a for a in (data["audience"] or "").split(",") if a]
+        data["warnings"] = list(getattr(self, "warnings", []))
         return super().to_representation(data)
 
     def validate_tags(self, value: list[str]) -> list[str]:
@@ -148,7 +152,7 @@ class EntryMetaMixin(serializers.Serializer):
     def full_data(self, validated: dict[str, Any]) -> dict[str, Any]:
         """PUT/POST are declarative like the import: a key left out means empty."""
         empty = {name: ([] if name in ("tags", "arguments", "messages", "variables") else None)
-                 for name in self.fields if not self.fields[name].read_only and name != "note"}
+                 for name, field in self.fields.items() if not field.read_only and name != "note"}
         return {**empty, **validated}
 
 

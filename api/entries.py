@@ -65,13 +65,13 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
     kind: str
     search_fields: tuple[str, ...]
     permission_classes = [ModelPermissions]
-    # Release actions check publish rights (and approvals) in the services; here only "can read".
-    release_actions = {"publish", "move_label", "rollback", "archive", "unarchive", "rollout"}
+    # Reads of versions/labels/rollouts need the view permission; release actions too, because the
+    # services check publish rights and approvals themselves (403/409 from there).
+    read_permission_actions = {"versions", "version", "labels", "rollouts", "lookup",
+                               "publish", "move_label", "rollback", "archive", "unarchive", "rollout"}
 
     def get_permissions(self) -> list[Any]:
-        if self.action in self.release_actions:
-            return [ReadModelPermission()]
-        if self.action in ("versions", "version", "labels", "rollouts", "lookup"):
+        if self.action in self.read_permission_actions:
             return [ReadModelPermission()]
         return super().get_permissions()
 
@@ -99,9 +99,7 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return self.get_paginated_response(EntrySummarySerializer(page, many=True).data)
 
     def _respond_with_entry(self, serializer: Any, code: int) -> Response:
-        data = dict(serializer.data)
-        data["warnings"] = serializer.warnings
-        return Response(data, status=code)
+        return Response(serializer.data, status=code)
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)

@@ -34,6 +34,7 @@ def test_editor_creates_a_prompt_draft_and_it_is_audited(as_editor, editor):
     assert body["tags"] == ["engineering", "review"]
     assert body["arguments"][0]["suggestions"] == ["python", "go"]
     assert body["latest_version"] is None and body["labels"] == {}
+    assert body["warnings"] == []
     assert Prompt.objects.filter(name="code-review").exists()
     audit = AuditEntry.objects.get(entry_kind="prompt", entry_key="code-review")
     assert (audit.action, audit.actor_id, audit.note) == ("create", editor.pk, "from CI")
@@ -369,3 +370,11 @@ def test_listing_costs_the_same_few_queries_for_many_entries(as_auditor, django_
         response = as_auditor.get("/api/v1/prompts/", {"limit": 30, "tag": "ops"})
     assert len(response.json()["results"]) == 30
     assert response.json()["results"][0]["labels"] == {"staging": 1}
+
+
+def test_warnings_come_back_without_blocking_the_save(as_editor):
+    payload = {"name": "loose", "arguments": [{"name": "unused", "required": False}], "messages": [{"text": "Hi"}]}
+    response = as_editor.post("/api/v1/prompts/", payload, format="json")
+    assert response.status_code == 201
+    assert any("no description" in w for w in response.json()["warnings"])
+    assert any("'unused'" in w for w in response.json()["warnings"])
