@@ -73,3 +73,23 @@ def test_review_events(settings, editor, publisher):
     reviews.approve(second, acting_user=publisher)
     assert list(WebhookDelivery.objects.order_by("id").values_list("event", flat=True)) == [
         "review.requested", "review.rejected", "review.requested", "review.approved"]
+
+
+def test_rollout_and_override_events(settings, release_manager):
+    from registry.rollouts import set_rollout
+
+    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    Webhook.objects.create(name="all", url="http://127.0.0.1:9/", events=["rollout.changed", "label.moved"])
+    prompt = make_prompt("greet")
+    release(prompt, labels=("staging",))
+    prompt.description = "v2"
+    prompt.save()
+    release(prompt, note="second", labels=())
+    WebhookDelivery.objects.all().delete()
+    set_rollout(prompt, label="staging", version_number=2, percent=20, acting_user=release_manager, note="canary")
+    services.move_label(prompt, label="production", version_number=2, acting_user=release_manager, note="hotfix",
+                        override_reason="incident 9")
+    rows = list(WebhookDelivery.objects.order_by("id").values_list("event", "payload"))
+    assert [(event, payload["action"]) for event, payload in rows] == [
+        ("rollout.changed", "rollout_changed"), ("label.moved", "override"), ("label.moved", "label_move")]
+    assert rows[1][1]["note"] == "incident 9" and rows[2][1]["to_version"] == 2
