@@ -221,9 +221,18 @@ def _run_forever() -> None:
         _wakeup.wait(min(max(wait, 0.5), IDLE_POLL_S))
 
 
+def server_program(argv: list[str]) -> str:
+    """'daphne' for `daphne ...` and `python -m daphne ...` alike; 'manage.py' for manage.py."""
+    first = argv[0] if argv else ""
+    name = os.path.basename(first)
+    if name == "__main__.py":  # python -m <package>
+        name = os.path.basename(os.path.dirname(first))
+    return name
+
+
 def start_if_serving() -> None:
     """Start the sender thread when this process is a server (so retries continue after a restart)."""
-    program = os.path.basename(sys.argv[0] if sys.argv else "")
+    program = server_program(sys.argv)
     runserver = program == "manage.py" and "runserver" in sys.argv[1:2]
     if runserver and "--noreload" not in sys.argv and os.environ.get("RUN_MAIN") != "true":
         return  # the autoreloader's parent process serves nothing

@@ -130,3 +130,14 @@ def test_the_background_thread_delivers_after_commit_and_then_stops(receiver, se
     assert len(receiver.requests) == 1
     assert WebhookDelivery.objects.get().status == DeliveryStatus.DELIVERED
     assert delivery._thread is None  # nothing pending: the thread ended
+
+
+@pytest.mark.parametrize("argv, program", [
+    (["/venv/bin/daphne", "config.asgi:application"], "daphne"),
+    (["/venv/lib/python3.11/site-packages/daphne/__main__.py", "-b", "0.0.0.0"], "daphne"),
+    (["/venv/lib/python3.11/site-packages/uvicorn/__main__.py", "config.asgi:application"], "uvicorn"),
+    (["manage.py", "runserver"], "manage.py"),
+    (["/venv/bin/pytest"], "pytest"),
+])
+def test_server_processes_are_recognised(argv, program):
+    assert delivery.server_program(argv) == program
