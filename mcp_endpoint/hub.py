@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -196,7 +194,6 @@ class Hub:
         layer = _layer()
         if layer is not None and not _in_memory(layer):
             self.tasks.append(loop.create_task(self._read_layer(layer), name="mcp-hub-layer"))
-        _install_shutdown_hook(self)
 
     async def stop(self) -> None:
         for task in self.tasks:
@@ -378,29 +375,3 @@ def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> 
             async_to_sync(layer.group_send)(GROUP, event)
     except Exception:  # the other workers' pollers will catch up from the change log
         log.warning("could not publish registry change on the channel layer", exc_info=True)
-
-
-def _install_shutdown_hook(the_hub: Hub) -> None:
-    """Chain SIGTERM/SIGINT so open listen streams get their closing result before exit."""
-    if threading.current_thread() is not threading.main_thread() or getattr(the_hub, "_hooked", False):
-        return
-    the_hub._hooked = True  # type: ignore[attr-defined]
-    loop = the_hub.loop
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        previous = signal.getsignal(signum)
-
-        def handler(num: int, frame: Any, previous: Any = previous) -> None:
-            if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(the_hub.close_all)
-            if callable(previous):
-                if loop is not None and not loop.is_closed():
-                    loop.call_later(0.2, previous, num, frame)  # let closing frames flush first
-                else:
-                    previous(num, frame)
-            elif previous == signal.SIG_DFL:
-                raise KeyboardInterrupt if num == signal.SIGINT else SystemExit(0)
-
-        try:
-            signal.signal(signum, handler)
-        except (ValueError, OSError):
-            pass
