@@ -151,6 +151,9 @@ WEBHOOKS_ALLOW_LOOPBACK = env_flag("WEBHOOKS_ALLOW_LOOPBACK", False)
 REGISTRY = {
     # Largest uploaded file (image, audio, resource bytes) in bytes.
     "MAX_UPLOAD_BYTES": int(os.environ.get("REGISTRY_MAX_UPLOAD_BYTES", 5 * 1024 * 1024)),
+    # Labels created protected: moving them needs an approved review or an audited override
+    # (registry/services.py, registry/reviews.py). A label row's own `protected` flag decides afterwards.
+    "PROTECTED_LABELS": ["production"],
 }
 
 # The MCP endpoint; see mcp_endpoint/settings.py for every key and its default.
