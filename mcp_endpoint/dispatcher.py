@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors, handlers, jsonrpc, shapes
+from .hub import Listener, StreamLimitReached, session_group
+from .hub import hub as notification_hub
 from .context import Identity, RequestContext
 from .jsonrpc import Message, RawJSON
 from .sessions import Session
@@ -121,8 +123,6 @@ def label_group(label: str) -> str:
     return "mcp.label." + hashlib.sha256(label.encode()).hexdigest()[:24]
 
 
-def session_group(session_id: str) -> str:
-    return "mcp.session." + hashlib.sha256(session_id.encode()).hexdigest()[:24]
 
 
 @dataclass(slots=True)
@@ -249,7 +249,11 @@ class Dispatcher:
             session = await self._session(sid, identity)
         except errors.McpError as exc:
             return error_reply(exc)
-        return Reply(200, stream=self._session_stream(session), session_id=session.session_id)
+        try:
+            stream = await self._session_stream(session, identity)
+        except StreamLimitReached as exc:
+            return error_reply(errors.TooManyStreams(str(exc)))
+        return Reply(200, stream=stream, session_id=session.session_id)
 
     async def end_session(self, headers: dict[str, str], identity: Identity) -> Reply:
         """HTTP DELETE: end a legacy session (404 when unknown or already ended)."""
@@ -405,15 +409,22 @@ class Dispatcher:
             return jsonrpc.encode_error(msg.id, err), err.code
         return _encode_result(msg.id, result, ctx), None
 
-    def _session_stream(self, session: Session) -> Stream:
-        """Legacy GET stream: list_changed always; resources/updated for subscribed URIs."""
+    async def _session_stream(self, session: Session, identity: Identity) -> Stream:
+        """Legacy GET stream: list_changed for what the session's credentials see, and
+        resources/updated for its subscribed URIs; the hub decides, this stream carries."""
+        listener = Listener(identity.viewer, render=_plain_notification, uris=set(session.subscriptions),
+                            session_id=session.session_id)
+        await notification_hub.register(listener)
 
         def render(event: dict[str, Any]) -> bytes | None:
+            if event.get("type") == "mcp.subscriptions":  # (un)subscribed through another process
+                listener.uris = set(event.get("uris") or ())
+                return None
             method = event.get("method")
             params = event.get("params") or {}
             if method in ("notifications/prompts/list_changed", "notifications/resources/list_changed"):
                 return jsonrpc.encode_notification(method)
-            if method == "notifications/resources/updated" and params.get("uri") in session.subscriptions:
+            if method == "notifications/resources/updated" and params.get("uri") in listener.uris:
                 return jsonrpc.encode_notification(method, {"uri": params["uri"]})
             return None
 
@@ -421,7 +432,8 @@ class Dispatcher:
             # A DELETE served by another process ends this stream within a keep-alive interval.
             return await session_store.get(session.session_id) is not None
 
-        return Stream(first=[], groups=[session_group(session.session_id)], render=render, alive=alive)
+        return Stream(first=[], groups=[session_group(session.session_id)], render=render, alive=alive,
+                      frames=listener.queue, on_close=lambda: notification_hub.unregister(listener))
 
     # ------------------------------------------------------------------ modern wire
 
@@ -444,7 +456,7 @@ class Dispatcher:
         if msg.method == "server/discover":
             return Reply(200, jsonrpc.encode_result(msg.id, self.discover_result(ctx)), modern=True)
         if msg.method == "subscriptions/listen":
-            return self._listen(msg, ctx)
+            return await self._listen(msg, ctx)
         body, code = await self._call(self.modern_methods, msg, ctx)
         return Reply(200 if code is None else _MODERN_STATUS.get(code, 200), body, modern=True)
 
@@ -493,41 +505,18 @@ class Dispatcher:
             result["instructions"] = mcp_settings.INSTRUCTIONS
         return ctx.complete(result, cacheable=True)
 
-    def _listen(self, msg: Message, ctx: RequestContext) -> Reply:
+    async def _listen(self, msg: Message, ctx: RequestContext) -> Reply:
         """subscriptions/listen: acknowledge the honoured subset first, then only requested
         notifications, each tagged with the subscription id (the listen request's id)."""
-        wanted = msg.params.get("notifications")
-        if wanted is not None and not isinstance(wanted, dict):
-            return error_reply(errors.InvalidParams("params.notifications must be an object"), msg.id, modern=True)
-        wanted = wanted or {}
-        honoured: dict[str, Any] = {}
-        for key in ("promptsListChanged", "resourcesListChanged"):
-            if wanted.get(key) is True:
-                honoured[key] = True
-        uris = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list):
-            honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
-        sub_meta = {META_SUBSCRIPTION_ID: msg.id}
-        ack = jsonrpc.encode_notification("notifications/subscriptions/acknowledged",
-                                          {"_meta": sub_meta, "notifications": honoured})
-        watched = set(honoured.get("resourceSubscriptions", ()))
-
-        def render(event: dict[str, Any]) -> bytes | None:
-            method = event.get("method")
-            params = dict(event.get("params") or {})
-            wanted = {
-                "notifications/prompts/list_changed": bool(honoured.get("promptsListChanged")),
-                "notifications/resources/list_changed": bool(honoured.get("resourcesListChanged")),
-                "notifications/resources/updated": params.get("uri") in watched,
-            }
-            if not wanted.get(method or ""):
-                return None  # nothing unrequested on a listen stream
-            params["_meta"] = sub_meta
-            return jsonrpc.encode_notification(method, params)
-
-        closing = jsonrpc.encode_result(msg.id, {"resultType": "complete", "_meta": dict(sub_meta)})
-        stream = Stream(first=[ack], groups=[label_group(ctx.identity.label)], render=render,
-                        closing=closing, modern=True)
+        try:
+            listener, ack, closing = listen_subscription(msg, ctx)
+            await notification_hub.register(listener)
+        except StreamLimitReached as exc:
+            return error_reply(errors.TooManyStreams(str(exc)), msg.id, modern=True)
+        except errors.McpError as exc:
+            return error_reply(exc, msg.id, modern=True)
+        stream = Stream(first=[ack], groups=[], render=lambda event: None, closing=closing, modern=True,
+                        frames=listener.queue, on_close=lambda: notification_hub.unregister(listener))
         return Reply(200, stream=stream, modern=True)
 
     # ------------------------------------------------------------------ stdio
@@ -568,6 +557,56 @@ class Dispatcher:
         ctx = self._legacy_ctx(state.session, state.identity)
         body, _code = await self._call(self.legacy_methods, msg, ctx)
         return body
+
+
+def _plain_notification(method: str, params: dict[str, Any] | None) -> bytes:
+    return jsonrpc.encode_notification(method, params)
+
+
+LISTEN_FILTERS = {
+    # filter key -> honoured? (tools never change at run time, so toolsListChanged is not)
+    "promptsListChanged": True,
+    "resourcesListChanged": True,
+    "resourceSubscriptions": True,
+    "toolsListChanged": False,
+}
+
+
+def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, bytes, bytes]:
+    """Validate a subscriptions/listen filter; return its listener, acknowledgement and closing result.
+
+    Unknown filter keys are ignored and left out of the acknowledgement (which states exactly
+    what is honoured); a malformed or oversized URI list is -32602.
+    """
+    wanted = msg.params.get("notifications")
+    if wanted is not None and not isinstance(wanted, dict):
+        raise errors.InvalidParams("params.notifications must be an object")
+    wanted = wanted or {}
+    honoured: dict[str, Any] = {}
+    for key in ("promptsListChanged", "resourcesListChanged"):
+        if wanted.get(key) is True:
+            honoured[key] = True
+    uris = wanted.get("resourceSubscriptions")
+    if uris is not None:
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise errors.InvalidParams("notifications.resourceSubscriptions must be a list of URI strings")
+        limit = int(mcp_settings.MAX_LISTEN_URIS)
+        if len(uris) > limit:
+            raise errors.InvalidParams(f"notifications.resourceSubscriptions may hold at most {limit} URIs",
+                                       data={"limit": limit})
+        honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    sub_meta = {META_SUBSCRIPTION_ID: msg.id}
+
+    def render(method: str, params: dict[str, Any] | None) -> bytes:
+        return jsonrpc.encode_notification(method, {**(params or {}), "_meta": sub_meta})
+
+    listener = Listener(ctx.identity.viewer, render=render, prompts=bool(honoured.get("promptsListChanged")),
+                        resources=bool(honoured.get("resourcesListChanged")),
+                        uris=set(honoured.get("resourceSubscriptions", ())))
+    ack = jsonrpc.encode_notification("notifications/subscriptions/acknowledged",
+                                      {"_meta": sub_meta, "notifications": honoured})
+    closing = jsonrpc.encode_result(msg.id, {"resultType": "complete", "_meta": dict(sub_meta)})
+    return listener, ack, closing
 
 
 @dataclass

@@ -145,6 +145,12 @@ class PayloadTooLarge(TransportError):
     http_status = 413
 
 
+class TooManyStreams(TransportError):
+    """Open-stream limits (per process, per client) protect delivery to everyone else."""
+
+    http_status = 429
+
+
 class MethodNotAllowed(TransportError):
     default_message = "Method Not Allowed"
     http_status = 405

@@ -23,6 +23,7 @@ from registry import errors as registry_errors
 
 from . import errors, shapes
 from .context import Identity, RequestContext
+from .hub import hub as notification_hub
 from .jsonrpc import RawJSON, dumps
 from .pagination import paginate
 from .sessions import LOG_LEVELS
@@ -302,12 +303,14 @@ async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> di
     uri = _str_param(params, "uri")
     await _resource_exists(ctx, uri)
     await session_store.set_subscription(ctx.session, uri, True)
+    await notification_hub.session_subscriptions_changed(ctx.session.session_id, ctx.session.subscriptions)
     return {}
 
 
 async def resources_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     uri = _str_param(params, "uri")
     await session_store.set_subscription(ctx.session, uri, False)
+    await notification_hub.session_subscriptions_changed(ctx.session.session_id, ctx.session.subscriptions)
     return {}
 
 

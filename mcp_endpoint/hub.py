@@ -36,6 +36,17 @@ from .settings import mcp_settings
 log = logging.getLogger(__name__)
 
 GROUP = "mcp.registry-changes"
+
+
+class StreamLimitReached(Exception):
+    """Too many open notification streams (per process or per client)."""
+
+
+def session_group(session_id: str) -> str:
+    """Channel-layer group of one legacy session's streams (any process)."""
+    import hashlib
+
+    return "mcp.session." + hashlib.sha256(session_id.encode()).hexdigest()[:24]
 PROMPTS_CHANGED = "notifications/prompts/list_changed"
 RESOURCES_CHANGED = "notifications/resources/list_changed"
 RESOURCE_UPDATED = "notifications/resources/updated"
@@ -201,6 +212,13 @@ class Hub:
         self.tasks = []
 
     async def register(self, listener: Listener) -> None:
+        """Add a stream's listener; raises StreamLimitReached past the configured limits."""
+        if len(self.listeners) >= int(mcp_settings.MAX_STREAMS):
+            raise StreamLimitReached(f"this server holds its limit of {mcp_settings.MAX_STREAMS} open streams")
+        key = (listener.viewer.client_id, listener.viewer.client_name)
+        if self.count_for(key) >= int(mcp_settings.MAX_STREAMS_PER_CLIENT):
+            raise StreamLimitReached(
+                f"a client may hold at most {mcp_settings.MAX_STREAMS_PER_CLIENT} open streams; close some first")
         await self.start()
         label = listener.viewer.label
         if label not in self.catalogs:
@@ -221,6 +239,17 @@ class Hub:
         for listener in self.listeners:
             if listener.session_id == session_id:
                 listener.uris = set(uris)
+
+    async def session_subscriptions_changed(self, session_id: str, uris: Iterable[str]) -> None:
+        """A legacy session (un)subscribed: update its stream here and in every other process."""
+        uris = sorted(uris)
+        self.set_session_subscriptions(session_id, uris)
+        layer = _layer()
+        if layer is not None and not _in_memory(layer):
+            try:
+                await layer.group_send(session_group(session_id), {"type": "mcp.subscriptions", "uris": uris})
+            except Exception:
+                log.warning("could not share session subscriptions over the channel layer", exc_info=True)
 
     def close_all(self) -> None:
         """Server shutdown: every stream ends gracefully (a listen stream sends its result)."""

@@ -12,6 +12,7 @@ from channels.testing import ApplicationCommunicator
 
 from mcp_endpoint import handlers
 from mcp_endpoint.consumers import McpHttpApp
+from mcp_endpoint.hub import hub as notification_hub
 from mcp_endpoint.sessions import store
 from registry import services
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user
@@ -24,6 +25,7 @@ LEGACY = "2025-11-25"
 def _fresh_endpoint_caches():
     handlers.reset_caches()
     store.clear_cache()
+    notification_hub.__init__()  # listeners and catalogs of an earlier test's event loop
     yield
     handlers.reset_caches()
     store.clear_cache()

@@ -158,7 +158,7 @@ async def test_get_without_session_is_405_and_with_unknown_session_404(mcp_app, 
 
 
 async def test_listen_stream_acknowledges_then_ends_with_its_result_on_server_close(registry_data, settings):
-    from mcp_endpoint.dispatcher import label_group
+    from mcp_endpoint.hub import hub
 
     app = McpHttpApp()
     headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}}, rid=5)
@@ -169,7 +169,7 @@ async def test_listen_stream_acknowledges_then_ends_with_its_result_on_server_cl
     ack = await comm.receive_output(2)
     assert b"notifications/subscriptions/acknowledged" in ack["body"]
     await asyncio.sleep(0.05)
-    await get_channel_layer().group_send(label_group("production"), {"type": "mcp.close"})
+    hub.close_all()
     closing = await comm.receive_output(2)
     assert b'"resultType":"complete"' in closing["body"] and closing["more_body"] is False
     await comm.wait(2)

@@ -271,10 +271,43 @@ async def test_listen_acknowledges_only_honoured_notifications_first(registry_da
     assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 42
     assert ack["params"]["notifications"] == {"promptsListChanged": True,
                                               "resourceSubscriptions": ["test://static-text"]}
-    rendered = reply.stream.render({"method": "notifications/resources/updated", "params": {"uri": "test://static-text"}})
-    assert json.loads(rendered)["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 42
-    assert reply.stream.render({"method": "notifications/resources/list_changed"}) is None
-    assert reply.stream.render({"method": "notifications/resources/updated", "params": {"uri": "x://y"}}) is None
+    from mcp_endpoint.hub import hub
+
+    (listener,) = hub.listeners
+    assert (listener.prompts, listener.resources, listener.uris) == (True, False, {"test://static-text"})
+    rendered = listener.render("notifications/resources/updated", {"uri": "test://static-text"})
+    assert json.loads(rendered)["params"] == {
+        "uri": "test://static-text", "_meta": {"io.modelcontextprotocol/subscriptionId": 42}}
+    reply.stream.on_close()
+    assert not hub.listeners
+
+
+@pytest.mark.parametrize("uris", [["ok://a", 7], "test://static-text", [["nested"]]])
+async def test_listen_refuses_malformed_uri_lists(registry_data, uris):
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"resourceSubscriptions": uris}}, rid=1)
+    reply = await dispatcher.post(headers, body, anonymous())
+    assert reply.stream is None
+    assert json.loads(reply.body)["error"]["code"] == -32602
+
+
+async def test_listen_refuses_more_uris_than_the_limit(registry_data, settings):
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "MAX_LISTEN_URIS": 10}
+    uris = [f"docs://d{i}" for i in range(11)]
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"resourceSubscriptions": uris}}, rid=1)
+    reply = await dispatcher.post(headers, body, anonymous())
+    error = json.loads(reply.body)["error"]
+    assert error["code"] == -32602 and error["data"] == {"limit": 10}
+
+
+async def test_streams_past_the_per_client_limit_get_429(registry_data, settings):
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "MAX_STREAMS_PER_CLIENT": 2}
+    replies = []
+    for rid in range(3):
+        headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}}, rid=rid)
+        replies.append(await dispatcher.post(headers, body, anonymous()))
+    assert [r.status for r in replies] == [200, 200, 429]
+    for reply in replies[:2]:
+        reply.stream.on_close()
 
 
 async def test_parse_error_is_400_with_null_id(registry_data):

@@ -1,0 +1,140 @@
+"""Change notifications end to end at the ASGI level: a committed publish reaches open streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import ApplicationCommunicator
+
+from mcp_endpoint.consumers import McpHttpApp
+from registry import services
+from registry.models import Prompt, Resource
+from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
+
+INIT = rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "1"}})
+
+
+def sse_json(body: bytes) -> list[dict]:
+    out = []
+    for block in body.replace(b"\r\n", b"\n").split(b"\n\n"):
+        data = b"\n".join(line[5:].lstrip() for line in block.split(b"\n") if line.startswith(b"data:"))
+        if data:
+            out.append(json.loads(data))
+    return out
+
+
+async def next_message(comm: ApplicationCommunicator, timeout: float = 3.0) -> dict:
+    while True:
+        chunk = await comm.receive_output(timeout)
+        messages = sse_json(chunk.get("body", b""))
+        if messages:
+            return messages[0]
+
+
+@database_sync_to_async
+def edit_and_publish_resource(uri: str, text: str) -> None:
+    resource = Resource.objects.get(uri=uri)
+    resource.text = text
+    resource.save()
+    services.publish(resource, acting_user=None, note="edited")
+
+
+@database_sync_to_async
+def edit_prompt_draft(name: str) -> None:
+    prompt = Prompt.objects.get(name=name)
+    prompt.description = "Only the draft changed"
+    prompt.save()
+
+
+async def open_listen(app, notifications: dict, rid: int = 7) -> ApplicationCommunicator:
+    headers, body = modern_request("subscriptions/listen", {"notifications": notifications}, rid=rid)
+    comm = ApplicationCommunicator(app, asgi_scope("POST", headers))
+    await comm.send_input({"type": "http.request", "body": body, "more_body": False})
+    assert (await comm.receive_output(3))["status"] == 200
+    ack = await next_message(comm)
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    return comm
+
+
+async def test_listen_stream_receives_update_for_a_subscribed_uri_after_publish(registry_data, anonymous_allowed):
+    app = McpHttpApp()
+    comm = await open_listen(app, {"resourceSubscriptions": ["test://static-text"], "resourcesListChanged": True})
+    await edit_and_publish_resource("test://static-text", "Fresh content")
+    note = await next_message(comm)
+    assert note == {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {
+        "uri": "test://static-text", "_meta": {"io.modelcontextprotocol/subscriptionId": 7}}}
+    headers, body = modern_request("resources/read", {"uri": "test://static-text"})
+    reread = await call_asgi(app, "POST", headers, body)
+    assert reread.json()["result"]["contents"][0]["text"] == "Fresh content"
+    await comm.send_input({"type": "http.disconnect"})
+    await comm.wait(2)
+
+
+async def test_listen_stream_hears_nothing_it_did_not_ask_for(registry_data, anonymous_allowed):
+    from mcp_endpoint.hub import hub
+
+    app = McpHttpApp()
+    comm = await open_listen(app, {"promptsListChanged": True})
+    await edit_and_publish_resource("test://static-text", "Fresh content")
+    await asyncio.sleep(0.3)
+    assert hub.delivered == 0
+    await comm.send_input({"type": "http.disconnect"})
+    await comm.wait(2)
+    assert not hub.listeners  # the disconnect unregistered the stream
+
+
+async def test_draft_only_change_announces_nothing(registry_data, anonymous_allowed):
+    from mcp_endpoint.hub import hub
+
+    app = McpHttpApp()
+    comm = await open_listen(app, {"promptsListChanged": True, "resourcesListChanged": True})
+    await edit_prompt_draft("test_simple_prompt")
+    await asyncio.sleep(0.3)
+    assert hub.delivered == 0
+    await comm.send_input({"type": "http.disconnect"})
+    await comm.wait(2)
+
+
+async def test_legacy_get_stream_gets_updates_for_subscribed_uris(registry_data, anonymous_allowed):
+    app = McpHttpApp()
+    init = await call_asgi(app, "POST", legacy_headers(version=None), INIT)
+    sid = init.headers["mcp-session-id"]
+    subscribed = await call_asgi(app, "POST", legacy_headers(sid),
+                                 rpc("resources/subscribe", {"uri": "test://watched-resource"}, rid=2))
+    assert subscribed.json()["result"] == {}
+    comm = ApplicationCommunicator(app, asgi_scope("GET", dict(legacy_headers(sid), accept="text/event-stream")))
+    await comm.send_input({"type": "http.request", "body": b"", "more_body": False})
+    assert (await comm.receive_output(3))["status"] == 200
+    await asyncio.sleep(0.1)
+    await edit_and_publish_resource("test://static-text", "not subscribed")
+    await edit_and_publish_resource("test://watched-resource", "Watched v2")
+    note = await next_message(comm)
+    assert note == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                    "params": {"uri": "test://watched-resource"}}
+    await comm.send_input({"type": "http.disconnect"})
+    await comm.wait(2)
+
+
+async def test_catch_up_delivers_a_change_committed_by_another_process(registry_data, settings):
+    """A change the hub never heard of directly (another process, no channel layer) still arrives."""
+    from mcp_endpoint import hub as hub_module
+
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "CHANGE_POLL_SECONDS": 0.1}
+    app = McpHttpApp()
+    comm = await open_listen(app, {"resourceSubscriptions": ["test://static-text"]})
+    from registry.signals import registry_changed
+
+    registry_changed.disconnect(dispatch_uid="mcp_endpoint.forward_registry_changes")
+    try:
+        await edit_and_publish_resource("test://static-text", "From elsewhere")
+    finally:
+        registry_changed.connect(hub_module.forward_registry_changes,
+                                 dispatch_uid="mcp_endpoint.forward_registry_changes")
+    note = await next_message(comm)
+    assert note["params"]["uri"] == "test://static-text"
+    await comm.send_input({"type": "http.disconnect"})
+    await comm.wait(2)
