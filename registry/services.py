@@ -22,6 +22,8 @@ default ["production"], are created protected) the move needs ONE of:
 
 Anything else raises `ApprovalRequired`, and the whole transaction (including a version the
 same call would have published) is rolled back, so a label never serves what nobody approved.
+`set_label_protected` changes a label row's flag; it needs the override permission and a
+reason, and is audited as an override.
 """
 
 from __future__ import annotations
@@ -345,6 +347,37 @@ def rollback(
         raise RegistryError(f"{entry.key} has no version {to_version}.")
     return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note.strip(),
                         action=AuditAction.ROLLBACK, override_reason=override_reason)
+
+
+@transaction.atomic
+def set_label_protected(
+    entry: VersionedEntry, *, label: str, protected: bool, acting_user: User, reason: str
+) -> ReleaseLabel:
+    """Mark an existing label protected, or lift the protection (needs the override permission and a reason).
+
+    Audited as an `override` row with the field change, since lifting protection is what an
+    override does; adding protection needs the same permission so the flag has one owner.
+    """
+    require_publisher(acting_user, entry)
+    reason = (reason or "").strip()
+    if not reason:
+        raise InvalidEntry(["Say why the protection of the label changes: a reason is required."])
+    if not can_override(acting_user):
+        raise PublishPermissionDenied(
+            f"{actor_name(acting_user)} may not change label protection (permission {OVERRIDE_PERMISSION})."
+        )
+    entry = _lock(entry)
+    row = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
+    if row is None:
+        raise RegistryError(f"{entry.key} has no '{label}' label.")
+    if row.protected == protected:
+        return row
+    row.protected = protected
+    row.save(update_fields=["protected"])
+    write_audit(entry=entry, action=AuditAction.OVERRIDE, acting_user=acting_user, label=label,
+                note=f"{'Protected' if protected else 'Lifted the protection of'} '{label}': {reason}",
+                changes=[{"field": "protected", "before": not protected, "after": protected}])
+    return row
 
 
 @transaction.atomic

@@ -352,3 +352,18 @@ def test_the_review_page_warns_when_the_label_moved_since_the_request(client, ed
     client.force_login(publisher)
     page = client.get(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
     assert "it can no longer be approved" in page.text
+
+
+def test_changing_label_protection_needs_the_override_permission_and_is_audited(publisher, release_manager):
+    prompt = make_prompt()
+    release(prompt, labels=["production", "staging"])
+    with pytest.raises(PublishPermissionDenied):
+        services.set_label_protected(prompt, label="staging", protected=True, acting_user=publisher, reason="x")
+    services.set_label_protected(prompt, label="staging", protected=True, acting_user=release_manager,
+                                 reason="EU customers read staging")
+    assert prompt.labels.get(name="staging").protected
+    row = AuditEntry.objects.filter(action="override", label="staging").get()
+    assert row.changes == [{"field": "protected", "before": False, "after": True}]
+    release(edited(prompt), labels=[], note="v2")
+    with pytest.raises(ApprovalRequired):
+        services.move_label(prompt, label="staging", version_number=2, acting_user=publisher)
