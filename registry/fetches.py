@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from datetime import datetime, timezone
 
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F
 
 from registry.catalog import Served, Viewer
@@ -70,8 +70,11 @@ def flush() -> int:
     if not batch:
         return 0
     try:
-        for key, count in batch.items():
-            _upsert(key, count, seen[key])
+        try:
+            _upsert_all(batch, seen)
+        except DatabaseError:  # e.g. a client deleted meanwhile: fall back to row by row
+            for key, count in batch.items():
+                _upsert(key, count, seen[key])
     except Exception:
         with _lock:  # put them back so nothing is lost
             for key, count in batch.items():
@@ -79,6 +82,27 @@ def flush() -> int:
                 _last_seen.setdefault(key, seen[key])
         raise
     return len(batch)
+
+
+_UPSERT = """
+INSERT INTO {table} (client_id, client_name, entry_kind, entry_key, version, label, count, first_at, last_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (client_name, entry_kind, entry_key, version, label)
+DO UPDATE SET count = {table}.count + excluded.count, last_at = excluded.last_at
+"""
+
+
+def _upsert_all(batch: dict[_Key, int], seen: dict[_Key, datetime]) -> None:
+    """One statement for every counter: a per-row ORM upsert cost ~0.25 ms each on the server's CPU."""
+    table = connection.ops.quote_name(FetchCounter._meta.db_table)
+    adapt = connection.ops.adapt_datetimefield_value
+    rows = [
+        (client_id, client_name, kind, entry_key, version, label, count, adapt(seen[key]), adapt(seen[key]))
+        for key, count in batch.items()
+        for client_id, client_name, kind, entry_key, version, label in (key,)
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(_UPSERT.format(table=table), rows)
 
 
 def _upsert(key: _Key, count: int, when: datetime) -> None:
