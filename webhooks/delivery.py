@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from webhooks.models import DeliveryStatus, WebhookDelivery
 from webhooks.signing import sign
-from webhooks.validation import allow_loopback, is_loopback_host
+from webhooks.validation import allow_loopback, is_link_local_host, is_loopback_host
 
 log = logging.getLogger(__name__)
 
@@ -66,22 +66,26 @@ def body_of(delivery: WebhookDelivery) -> bytes:
     return json.dumps(delivery.payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def _resolves_to_loopback(url: str) -> bool:
+def _refused_address(url: str) -> str:
+    """Why the host must not be contacted ('' if it may): it is, or resolves to, loopback or link-local."""
     host = urlsplit(url).hostname or ""
-    if is_loopback_host(host):
-        return True
     try:
-        infos = socket.getaddrinfo(host, None)
+        addresses = [host] + [str(info[4][0]) for info in socket.getaddrinfo(host, None)]
     except OSError:
-        return False  # the POST will fail and be retried
-    return any(is_loopback_host(str(info[4][0])) for info in infos)
+        addresses = [host]  # unresolvable: the POST fails and is retried
+    if any(is_link_local_host(a) for a in addresses):
+        return "The webhook address resolves to a link-local address; not sent."
+    if not allow_loopback() and any(is_loopback_host(a) for a in addresses):
+        return "The webhook address resolves to a loopback address; not sent."
+    return ""
 
 
 def send(delivery: WebhookDelivery, *, now: float | None = None) -> Outcome:
     """POST one delivery; never raises."""
     webhook = delivery.webhook
-    if not allow_loopback() and _resolves_to_loopback(webhook.url):
-        return Outcome(False, error="The webhook address resolves to a loopback address; not sent.", permanent=True)
+    refused = _refused_address(webhook.url)
+    if refused:
+        return Outcome(False, error=refused, permanent=True)
     body = body_of(delivery)
     timestamp = str(int(time.time() if now is None else now))
     request = urllib.request.Request(

@@ -28,6 +28,17 @@ def is_loopback_host(host: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
+def is_link_local_host(host: str) -> bool:
+    """169.254.0.0/16 and fe80::/10: cloud metadata services live there; never a webhook receiver."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_link_local
+
+
 def _matches_allowed_host(host: str) -> bool:
     """Is `host` one this server answers to (settings.ALLOWED_HOSTS, '*' excepted)?"""
     host = host.rstrip(".").lower()
@@ -61,6 +72,9 @@ def validate_webhook_url(url: str) -> None:
     if parts.username or parts.password:
         raise ValidationError("Put no user name or password in the address; the signature authenticates "
                               "the registry to the receiver.", code="credentials")
+    if is_link_local_host(host):
+        raise ValidationError("%(host)s is a link-local address (e.g. a cloud metadata service), not a webhook "
+                              "receiver.", code="link_local", params={"host": host})
     if allow_loopback():
         return
     if is_loopback_host(host) or _matches_allowed_host(host):

@@ -56,3 +56,11 @@ def test_the_admin_form_shows_clear_errors(settings):
     form = WebhookForm(data={"name": "x", "url": "ftp://hooks.example.com/", "events": [], "active": True})
     assert not form.is_valid()
     assert set(form.errors) == {"url", "events"}
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/"])
+def test_link_local_addresses_are_refused_even_with_loopback_allowed(settings, url):
+    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    with pytest.raises(ValidationError) as caught:
+        validate_webhook_url(url)
+    assert caught.value.code == "link_local"
