@@ -527,6 +527,9 @@ class Dispatcher:
             msg = jsonrpc.classify(obj)
         except errors.McpError as exc:
             return _error_bytes(exc, rid, modern=False)
+        if msg.method == "notifications/cancelled":
+            state.stop_listening(msg.params.get("requestId"))
+            return None
         if not msg.is_request:
             return None
         meta = msg.params.get("_meta")
@@ -534,6 +537,8 @@ class Dispatcher:
         if msg.method == "initialize" and not modern:
             state.version = negotiate_legacy(msg.params.get("protocolVersion"))
             state.session = Session("stdio", state.version, state.identity.client_id, persistent=False)
+            await state.listen(Listener(state.identity.viewer, render=_plain_notification,
+                                        uris=state.session.subscriptions), key="session")
             return jsonrpc.encode_result(msg.id, self.initialize_result(state.version))
         if modern or msg.method == "server/discover":
             try:
@@ -550,6 +555,14 @@ class Dispatcher:
                 return _error_bytes(exc, msg.id, modern=True)
             if msg.method == "server/discover":
                 return jsonrpc.encode_result(msg.id, self.discover_result(ctx))
+            if msg.method == "subscriptions/listen":
+                try:
+                    listener, ack, closing = listen_subscription(msg, ctx)
+                    await state.listen(listener, key=msg.id, closing=closing)
+                except (errors.McpError, StreamLimitReached) as exc:
+                    return _error_bytes(exc if isinstance(exc, errors.McpError) else errors.TooManyStreams(str(exc)),
+                                        msg.id, modern=True)
+                return ack
             body, _code = await self._call(self.modern_methods, msg, ctx)
             return body
         if state.session is None:
@@ -611,9 +624,44 @@ def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, by
 
 @dataclass
 class StdioState:
+    """One stdio connection: its credentials, implicit legacy session and open subscriptions.
+
+    ``send`` writes one line to stdout; notifications for the legacy session and for each
+    ``subscriptions/listen`` (demultiplexed by subscription id) go through it."""
+
     identity: Identity
     version: str = DEFAULT_LEGACY
     session: Session | None = None
+    send: Callable[[bytes], None] | None = None
+    forwarders: dict[Any, tuple[Listener, asyncio.Task]] = field(default_factory=dict)
+
+    async def listen(self, listener: Listener, *, key: Any, closing: bytes | None = None) -> None:
+        if self.send is None:
+            return  # no output channel (tests driving the dispatcher directly)
+        self.stop_listening(key)
+        await notification_hub.register(listener)
+        task = asyncio.get_running_loop().create_task(self._forward(listener, closing))
+        self.forwarders[key] = (listener, task)
+
+    async def _forward(self, listener: Listener, closing: bytes | None) -> None:
+        while True:
+            frame = await listener.queue.get()
+            if frame is None:  # server shutdown or overflow: a listen ends with its result
+                if closing is not None and self.send is not None:
+                    self.send(closing)
+                return
+            if self.send is not None:
+                self.send(frame)
+
+    def stop_listening(self, key: Any) -> None:
+        entry = self.forwarders.pop(key, None)
+        if entry is not None:
+            notification_hub.unregister(entry[0])
+            entry[1].cancel()
+
+    def close(self) -> None:
+        for key in list(self.forwarders):
+            self.stop_listening(key)
 
 
 dispatcher = Dispatcher()

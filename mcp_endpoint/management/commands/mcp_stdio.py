@@ -36,8 +36,24 @@ class Command(BaseCommand):
 
 
 async def serve(stdin, stdout, state: StdioState) -> None:
-    """Read lines in a worker thread (stdin is blocking), answer in order, flush per reply."""
+    """Read lines in a worker thread (stdin is blocking), answer in order, flush per reply.
+
+    Notifications (legacy session, listen subscriptions) are written between replies, one
+    message per line, from the same event loop, so lines never interleave."""
     loop = asyncio.get_running_loop()
+
+    def send(line: bytes) -> None:
+        stdout.write(line + b"\n")
+        stdout.flush()
+
+    state.send = send
+    try:
+        await _serve_lines(stdin, stdout, state, loop)
+    finally:
+        state.close()
+
+
+async def _serve_lines(stdin, stdout, state: StdioState, loop) -> None:
     while True:
         line = await loop.run_in_executor(None, stdin.readline)
         if not line:
