@@ -30,6 +30,7 @@ from channels.db import database_sync_to_async
 from registry import changes as registry_changes
 from registry.catalog import Catalog, Viewer, load_catalog, refresh_catalog
 from registry.changes import Change, ChangeBatch
+from registry.rollouts import gets_candidate
 
 from .settings import mcp_settings
 
@@ -92,7 +93,31 @@ def _list_identity(item: Any) -> dict[str, Any]:
 
 
 def _state(item: Any) -> tuple | None:
-    return None if item is None else (item.version, item.label, item.tags)
+    if item is None:
+        return None
+    rollout = getattr(item, "rollout", None)
+    running = (rollout.percent, rollout.candidate.version) if rollout is not None else None
+    return (item.version, item.label, item.tags, running)
+
+
+def _served(item: Any, viewer: Viewer) -> Any:
+    """The item this viewer is actually served (a rollout may hand it the candidate), or None."""
+    if item is None or not viewer.sees(item.tags):
+        return None
+    rollout = getattr(item, "rollout", None)
+    if rollout is not None and gets_candidate(viewer.client_name, item.key, rollout.percent):
+        return rollout.candidate
+    return item
+
+
+def _served_changed(old: Any, new: Any, viewer: Viewer) -> tuple[Any, Any] | None:
+    """(old, new) served items if what this viewer receives differs, else None."""
+    before, after = _served(old, viewer), _served(new, viewer)
+    if (before is None and after is None) or (
+        before is not None and after is not None and before.version == after.version and before.tags == after.tags
+    ):
+        return None
+    return before, after
 
 
 @dataclass
@@ -145,29 +170,35 @@ def diff_catalogs(old: Catalog | None, new: Catalog, batch: Iterable[Change]) ->
 
 
 def notifications_for(listener: Listener, diff: LabelDiff, new: Catalog) -> list[tuple[str, dict[str, Any] | None]]:
-    """The notifications one listener should get for one label's diff (deduplicated)."""
+    """The notifications one listener should get for one label's diff (deduplicated).
+
+    Judged on what this listener's viewer is served: entries outside its scope, and rollout
+    changes that leave its bucket on the same version, announce nothing to it."""
     viewer = listener.viewer
     out: list[tuple[str, dict[str, Any] | None]] = []
-    if listener.prompts and any(_visible(o, viewer) or _visible(n, viewer) for o, n in diff.prompts):
+    if listener.prompts and any(_served_changed(o, n, viewer) for o, n in diff.prompts):
         out.append((PROMPTS_CHANGED, None))
     listed = False
     updated: dict[str, None] = {}
     for old, new_item in diff.resources:
-        if not (_visible(old, viewer) or _visible(new_item, viewer)):
+        changed = _served_changed(old, new_item, viewer)
+        if changed is None:
             continue
-        if old is None or new_item is None or _list_identity(old) != _list_identity(new_item) or old.tags != new_item.tags:
+        before, after = changed
+        if before is None or after is None or _list_identity(before) != _list_identity(after):
             listed = True
         uri = (new_item or old).uri
         if uri in listener.uris:
             updated[uri] = None
     for old, new_item in diff.templates:
-        if not (_visible(old, viewer) or _visible(new_item, viewer)):
+        changed = _served_changed(old, new_item, viewer)
+        if changed is None:
             continue
         listed = True
         for uri in listener.uris:
             if uri in new.resource_items:
                 continue  # a direct resource wins over any template
-            for item in (new_item, old):
+            for item in changed:
                 try:
                     if item is not None and item.matcher.match(uri) is not None:
                         updated[uri] = None

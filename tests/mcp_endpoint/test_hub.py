@@ -161,3 +161,25 @@ async def test_hub_delivers_each_change_once_whichever_way_it_arrives():
     await hub.process(batch)
     await hub.process(batch)  # the same change again, e.g. from the catch-up poller
     assert heard(listener) == [(PROMPTS_CHANGED, None)]
+
+
+@pytest.mark.django_db
+def test_rollout_notifies_only_clients_whose_served_version_changes():
+    from registry.rollouts import gets_candidate, set_rollout
+
+    prompt = make_prompt("greet")
+    publish(prompt)
+    PromptMessage.objects.filter(prompt=prompt).update(text="Candidate {{ topic }}")
+    publish(prompt, labels=())
+    old = fresh()
+    names = [f"client-{i}" for i in range(200)]
+    set_rollout(prompt, label="production", version_number=2, percent=30, acting_user=None, note="canary")
+    new = fresh()
+    diff = diff_catalogs(old, new, [Change(1, "prompt", "greet", "production", True)])
+    inside = [n for n in names if gets_candidate(n, "greet", 30)]
+    outside = [n for n in names if not gets_candidate(n, "greet", 30)]
+    assert inside and outside
+    assert notifications_for(Listener(Viewer(client_id=1, client_name=inside[0]), render), diff, new) == [
+        (PROMPTS_CHANGED, None)]
+    assert notifications_for(Listener(Viewer(client_id=2, client_name=outside[0]), render), diff, new) == []
+    assert notifications_for(Listener(Viewer(), render), diff, new) == []  # anonymous: the label's version
