@@ -1,4 +1,9 @@
-"""ASGI entry point: Django (admin, API) and the MCP consumer at /mcp in one application."""
+"""ASGI entry point: Django (admin, API) and the MCP consumer at /mcp in one application.
+
+Static files (admin CSS, the API docs' Swagger UI) are served by Django's staticfiles handler
+whatever the server (daphne, uvicorn) and DEBUG, so `make run` and a bare
+`python -m daphne config.asgi:application` show a styled admin without a separate web server.
+"""
 
 import os
 
@@ -7,6 +12,8 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
 from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app registry ready)
 
-application = build_application(django_asgi_app)
+application = build_application(ASGIStaticFilesHandler(django_asgi_app))
