@@ -246,7 +246,7 @@ class Dispatcher:
         if version_header is not None and version_header not in LEGACY_VERSIONS:
             return self._method_not_allowed()
         try:
-            session = await self._session(sid, identity)
+            session = await self._session(sid, identity, fresh=True)  # subscriptions may come from another worker
         except errors.McpError as exc:
             return error_reply(exc)
         try:
@@ -307,8 +307,8 @@ class Dispatcher:
         reply.allow = "POST"
         return reply
 
-    async def _session(self, sid: str, identity: Identity) -> Session:
-        session = await session_store.get(sid)
+    async def _session(self, sid: str, identity: Identity, *, fresh: bool = False) -> Session:
+        session = await session_store.get(sid, fresh=fresh)
         if session is None or session.client_id != identity.client_id:
             raise errors.SessionNotFound()
         return session

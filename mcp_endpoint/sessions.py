@@ -69,13 +69,17 @@ class SessionStore:
         self._remember(session)
         return session
 
-    async def get(self, session_id: str) -> Session | None:
-        """The live session, or None when unknown, ended or expired."""
+    async def get(self, session_id: str, *, fresh: bool = False) -> Session | None:
+        """The live session, or None when unknown, ended or expired.
+
+        ``fresh`` re-reads the row even inside the cache window: a GET stream copies the
+        session's subscriptions when it opens, and another worker may have changed them since
+        this process cached the session."""
         if not well_formed(session_id):
             return None
         now = time.monotonic()
         cached = self._cache.get(session_id)
-        if cached is not None and now - cached.checked_at < mcp_settings.SESSION_CACHE_SECONDS:
+        if not fresh and cached is not None and now - cached.checked_at < mcp_settings.SESSION_CACHE_SECONDS:
             return cached
         touch = cached is None or now - cached.touched_at >= _TOUCH_EVERY
         row = await _db_load(session_id, touch)
