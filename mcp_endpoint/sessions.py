@@ -102,12 +102,18 @@ class SessionStore:
         return await _db_end(session_id)
 
     async def set_subscription(self, session: Session, uri: str, subscribed: bool) -> None:
+        """Add or remove one subscription. A stored session is changed in the row, not from this
+        process's cached copy, which may predate a (un)subscribe served by another worker."""
+        if session.persistent:
+            stored = await _db_change_subscription(session.session_id, uri, subscribed)
+            if stored is not None:
+                session.subscriptions.clear()  # in place: listeners may hold this set
+                session.subscriptions.update(stored)
+                return
         if subscribed:
             session.subscriptions.add(uri)
         else:
             session.subscriptions.discard(uri)
-        if session.persistent:
-            await _db_update(session.session_id, subscriptions=sorted(session.subscriptions))
 
     async def set_log_level(self, session: Session, level: str) -> None:
         session.log_level = level
@@ -138,6 +144,26 @@ def _db_load(sid: str, touch: bool) -> dict[str, Any] | None:
 def _db_end(sid: str) -> bool:
     # last_seen doubles as the end time, so prune() keeps ended rows for a while (late requests: 404).
     return McpSession.objects.filter(pk=sid, ended=False).update(ended=True, last_seen=timezone.now()) > 0
+
+
+@database_sync_to_async
+def _db_change_subscription(sid: str, uri: str, subscribed: bool) -> list[str] | None:
+    """Read-modify-write of one session's subscriptions under a row lock (SQLite: the
+    IMMEDIATE transaction's write lock); the stored list afterwards, or None without a row."""
+    from django.db import transaction
+
+    with transaction.atomic():
+        row = McpSession.objects.select_for_update().filter(pk=sid).values("subscriptions").first()
+        if row is None:
+            return None
+        subscriptions = set(row["subscriptions"] or ())
+        if subscribed:
+            subscriptions.add(uri)
+        else:
+            subscriptions.discard(uri)
+        stored = sorted(subscriptions)
+        McpSession.objects.filter(pk=sid).update(subscriptions=stored)
+    return stored
 
 
 @database_sync_to_async
