@@ -170,6 +170,9 @@ async def test_two_workers_share_sessions_and_deliver_publishes_across_redis(pos
             names = {p["name"] for p in (await legacy_call(b.port, sid, "prompts/list"))["prompts"]}
             assert "test_simple_prompt" in names
             assert await legacy_call(b.port, sid, "resources/subscribe", {"uri": WATCHED}, rid=3) == {}
+            # ... and through A again at once (A still caches the session from initialize): both
+            # subscriptions must survive.
+            assert await legacy_call(a.port, sid, "resources/subscribe", {"uri": "test://static-text"}, rid=4) == {}
 
             # (b) both stream kinds open on A.
             legacy = await open_get_stream(a.port, sid)
