@@ -316,6 +316,8 @@ class Hub:
             await self._deliver(fresh)
 
     async def _deliver(self, batch: list[Change]) -> None:
+        started = time.perf_counter()
+        delivered_before = self.delivered
         labels = {l.viewer.label for l in self.listeners} | set(self.catalogs)
         for label in labels:
             old = self.catalogs.get(label)
@@ -328,6 +330,8 @@ class Hub:
                 for method, params in notifications_for(listener, diff, new):
                     listener.offer(listener.render(method, params))
                     self.delivered += 1
+        log.info("changes %s: %d notifications queued for %d listeners in %.1f ms", [c.id for c in batch],
+                 self.delivered - delivered_before, len(self.listeners), (time.perf_counter() - started) * 1000)
 
     async def _poll_forever(self) -> None:
         interval = float(mcp_settings.CHANGE_POLL_SECONDS)
