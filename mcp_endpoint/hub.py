@@ -36,7 +36,19 @@ from .settings import mcp_settings
 
 log = logging.getLogger(__name__)
 
-GROUP = "mcp.registry-changes"
+def changes_group() -> str:
+    """The channel-layer group of this registry's change events.
+
+    Named after the database, so two registries sharing one Redis never take each other's
+    change ids for their own (which would mark a real change as already seen).
+    """
+    import hashlib
+
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    identity = "|".join(str(db.get(k, "")) for k in ("ENGINE", "NAME", "HOST", "PORT"))
+    return "mcp.registry-changes." + hashlib.sha256(identity.encode()).hexdigest()[:20]
 
 
 class StreamLimitReached(Exception):
@@ -355,7 +367,7 @@ class Hub:
         while True:
             try:
                 channel = await layer.new_channel("mcp.hub!")
-                await layer.group_add(GROUP, channel)
+                await layer.group_add(changes_group(), channel)
                 while True:
                     event = await layer.receive(channel)
                     if event.get("type") == "registry.changed":
@@ -434,8 +446,8 @@ def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> 
     loop = _running_loop()
     try:
         if loop is not None:
-            loop.create_task(layer.group_send(GROUP, event))
+            loop.create_task(layer.group_send(changes_group(), event))
         else:
-            async_to_sync(layer.group_send)(GROUP, event)
+            async_to_sync(layer.group_send)(changes_group(), event)
     except Exception:  # the other workers' pollers will catch up from the change log
         log.warning("could not publish registry change on the channel layer", exc_info=True)

@@ -12,10 +12,9 @@ Unset -> skipped with the reason; set but unreachable -> failed (in CI they must
 
 Redis isolation: the test writes no keys and never flushes. The channel layer only publishes on
 pub/sub channels, which Redis shares across all DB numbers, and the project's layer uses the
-default ``asgi`` prefix with fixed group names (``mcp.registry-changes``, ``mcp.session.<hash>``;
-the project has no setting for a prefix), so isolation rests on each machine having its own Redis
-(python-svc machines and CI do) and on not running this test twice at once against one Redis: a
-second run's change events would reach this run's workers too.
+default ``asgi`` prefix; the change-event group is named after the database
+(``mcp.registry-changes.<hash of the database>``), so runs on fresh databases, like registries on
+different databases, never take each other's events, even on one shared Redis.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ from .servers import (
 pytestmark = [pytest.mark.e2e, pytest.mark.services]
 
 RECEIPT_BOUND = 5.0  # seconds; the Redis path takes milliseconds, the catch-up poller at most ~0.5 s
-REDIS_GROUP_CHANNEL = "asgi__group__mcp.registry-changes"  # channels_redis pub/sub name of hub.GROUP
+REDIS_GROUP_PATTERN = "asgi__group__mcp.registry-changes.*"  # channels_redis pub/sub names of hub.changes_group()
 
 
 def _service_urls() -> tuple[str, str]:
@@ -112,13 +111,13 @@ class RedisWatch:
         self.task: asyncio.Task | None = None
 
     async def start(self) -> None:
-        await self.pubsub.subscribe(REDIS_GROUP_CHANNEL)
+        await self.pubsub.psubscribe(REDIS_GROUP_PATTERN)
         self.task = asyncio.ensure_future(self._run())
 
     async def _run(self) -> None:
         while True:
             message = await self.pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-            if message is not None and message.get("type") == "message":
+            if message is not None and message.get("type") in ("message", "pmessage"):
                 self.events.append((time.monotonic(), message["data"]))
 
     def changes_since(self, t: float) -> list[tuple[float, bytes]]:
