@@ -5,89 +5,39 @@ a real daphne process serving admin and MCP together."""
 from __future__ import annotations
 
 import http.cookiejar
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
-from pathlib import Path
 
 import anyio
 import pytest
-import yaml
+
+from tests.e2e.servers import Server, base_env, changed_fixture, manage, prepare_database
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 URI = "test://watched-resource"
 PASSWORD = "e2e-password-not-secret"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.env = dict(os.environ, DATABASE_URL=f"sqlite:///{tmp}/e2e.sqlite3", MCP_ALLOW_ANONYMOUS="1",
-                        ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_SETTINGS_MODULE="config.settings")
-        self.env.pop("REDIS_URL", None)
-
-    def manage(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("mcp-notify-e2e"))
-    srv.manage("migrate", "--noinput")
-    srv.manage("registry_import", "tests/fixtures/conformance.yaml", "--publish", "--note", "e2e")
-    srv.manage("shell", "-v", "0", "-c", "from django.contrib.auth.models import User; "
-               f"User.objects.create_superuser('publisher', 'p@example.com', '{PASSWORD}')")
-    srv.resource_id = srv.manage("shell", "-v", "0", "-c", "from registry.models import Resource; "
-                                 f"print(Resource.objects.get(uri='{URI}').pk)").strip()
-    port = _free_port()
-    srv.base = f"http://127.0.0.1:{port}"
-    log = open(srv.tmp / "server.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "config.asgi:application"], cwd=ROOT, env=srv.env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"daphne did not start: {(srv.tmp / 'server.log').read_text()[-2000:]}")
-            time.sleep(0.1)
-    yield srv
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    folder = tmp_path_factory.mktemp("mcp-notify-e2e")
+    env = base_env(f"sqlite:///{folder}/e2e.sqlite3")
+    prepare_database(env)
+    manage(env, "shell", "-v", "0", "-c", "from django.contrib.auth.models import User; "
+           f"User.objects.create_superuser('publisher', 'p@example.com', '{PASSWORD}')")
+    resource_id = manage(env, "shell", "-v", "0", "-c", "from registry.models import Resource; "
+                         f"print(Resource.objects.get(uri='{URI}').pk)").stdout.strip()
+    with Server("daphne", env, folder) as srv:
+        srv.folder, srv.resource_id, srv.base = folder, resource_id, f"http://127.0.0.1:{srv.port}"
+        yield srv
 
 
 def change_draft(srv: Server, text: str) -> None:
     """An editor's draft change (import without --publish): nothing is announced yet."""
-    data = yaml.safe_load((ROOT / "tests/fixtures/conformance.yaml").read_text())
-    for resource in data["resources"]:
-        if resource["uri"] == URI:
-            resource["text"] = text
-    path = srv.tmp / "changed.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    srv.manage("registry_import", str(path))
+    manage(srv.env, "registry_import", str(changed_fixture(srv.folder, text)))
 
 
 def publish_in_admin(srv: Server, note: str) -> None:
