@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import csv
-import json
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
@@ -17,7 +15,7 @@ from rest_framework.response import Response
 
 from api.filters import validated_params
 from api.permissions import ReadModelPermission, requires
-from registry.admin.audit import EXPORT_COLUMNS, _csv_cell
+from registry.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditAction, AuditEntry
 
 
@@ -42,7 +40,7 @@ class AuditFilterSerializer(serializers.Serializer):
 
 # "as" is a Python keyword, so this serializer is built with type().
 AuditExportFilterSerializer = type("AuditExportFilterSerializer", (AuditFilterSerializer,), {
-    "as": serializers.ChoiceField(choices=["csv", "json"], default="csv", help_text="Export format."),
+    "as": serializers.ChoiceField(choices=list(EXPORT_FORMATS), default="csv", help_text="Export format."),
 })
 
 
@@ -90,21 +88,4 @@ class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     def export(self, request: Request) -> HttpResponse:
         """Every entry matching the filters (no pagination), as CSV (formulas defused) or JSON."""
         params = validated_params(AuditExportFilterSerializer, request)
-        fmt = params.get("as", "csv")
-        rows = []
-        for entry in filtered(self.get_queryset(), params).iterator():
-            row = {col: getattr(entry, col) for col in EXPORT_COLUMNS}
-            row["created_at"] = entry.created_at.isoformat()
-            rows.append(row)
-        if fmt == "json":
-            response: HttpResponse = JsonResponse({"count": len(rows), "entries": rows},
-                                                  json_dumps_params={"indent": 2})
-        else:
-            response = HttpResponse(content_type="text/csv; charset=utf-8")
-            writer = csv.DictWriter(response, fieldnames=EXPORT_COLUMNS)
-            writer.writeheader()
-            for row in rows:
-                row = {**row, "changes": json.dumps(row["changes"], ensure_ascii=False)}
-                writer.writerow({key: _csv_cell(value) for key, value in row.items()})
-        response["Content-Disposition"] = f'attachment; filename="audit-log.{fmt}"'
-        return response
+        return export_response(filtered(self.get_queryset(), params).iterator(), params.get("as", "csv"))

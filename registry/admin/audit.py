@@ -2,30 +2,19 @@
 
 from __future__ import annotations
 
-import csv
 import json
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import HttpResponseBadRequest
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
+from registry.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry
 
 EXPORT_PERMISSION = "registry.export_auditentry"
-EXPORT_COLUMNS = [
-    "id", "created_at", "actor_name", "action", "entry_kind", "entry_key", "entry_id",
-    "label", "from_version", "to_version", "note", "changes",
-]
-
-
-def _csv_cell(value):
-    """Keep spreadsheet programs from running a note such as '=HYPERLINK(...)' as a formula (OWASP)."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
 
 
 def _short(value) -> str:
@@ -87,25 +76,10 @@ class AuditEntryAdmin(admin.ModelAdmin):
         """The entries the change list shows with the same filters and search, as CSV or JSON."""
         if not request.user.has_perm(EXPORT_PERMISSION):
             raise PermissionDenied("Only auditors may export the audit log.")
-        if fmt not in ("csv", "json"):
+        if fmt not in EXPORT_FORMATS:
             return HttpResponseBadRequest("Export as csv or json.")
         try:
             changelist = self.get_changelist_instance(request)
         except IncorrectLookupParameters:
             return HttpResponseBadRequest("Unknown filter in the address.")
-        rows = []
-        for entry in changelist.queryset.iterator():
-            row = {col: getattr(entry, col) for col in EXPORT_COLUMNS}
-            row["created_at"] = entry.created_at.isoformat()
-            rows.append(row)
-        if fmt == "json":
-            response = JsonResponse({"count": len(rows), "entries": rows}, json_dumps_params={"indent": 2})
-        else:
-            response = HttpResponse(content_type="text/csv; charset=utf-8")
-            writer = csv.DictWriter(response, fieldnames=EXPORT_COLUMNS)
-            writer.writeheader()
-            for row in rows:
-                row = {**row, "changes": json.dumps(row["changes"], ensure_ascii=False)}
-                writer.writerow({key: _csv_cell(value) for key, value in row.items()})
-        response["Content-Disposition"] = f'attachment; filename="audit-log.{fmt}"'
-        return response
+        return export_response(changelist.queryset.iterator(), fmt)
