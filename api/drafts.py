@@ -4,24 +4,21 @@ Payloads use the vocabulary of `registry.drafts.draft_data` (bytes as base64). F
 checked by DRF and the models' own validators; then `registry.validation` runs on the would-be
 draft, and its problems land next to the field they concern (per message in DRF's nested-list
 format, {"messages": {"<0-based index>": {"text": [...]}}}). Like the admin, a draft with errors
-is not saved; warnings come back in `warnings`. Writes go through `registry.drafts.apply_data` and are audited with the
-field-level diff by `registry.services` in one transaction.
+is not saved; warnings come back in `warnings`. Writes go through `registry.drafts.save_draft`, the
+importer's writer, which audits the field-level diff (tags included) in the same transaction.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from rest_framework import serializers
 
 from api.fields import Base64BytesField
 from registry import services
-from registry.changes import record_change
-from registry.drafts import apply_data, draft_data, normalise_tags
+from registry.drafts import draft_data, normalise_tags, save_draft
 from registry.kinds import KINDS, kind_of
 from registry.models import (
-    AuditAction,
     ContentKind,
     MessageRole,
     Prompt,
@@ -35,7 +32,6 @@ from registry.models import (
 from registry.models.base import label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
-from registry.snapshots import diff_snapshots, snapshot_of
 from registry.validation import DraftReport, validate_prompt, validate_resource, validate_template
 
 AUDIENCE_CHOICES = ["user", "assistant"]
@@ -43,28 +39,6 @@ AUDIENCE_CHOICES = ["user", "assistant"]
 
 def _labels(entry: VersionedEntry) -> dict[str, int]:
     return {label.name: label.version.number for label in entry.labels.select_related("version")}  # type: ignore[attr-defined]
-
-
-def save_draft(entry: VersionedEntry, data: dict[str, Any], *, acting_user: Any, note: str = "") -> VersionedEntry:
-    """Apply `data` to the draft (new entry if unsaved) and audit the change, in one transaction."""
-    with transaction.atomic():
-        is_new = entry.pk is None
-        before_snapshot = None if is_new else snapshot_of(entry)
-        before_tags = [] if is_new else normalise_tags(entry.tags)
-        apply_data(entry, data)
-        after_tags = normalise_tags(entry.tags)
-        if after_tags != before_tags and not is_new:
-            # Tags are not part of a snapshot; audit them like the importer does, and tell
-            # clients (tags decide who sees a served entry).
-            changes = diff_snapshots(before_snapshot, snapshot_of(entry))
-            changes.append({"field": "tags", "before": ", ".join(before_tags), "after": ", ".join(after_tags)})
-            services.write_audit(entry=entry, action=AuditAction.EDIT, acting_user=acting_user, note=note,
-                                 changes=changes)
-            if entry.labels.exists():  # type: ignore[attr-defined]
-                record_change(kind=entry.kind, key=entry.key, list_changed=True)
-        else:
-            services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user, note=note)
-    return entry
 
 
 # ------------------------------------------------------------------------------------------ common
@@ -141,13 +115,15 @@ class EntryMetaMixin(serializers.Serializer):
 
     def create(self, validated_data: dict[str, Any]) -> VersionedEntry:
         note = validated_data.pop("note", "")
-        return save_draft(self.model(), self.full_data(validated_data), acting_user=self.context["request"].user,
-                          note=note)
+        entry = self.model()
+        save_draft(entry, self.full_data(validated_data), acting_user=self.context["request"].user, note=note)
+        return entry
 
     def update(self, instance: VersionedEntry, validated_data: dict[str, Any]) -> VersionedEntry:
         note = validated_data.pop("note", "")
         data = validated_data if self.partial else self.full_data(validated_data)
-        return save_draft(instance, data, acting_user=self.context["request"].user, note=note)
+        save_draft(instance, data, acting_user=self.context["request"].user, note=note)
+        return instance
 
     def full_data(self, validated: dict[str, Any]) -> dict[str, Any]:
         """PUT/POST are declarative like the import: a key left out means empty."""

@@ -16,7 +16,8 @@ a list given for arguments, messages or variables replaces the child rows in ord
 
 `draft_data(entry)` returns only what matters for the entry's served content (a linked
 message's stale inline fields are left out), so two drafts with equal draft data publish the
-same snapshot. Nothing here writes audit rows: callers do (importer, `restore_draft`).
+same snapshot. `apply_*` write no audit rows; `save_draft` (importer, REST API) and
+`restore_draft` (admin) apply and audit in one transaction.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from typing import Any, Iterable, Mapping
 
 from django.db import transaction
 
+from registry import services
+from registry.changes import record_change
 from registry.errors import RegistryError
 from registry.models import (
     AuditAction,
@@ -37,6 +40,7 @@ from registry.models import (
     TemplateVariable,
     VersionedEntry,
 )
+from registry.snapshots import diff_snapshots, snapshot_of
 
 PROMPT_FIELDS = ("name", "title", "description")
 RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")
@@ -212,6 +216,41 @@ def apply_data(entry: VersionedEntry, data: Mapping[str, Any]) -> VersionedEntry
     raise TypeError(f"not a registry entry: {entry!r}")
 
 
+@transaction.atomic
+def save_draft(
+    entry: VersionedEntry,
+    data: Mapping[str, Any],
+    *,
+    acting_user: Any,
+    actor: str | None = None,
+    note: str = "",
+    list_tags_when_created: bool = False,
+) -> list[dict[str, Any]]:
+    """Apply `data` to the draft (a new entry if unsaved) and audit it; returns the audited field diff.
+
+    Tags are not part of a snapshot, so a tag change is added to the diff by hand; it is told to
+    clients when the entry is served (tags decide who sees it). The importer passes
+    `list_tags_when_created` because its create row records the file's whole entry, tags
+    included; the REST API audits a creation like the admin does, by snapshot only.
+    """
+    is_new = entry.pk is None
+    before_snapshot = None if is_new else snapshot_of(entry)
+    before_tags = [] if is_new else normalise_tags(entry.tags)
+    apply_data(entry, data)
+    after_tags = normalise_tags(entry.tags)
+    if after_tags == before_tags or (is_new and not list_tags_when_created):
+        row = services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user,
+                                           actor=actor, note=note)
+        return row.changes if row is not None else []
+    changes = diff_snapshots(before_snapshot, snapshot_of(entry))
+    changes.append({"field": "tags", "before": ", ".join(before_tags), "after": ", ".join(after_tags)})
+    services.write_audit(entry=entry, action=AuditAction.CREATE if is_new else AuditAction.EDIT,
+                         acting_user=acting_user, actor=actor, note=note, changes=changes)
+    if not is_new and entry.labels.exists():  # type: ignore[attr-defined]
+        record_change(kind=entry.kind, key=entry.key, list_changed=True)
+    return changes
+
+
 # ---------------------------------------------------------------------------------------- snapshots
 def _unb64(text: str | None) -> bytes | None:
     return base64.b64decode(text) if text else None
@@ -303,9 +342,6 @@ def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> Versio
 @transaction.atomic
 def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: Any, note: str = "") -> VersionedEntry:
     """Replace the draft with version `version_number` and audit it (action restore_draft)."""
-    from registry import services
-    from registry.snapshots import diff_snapshots, snapshot_of
-
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")

@@ -22,11 +22,10 @@ from typing import Any, Mapping
 from django.db import transaction
 
 from registry import services
-from registry.changes import record_change
-from registry.drafts import apply_data, draft_data, normalised
+from registry.drafts import draft_data, normalised, save_draft
 from registry.errors import RegistryError
 from registry.kinds import KINDS
-from registry.models import AuditAction, Resource, VersionedEntry
+from registry.models import Resource, VersionedEntry
 from registry.portable import (
     SECTIONS,
     EntrySpec,
@@ -37,7 +36,7 @@ from registry.portable import (
     load_file,
     read_entries,
 )
-from registry.snapshots import content_hash, diff_snapshots, snapshot_of
+from registry.snapshots import content_hash, snapshot_of
 from registry.validation import validate_entry
 
 ACTOR = "registry_import"
@@ -187,8 +186,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
     if entry is None:
         entry = kind.entry_model()  # type: ignore[assignment]
     if status != "unchanged":
-        outcome.changes = _write_draft(entry, before, wanted, acting_user=acting_user,  # type: ignore[arg-type]
-                                       note=note or f"Imported from {source}")
+        outcome.changes = save_draft(entry, wanted, acting_user=acting_user, actor=ACTOR,  # type: ignore[arg-type]
+                                     note=note or f"Imported from {source}", list_tags_when_created=True)
     entry_problems = list(spec.warnings)  # placeholder syntax, already naming file, line, entry and field
     report = validate_entry(entry)  # type: ignore[arg-type]
     if not entry_problems:  # placeholder syntax problems already say where; skip the same ones worded generally
@@ -209,26 +208,6 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
     return outcome
-
-
-def _write_draft(entry: VersionedEntry, before: dict[str, Any] | None, wanted: dict[str, Any], *,
-                 acting_user: services.User, note: str) -> list[dict[str, Any]]:
-    """Apply the draft and audit it; returns the field diff."""
-    before_snapshot = snapshot_of(entry) if entry.pk else None
-    apply_data(entry, wanted)
-    changes = diff_snapshots(before_snapshot, snapshot_of(entry))
-    before_tags = (before or {}).get("tags", [])
-    tags_changed = before_tags != wanted.get("tags", [])
-    if tags_changed:
-        changes.append({"field": "tags", "before": ", ".join(before_tags), "after": ", ".join(wanted["tags"])})
-        services.write_audit(entry=entry, action=AuditAction.CREATE if before is None else AuditAction.EDIT,
-                             acting_user=acting_user, actor=ACTOR, note=note, changes=changes)
-        if before is not None and entry.labels.exists():  # type: ignore[attr-defined]
-            # Tags decide who sees the entry and are served from the entry row, not a version.
-            record_change(kind=entry.kind, key=entry.key, list_changed=True)
-    else:
-        services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=ACTOR, note=note)
-    return changes
 
 
 def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, note: str,
