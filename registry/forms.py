@@ -40,6 +40,39 @@ def _upload_error(upload: Any) -> ValidationError | None:
     return None
 
 
+class UploadMixin:
+    """Handles the `upload` and `clear_file` fields of a form whose model keeps bytes in `data` and a `mime_type`.
+
+    Messages and resources take files the same way, so the size limit and what an upload does to
+    the instance are decided once here; each form still declares the two fields (its own help text).
+    """
+
+    cleaned_data: dict[str, Any]
+    errors: Any
+
+    def clean_upload(self) -> Any:
+        upload = self.cleaned_data.get("upload")
+        error = _upload_error(upload)
+        if error is not None:
+            raise error
+        return upload
+
+    def take_upload(self, target: Any) -> bool:
+        """Store an accepted upload's bytes on `target`, or drop them on "clear_file".
+
+        Returns True when the file type was left empty and filled in from the upload.
+        """
+        upload = self.cleaned_data.get("upload")
+        if upload is not None and "upload" not in self.errors:
+            target.data = upload.read()
+            if not target.mime_type and getattr(upload, "content_type", ""):
+                target.mime_type = upload.content_type
+                return True
+        elif self.cleaned_data.get("clear_file"):
+            target.data = None
+        return False
+
+
 def _strip_where(message: str, where: str) -> str | None:
     """'Message 1: the text is empty.' -> 'The text is empty.'; None if about somewhere else."""
     prefix = where + ": "
@@ -125,7 +158,7 @@ class PromptArgumentFormSet(BaseInlineFormSet):
         return [form.instance for form in _live_forms(self) if form.cleaned_data.get("name")]
 
 
-class PromptMessageForm(forms.ModelForm):
+class PromptMessageForm(UploadMixin, forms.ModelForm):
     position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
     upload = forms.FileField(
         required=False,
@@ -142,24 +175,11 @@ class PromptMessageForm(forms.ModelForm):
             "mime_type": "File type, e.g. image/png or audio/mpeg; filled in from the upload when left empty.",
         }
 
-    def clean_upload(self) -> Any:
-        upload = self.cleaned_data.get("upload")
-        error = _upload_error(upload)
-        if error is not None:
-            raise error
-        return upload
-
     def _post_clean(self) -> None:
         super()._post_clean()
         message = self.instance
-        upload = self.cleaned_data.get("upload")
-        if upload is not None and "upload" not in self.errors:
-            message.data = upload.read()
-            if not message.mime_type and getattr(upload, "content_type", ""):
-                message.mime_type = upload.content_type
-                self.cleaned_data["mime_type"] = upload.content_type
-        elif self.cleaned_data.get("clear_file"):
-            message.data = None
+        if self.take_upload(message):
+            self.cleaned_data["mime_type"] = message.mime_type
         if message.kind == ContentKind.TEXT:
             message.data = None
         if self.errors:
@@ -223,7 +243,7 @@ class PromptMessageFormSet(BaseInlineFormSet):
 # ------------------------------------------------------------------------------------- resources
 
 
-class ResourceForm(forms.ModelForm):
+class ResourceForm(UploadMixin, forms.ModelForm):
     upload = forms.FileField(
         required=False, label="File", help_text="Upload binary content (e.g. an image or a PDF) instead of text."
     )
@@ -238,23 +258,10 @@ class ResourceForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.registry_warnings: list[str] = []
 
-    def clean_upload(self) -> Any:
-        upload = self.cleaned_data.get("upload")
-        error = _upload_error(upload)
-        if error is not None:
-            raise error
-        return upload
-
     def _post_clean(self) -> None:
         super()._post_clean()
         resource = self.instance
-        upload = self.cleaned_data.get("upload")
-        if upload is not None and "upload" not in self.errors:
-            resource.data = upload.read()
-            if not resource.mime_type and getattr(upload, "content_type", ""):
-                resource.mime_type = upload.content_type
-        elif self.cleaned_data.get("clear_file"):
-            resource.data = None
+        self.take_upload(resource)
         if "uri" in self.errors:
             return
         for problem in validate_resource(resource).errors:

@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
@@ -45,6 +46,12 @@ class ArchivedFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.filter(archived_at__isnull=True)
         return queryset
+
+
+def add_refusal(form: forms.BaseForm, exc: RegistryError) -> None:
+    """Show why the registry refused at the top of `form`, each problem of an invalid draft on its own line."""
+    for problem in exc.problems if isinstance(exc, InvalidEntry) else [exc.message]:
+        form.add_error(None, problem)
 
 
 def _json(value: Any) -> str:
@@ -382,11 +389,8 @@ class VersionedEntryAdmin(admin.ModelAdmin):
                 version, filed = self._publish_or_request(request, obj, form)
             except PublishPermissionDenied as exc:
                 return self._denied(request, obj, exc.message)
-            except InvalidEntry as exc:
-                for problem in exc.problems:
-                    form.add_error(None, problem)
             except RegistryError as exc:
-                form.add_error(None, exc.message)
+                add_refusal(form, exc)
             else:
                 self._report_publish(request, obj, version, form, filed)
                 return HttpResponseRedirect(self._url("history", obj))
@@ -442,11 +446,8 @@ class VersionedEntryAdmin(admin.ModelAdmin):
                     obj, acting_user=request.user, note=form.cleaned_data["note"], label=form.cleaned_data["label"],
                     version_number=version.number if version else None, percent=form.cleaned_data.get("percent"),
                 )
-            except InvalidEntry as exc:
-                for problem in exc.problems:
-                    form.add_error(None, problem)
             except RegistryError as exc:
-                form.add_error(None, exc.message)
+                add_refusal(form, exc)
             else:
                 messages.success(request, f"Review request #{review.pk} was filed: a publisher other than you will "
                                           "approve or reject it. You can follow it in the review queue.")
