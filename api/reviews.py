@@ -6,7 +6,8 @@ the protected label) live in `registry.reviews`; this module only adapts HTTP to
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 
 from api.filters import validated_params
 from api.permissions import ReadModelPermission
+from registry import reviews as reviews_service
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, ReviewRequest, ReviewStatus
 from registry.models.base import label_name_validator
@@ -92,11 +94,9 @@ class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         serializer.is_valid(raise_exception=True)
         params = serializer.validated_data
         entry = params["entry"]
-        from registry import reviews as service
-
-        review = service.request_publication(entry, acting_user=request.user, note=params["note"],
-                                             label=params["label"], version_number=params.get("version"),
-                                             percent=params.get("percent"))
+        review = reviews_service.request_publication(entry, acting_user=request.user, note=params["note"],
+                                                     label=params["label"], version_number=params.get("version"),
+                                                     percent=params.get("percent"))
         return Response(ReviewSerializer(review).data, status=status.HTTP_201_CREATED)
 
     def _review(self) -> ReviewRequest:
@@ -106,31 +106,23 @@ class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str) -> Response:
         params = _valid(DecisionSerializer, request)
-        from registry import reviews as service
-
-        review = self._review()
-        service.approve(review, acting_user=request.user, comment=params["comment"])
-        review.refresh_from_db()
-        return Response(ReviewSerializer(review).data)
+        return self._decide(partial(reviews_service.approve, acting_user=request.user, comment=params["comment"]))
 
     @extend_schema(request=RejectionSerializer, responses=ReviewSerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str) -> Response:
         params = _valid(RejectionSerializer, request)
-        from registry import reviews as service
-
-        review = self._review()
-        service.reject(review, acting_user=request.user, comment=params["comment"])
-        review.refresh_from_db()
-        return Response(ReviewSerializer(review).data)
+        return self._decide(partial(reviews_service.reject, acting_user=request.user, comment=params["comment"]))
 
     @extend_schema(request=None, responses=ReviewSerializer)
     @action(detail=True, methods=["post"])
     def withdraw(self, request: Request, pk: str) -> Response:
-        from registry import reviews as service
+        return self._decide(partial(reviews_service.withdraw, acting_user=request.user))
 
+    def _decide(self, decision: Callable[[ReviewRequest], Any]) -> Response:
+        """Apply `decision` to the review in the path and answer with the review as the service saved it."""
         review = self._review()
-        service.withdraw(review, acting_user=request.user)
+        decision(review)
         review.refresh_from_db()
         return Response(ReviewSerializer(review).data)
 
