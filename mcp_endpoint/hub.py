@@ -234,6 +234,7 @@ class Hub:
         self.lock: asyncio.Lock | None = None
         self.closing = False
         self.delivered = 0
+        self.starting: asyncio.Task | None = None
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -241,18 +242,28 @@ class Hub:
         loop = asyncio.get_running_loop()
         if self.loop is loop and self.tasks:
             return
-        self.loop = loop
-        self.lock = asyncio.Lock()
+        failed = self.starting is not None and self.starting.done() and (
+            self.starting.cancelled() or self.starting.exception() is not None)
+        if self.loop is not loop or self.starting is None or failed:
+            # The first of many concurrent registrations starts the tasks; the others wait for it.
+            self.loop = loop
+            self.lock = asyncio.Lock()
+            self.starting = loop.create_task(self._start_tasks(loop))
+        await asyncio.shield(self.starting)
+
+    async def _start_tasks(self, loop: asyncio.AbstractEventLoop) -> None:
         self.high_water = await database_sync_to_async(_latest_change_id)()
-        self.tasks = [loop.create_task(self._poll_forever(), name="mcp-hub-poller")]
+        tasks = [loop.create_task(self._poll_forever(), name="mcp-hub-poller")]
         layer = _layer()
         if layer is not None and not _in_memory(layer):
-            self.tasks.append(loop.create_task(self._read_layer(layer), name="mcp-hub-layer"))
+            tasks.append(loop.create_task(self._read_layer(layer), name="mcp-hub-layer"))
+        self.tasks = tasks
 
     async def stop(self) -> None:
         for task in self.tasks:
             task.cancel()
         self.tasks = []
+        self.starting = None
 
     async def register(self, listener: Listener) -> None:
         """Add a stream's listener; raises StreamLimitReached past the configured limits."""
@@ -338,8 +349,14 @@ class Hub:
             diff = diff_catalogs(old, new, batch)
             if diff.empty():
                 continue
+            # Listeners that want the same things judge alike: decide once per kind of listener.
+            decided: dict[tuple, list[tuple[str, dict[str, Any] | None]]] = {}
             for listener in [l for l in self.listeners if l.viewer.label == label]:
-                for method, params in notifications_for(listener, diff, new):
+                interest = (listener.viewer, listener.prompts, listener.resources, frozenset(listener.uris))
+                notes = decided.get(interest)
+                if notes is None:
+                    notes = decided[interest] = notifications_for(listener, diff, new)
+                for method, params in notes:
                     listener.offer(listener.render(method, params))
                     self.delivered += 1
         log.info("changes %s: %d notifications queued for %d listeners in %.1f ms", [c.id for c in batch],

@@ -183,3 +183,15 @@ def test_rollout_notifies_only_clients_whose_served_version_changes():
         (PROMPTS_CHANGED, None)]
     assert notifications_for(Listener(Viewer(client_id=2, client_name=outside[0]), render), diff, new) == []
     assert notifications_for(Listener(Viewer(), render), diff, new) == []  # anonymous: the label's version
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_concurrent_first_registrations_start_one_poller():
+    hub = Hub()
+    listeners = [Listener(Viewer(), render) for _ in range(20)]
+    await asyncio.gather(*(hub.register(listener) for listener in listeners))
+    try:
+        assert len(hub.listeners) == 20
+        assert [t.get_name() for t in hub.tasks] == ["mcp-hub-poller"]  # in-memory layer: no reader
+    finally:
+        await hub.stop()
