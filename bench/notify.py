@@ -103,8 +103,8 @@ def latency(url: str, mode: str, k: int, t: int, trigger: list[str]) -> dict:
     return result
 
 
-def start(cmd: list[str], env: dict[str, str], cwd: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(pinned(0, cmd), env=env, cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+def start(cmd: list[str], env: dict[str, str], cwd: Path, log: Path, cpu: int = 0) -> subprocess.Popen:
+    return subprocess.Popen(pinned(cpu, cmd), env=env, cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -169,8 +169,9 @@ def main() -> None:
             env = dict(base_env, DATABASE_URL=pg_url, REDIS_URL=args.redis)
             port_a, port_b = free_port(), free_port()
             trigger = prepare(env, tmp, f"http://127.0.0.1:{port_b}")
+            # A (the listeners' worker) on CPU 0, B (the publishing worker) on CPU 1, like two hosts.
             workers = [start([PY, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(p), "config.asgi:application"],
-                             env, ROOT, tmp / f"worker-{p}.log") for p in (port_a, port_b)]
+                             env, ROOT, tmp / f"worker-{p}.log", cpu) for cpu, p in enumerate((port_a, port_b))]
             try:
                 wait_port(port_a)
                 wait_port(port_b)
