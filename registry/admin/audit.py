@@ -11,6 +11,7 @@ from django.http import HttpResponseBadRequest
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
+from registry.admin.common import ReadOnlyAdminMixin
 from registry.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry
 
@@ -23,7 +24,7 @@ def _short(value) -> str:
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note"]
     list_filter = ["action", "entry_kind", ("actor", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["entry_key", "actor_name", "note", "label"]
@@ -32,15 +33,6 @@ class AuditEntryAdmin(admin.ModelAdmin):
     fields = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note",
               "readable_changes"]
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="versions")
     def versions(self, obj: AuditEntry) -> str:

@@ -9,11 +9,12 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
 from registry import clients
+from registry.admin.common import ReadOnlyAdminMixin
 from registry.admin.fetch_stats import client_receives
 from registry.models import FetchCounter, McpClient
 
 
-class FetchCounterInline(admin.TabularInline):
+class FetchCounterInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = FetchCounter
     fk_name = "client"
     extra = 0
@@ -21,15 +22,6 @@ class FetchCounterInline(admin.TabularInline):
     fields = ["entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
     readonly_fields = fields
     verbose_name_plural = "What this client was served"
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(McpClient)
@@ -90,16 +82,7 @@ class McpClientAdmin(admin.ModelAdmin):
 
 
 @admin.register(FetchCounter)
-class FetchCounterAdmin(admin.ModelAdmin):
+class FetchCounterAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["client_name", "entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
     list_filter = ["entry_kind", "label", "client_name"]
     search_fields = ["entry_key", "client_name"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

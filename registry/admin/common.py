@@ -48,6 +48,22 @@ class ArchivedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ReadOnlyAdminMixin:
+    """For ModelAdmins and inlines of rows that change only through the services (or never).
+
+    Whoever has the view permission sees them; nobody adds, changes or deletes them in the admin.
+    """
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 def add_refusal(form: forms.BaseForm, exc: RegistryError) -> None:
     """Show why the registry refused at the top of `form`, each problem of an invalid draft on its own line."""
     for problem in exc.problems if isinstance(exc, InvalidEntry) else [exc.message]:

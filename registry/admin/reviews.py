@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from registry import reviews
-from registry.admin.common import diff_rows
+from registry.admin.common import ReadOnlyAdminMixin, diff_rows
 from registry.errors import InvalidEntry, RegistryError
 from registry.forms import ReviewDecisionForm
 from registry.kinds import KINDS
@@ -40,21 +40,13 @@ class StatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(ReviewRequest)
-class ReviewRequestAdmin(admin.ModelAdmin):
+class ReviewRequestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    # Requests are filed from an entry's page ("Request publication…") and decided on the review page.
     list_display = ["number", "entry_link", "label", "what_is_asked", "requester", "status_badge",
                     "created_at", "decider"]
     list_filter = [StatusFilter, "entry_kind", "label"]
     search_fields = ["entry_key", "note", "requested_by_name", "decided_by_name"]
     list_display_links = ["number"]
-
-    def has_add_permission(self, request):
-        return False  # requests are filed from an entry's page ("Request publication…")
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def get_queryset(self, request):
         pending_first = Case(When(status=ReviewStatus.PENDING, then=Value(0)), default=Value(1),
@@ -171,20 +163,12 @@ class ReviewRequestAdmin(admin.ModelAdmin):
 
 
 @admin.register(Rollout)
-class RolloutAdmin(admin.ModelAdmin):
+class RolloutAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    # Started from an entry's "Rollout…" page, through registry.rollouts.
     list_display = ["entry_link", "label", "candidate_version", "percent", "authority", "updated_by_name",
                     "updated_at"]
     list_filter = ["entry_kind", "label"]
     search_fields = ["entry_key"]
-
-    def has_add_permission(self, request):
-        return False  # started from an entry's "Rollout…" page, through registry.rollouts
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="entry", ordering="entry_key")
     def entry_link(self, obj: Rollout) -> str:

@@ -7,6 +7,7 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
+from registry.admin.common import ReadOnlyAdminMixin
 from registry.models import (
     PromptLabel,
     PromptVersion,
@@ -17,20 +18,7 @@ from registry.models import (
 )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Viewable by everyone with the view permission; nobody adds, changes or deletes here."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class VersionAdmin(ReadOnlyAdmin):
+class VersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["entry", "number", "author_name", "created_at", "short_hash", "change_note"]
     list_select_related = ["entry"]
     search_fields = ["change_note", "author_name"]
@@ -48,7 +36,7 @@ class VersionAdmin(ReadOnlyAdmin):
                            json.dumps(obj.snapshot, indent=2, ensure_ascii=False))
 
 
-class LabelAdmin(ReadOnlyAdmin):
+class LabelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["entry", "name", "version", "protected", "moved_by", "moved_at"]
     list_select_related = ["entry", "version"]
     list_filter = ["name"]
