@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from registry import services
-from registry.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft
-from registry.models import AuditAction, AuditEntry, PromptMessage
+from registry.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft, save_draft
+from registry.models import AuditAction, AuditEntry, PromptMessage, Resource
 from registry.snapshots import snapshot_of
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template
 
@@ -95,6 +95,28 @@ def test_restore_draft_audits_the_restore():
     audit = AuditEntry.objects.get(action=AuditAction.RESTORE_DRAFT)
     assert audit.from_version == 1
     assert audit.changes == [{"field": "description", "before": "Edited", "after": "A prompt for tests"}]
+
+
+def test_save_draft_audits_a_tag_change_with_the_field_diff():
+    resource = make_resource("docs://tagged", title="Docs", tags="ops")
+
+    changes = save_draft(resource, {"title": "Ops", "tags": ["ops", "writing"]}, acting_user=None, actor="tool",
+                         note="retag")
+
+    audit = AuditEntry.objects.get(action=AuditAction.EDIT)
+    assert changes == audit.changes == [{"field": "title", "before": "Docs", "after": "Ops"},
+                                        {"field": "tags", "before": "ops", "after": "ops, writing"}]
+    assert (audit.actor_name, audit.note) == ("tool", "retag")
+
+
+def test_save_draft_lists_a_new_entry_s_tags_only_when_asked():
+    data = {"uri": "docs://new", "name": "new", "text": "Hi", "tags": ["b", "a"]}
+    save_draft(Resource(), data, acting_user=None)
+    save_draft(Resource(), {**data, "uri": "docs://imported"}, acting_user=None, list_tags_when_created=True)
+
+    created = {a.entry_key: [c["field"] for c in a.changes] for a in AuditEntry.objects.filter(action="create")}
+    assert "tags" not in created["docs://new"]
+    assert created["docs://imported"][-1] == "tags"
 
 
 def test_draft_data_ignores_stale_inline_fields_of_linked_messages():
