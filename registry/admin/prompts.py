@@ -134,7 +134,9 @@ class PromptAdmin(VersionedEntryAdmin):
         try:
             result = render_prompt(snapshot, values)
         except MissingArguments as exc:
-            context["error"] = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
+            message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
+            # Before the first "Render preview" that is an invitation, not a mistake.
+            context["error" if form.is_bound else "hint"] = message
         except RegistryError as exc:
             context["error"] = exc.message
         else:
