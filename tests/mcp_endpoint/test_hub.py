@@ -195,3 +195,22 @@ async def test_concurrent_first_registrations_start_one_poller():
         assert [t.get_name() for t in hub.tasks] == ["mcp-hub-poller"]  # in-memory layer: no reader
     finally:
         await hub.stop()
+
+
+@pytest.mark.django_db
+def test_change_log_rows_older_than_the_retention_are_pruned(settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from mcp_endpoint.hub import prune_change_log
+    from mcp_endpoint.settings import mcp_settings
+    from registry.models import ChangeLogEntry
+
+    settings.MCP_ENDPOINT = {"CHANGE_LOG_RETENTION_SECONDS": 3600}
+    mcp_settings.reload()
+    old = ChangeLogEntry.objects.create(entry_kind="prompt", entry_key="old")
+    ChangeLogEntry.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=2))
+    recent = ChangeLogEntry.objects.create(entry_kind="prompt", entry_key="recent")
+    assert prune_change_log() == 1
+    assert list(ChangeLogEntry.objects.values_list("pk", flat=True)) == [recent.pk]

@@ -231,3 +231,24 @@ def test_rolled_back_transaction_announces_nothing(publisher):
         assert not ChangeLogEntry.objects.exists()
     finally:
         registry_changed.disconnect(dispatch_uid="test-rollback")
+
+
+@pytest.mark.django_db
+def test_publish_schedules_exactly_one_announcement_on_commit(publisher, django_capture_on_commit_callbacks):
+    from registry.changes import ChangeBatch
+    from registry.signals import registry_changed
+
+    heard = []
+    registry_changed.connect(lambda sender, batch, **kw: heard.append(batch), dispatch_uid="capture", weak=False)
+    try:
+        prompts = [make_prompt() for _ in range(3)]
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            for prompt in prompts:
+                services.publish(prompt, acting_user=publisher, note="v1", labels=("staging",))
+        batches = [c for c in callbacks if isinstance(c, ChangeBatch)]
+        assert len(batches) == 1 and len(batches[0].changes) == 3
+        assert heard == []  # nothing announced before the commit
+        batches[0]()
+        assert [len(b.changes) for b in heard] == [3]
+    finally:
+        registry_changed.disconnect(dispatch_uid="capture")
