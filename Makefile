@@ -24,6 +24,12 @@ run: install
 
 test: install
 	$(PY) -m pytest -q
+	@# Where PostgreSQL is at hand (CI), the write-path tests run on it too: row locks, races.
+	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
+		echo "== write-path tests on PostgreSQL"; \
+		DATABASE_URL="$$TEST_POSTGRES_URL" $(PY) -m pytest -q -p no:cacheprovider \
+			tests/registry/test_reviews.py tests/registry/test_services.py tests/registry/test_models.py; \
+	fi
 	bash bin/conformance
 
 test-fast: install
