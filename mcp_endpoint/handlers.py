@@ -183,6 +183,9 @@ async def get_catalog(label: str) -> Any:
     catalog = source.cached_catalog(label)
     if catalog is not None:
         return catalog
+    # A process that serves requests must hear of changes committed elsewhere even if it never
+    # holds a stream, or its cached catalogs would never go stale: start the hub's catch-up.
+    await notification_hub.start()
     loop = asyncio.get_running_loop()
     task = _loading.get(label)
     if task is None or task.done() or task.get_loop() is not loop:

@@ -18,6 +18,7 @@ never delays the others; a queue that overflows closes that one stream.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections import OrderedDict
@@ -248,15 +249,15 @@ class Hub:
             # The first of many concurrent registrations starts the tasks; the others wait for it.
             self.loop = loop
             self.lock = asyncio.Lock()
-            self.starting = loop.create_task(self._start_tasks(loop))
+            self.starting = loop.create_task(self._start_tasks(loop), context=contextvars.Context())
         await asyncio.shield(self.starting)
 
     async def _start_tasks(self, loop: asyncio.AbstractEventLoop) -> None:
         self.high_water = await database_sync_to_async(_latest_change_id)()
-        tasks = [loop.create_task(self._poll_forever(), name="mcp-hub-poller")]
+        tasks = [loop.create_task(self._poll_forever(), name="mcp-hub-poller", context=contextvars.Context())]
         layer = _layer()
         if layer is not None and not _in_memory(layer):
-            tasks.append(loop.create_task(self._read_layer(layer), name="mcp-hub-layer"))
+            tasks.append(loop.create_task(self._read_layer(layer), name="mcp-hub-layer", context=contextvars.Context()))
         self.tasks = tasks
 
     async def stop(self) -> None:
@@ -318,10 +319,13 @@ class Hub:
         loop = self.loop
         if loop is None or loop.is_closed():
             return
+        # A fresh context: the committing thread's context (asgiref's thread-sensitive markers
+        # included) must not leak into the hub, or its database calls may refuse to run.
         if _running_loop() is loop:
-            loop.create_task(self.process(changes))
+            loop.create_task(self.process(changes), context=contextvars.Context())
         else:
-            loop.call_soon_threadsafe(lambda: loop.create_task(self.process(changes)))
+            loop.call_soon_threadsafe(lambda: loop.create_task(self.process(changes), context=contextvars.Context()),
+                                      context=contextvars.Context())
 
     async def process(self, batch: list[Change]) -> None:
         fresh = [c for c in batch if c.id not in self.seen]
@@ -332,8 +336,7 @@ class Hub:
             self.high_water = max(self.high_water, change.id)
         while len(self.seen) > 50_000:
             self.seen.popitem(last=False)
-        if fresh[0].id not in _locally_announced:
-            registry_changes.bump_generation()  # committed elsewhere: retire cached catalogs
+        registry_changes.bump_generation()  # perhaps committed elsewhere: retire cached catalogs
         assert self.lock is not None
         async with self.lock:
             await self._deliver(fresh)
@@ -446,15 +449,11 @@ def prune_change_log() -> int:
 
 
 hub = Hub()
-_locally_announced: set[int] = set()
 
 
 def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> None:
     """``registry_changed`` receiver: this process committed `batch`; tell every listener."""
     rows = [[c.id, c.kind, c.key, c.label, c.list_changed] for c in batch.changes]
-    _locally_announced.update(batch.ids)
-    if len(_locally_announced) > 10_000:
-        _locally_announced.clear()
     hub.submit_threadsafe(list(batch.changes))
     layer = _layer()
     if layer is None or _in_memory(layer):

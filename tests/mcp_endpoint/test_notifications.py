@@ -138,3 +138,26 @@ async def test_catch_up_delivers_a_change_committed_by_another_process(registry_
     assert note["params"]["uri"] == "test://static-text"
     await comm.send_input({"type": "http.disconnect"})
     await comm.wait(2)
+
+
+async def test_a_process_without_streams_still_serves_changes_committed_elsewhere(registry_data, settings,
+                                                                                 monkeypatch):
+    """The request path starts the catch-up, so a worker nobody listens on never serves stale content."""
+    from mcp_endpoint import hub as hub_module
+    from registry.changes import ChangeBatch
+
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "CHANGE_POLL_SECONDS": 0.1}
+    app = McpHttpApp()
+    headers, body = modern_request("resources/read", {"uri": "test://static-text"})
+    first = await call_asgi(app, "POST", headers, body)
+    assert first.json()["result"]["contents"][0]["text"].startswith("This is the content")
+    with monkeypatch.context() as patch:  # committed "by another process": no announcement here at all
+        patch.setattr(ChangeBatch, "__call__", lambda self: None)
+        await edit_and_publish_resource("test://static-text", "Changed elsewhere")
+    for _ in range(50):
+        await asyncio.sleep(0.05)
+        again = await call_asgi(app, "POST", headers, body)
+        if again.json()["result"]["contents"][0]["text"] == "Changed elsewhere":
+            break
+    assert again.json()["result"]["contents"][0]["text"] == "Changed elsewhere"
+    await hub_module.hub.stop()
