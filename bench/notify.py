@@ -149,7 +149,7 @@ def main() -> None:
     env = dict(base_env, DATABASE_URL=f"sqlite:///{tmp}/notify.sqlite3")
     port = free_port()
     trigger = prepare(env, tmp, f"http://127.0.0.1:{port}")
-    proc = start([PY, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+    proc = start([PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog=4096", "config.asgi:application"],
                  env, ROOT, tmp / "ours.log")
     try:
         wait_port(port)
@@ -176,7 +176,7 @@ def main() -> None:
             port_a, port_b = free_port(), free_port()
             trigger = prepare(env, tmp, f"http://127.0.0.1:{port_b}")
             # A (the listeners' worker) on CPU 0, B (the publishing worker) on CPU 1, like two hosts.
-            workers = [start([PY, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(p), "config.asgi:application"],
+            workers = [start([PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={p}:interface=127.0.0.1:backlog=4096", "config.asgi:application"],
                              env, ROOT, tmp / f"worker-{p}.log", cpu) for cpu, p in enumerate((port_a, port_b))]
             try:
                 wait_port(port_a)

@@ -97,12 +97,13 @@ def main() -> None:
                "--no-access-log", "--log-level", "warning", "--backlog", "4096"]
     targets = {
         "ours-uvicorn": (lambda p: [PY, *uvicorn, "--port", str(p), "config.asgi:application"], ROOT, ("modern", "legacy")),
-        "ours-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(p),
+        "ours-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={p}:interface=127.0.0.1:backlog=4096",
                                    "config.asgi:application"], ROOT, ("modern", "legacy")),
         "peer-uvicorn": (lambda p: [PY, "peer_server.py", "--prompts", str(args.prompts), "--resources",
                                     str(args.resources), "--port", str(p), "--json-response"], SHARED, ("modern", "legacy")),
         "trivial-uvicorn": (lambda p: [PY, *uvicorn, "--port", str(p), "trivial_asgi:app"], SHARED, ("raw",)),
-        "trivial-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(p), "trivial_asgi:app"],
+        "trivial-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={p}:interface=127.0.0.1:backlog=4096",
+                                      "trivial_asgi:app"],
                            SHARED, ("raw",)),
     }
     only = {t for t in args.only.split(",") if t}

@@ -236,6 +236,7 @@ class Hub:
         self.closing = False
         self.delivered = 0
         self.starting: asyncio.Task | None = None
+        self.floor = 0
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -254,6 +255,7 @@ class Hub:
 
     async def _start_tasks(self, loop: asyncio.AbstractEventLoop) -> None:
         self.high_water = await database_sync_to_async(_latest_change_id)()
+        self.floor = self.high_water  # what was committed before this process listened is not news
         tasks = [loop.create_task(self._poll_forever(), name="mcp-hub-poller", context=contextvars.Context())]
         layer = _layer()
         if layer is not None and not _in_memory(layer):
@@ -371,7 +373,8 @@ class Hub:
         while True:
             await asyncio.sleep(interval)
             try:
-                rows = await database_sync_to_async(_changes_after)(self.high_water - 200)
+                # Look back a little: PostgreSQL may commit a lower id after a higher one.
+                rows = await database_sync_to_async(_changes_after)(max(self.floor, self.high_water - 200))
                 missed = [c for c in rows if c.id not in self.seen]
                 if missed:
                     await self.process(missed)
