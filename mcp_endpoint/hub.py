@@ -29,7 +29,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
-from registry.catalog import Catalog, Viewer, load_catalog, refresh_catalog
+from registry.catalog import Catalog, Viewer, forget_catalogs, load_catalog, refresh_catalog
 from registry.changes import Change, ChangeBatch
 from registry.rollouts import gets_candidate
 
@@ -341,7 +341,16 @@ class Hub:
         registry_changes.bump_generation()  # perhaps committed elsewhere: retire cached catalogs
         assert self.lock is not None
         async with self.lock:
-            await self._deliver(fresh)
+            try:
+                await self._deliver(fresh)
+            except Exception:
+                # E.g. the database was briefly unavailable. Serve nothing built on a partial
+                # refresh, and let the catch-up poller bring these changes again.
+                log.warning("could not deliver changes %s; retrying from the change log", [c.id for c in fresh],
+                            exc_info=True)
+                forget_catalogs()
+                for change in fresh:
+                    self.seen.pop(change.id, None)
 
     async def _deliver(self, batch: list[Change]) -> None:
         started = time.perf_counter()

@@ -424,5 +424,11 @@ def _attach_rollouts(names: list[str], wanted: dict[str, set[str]] | None, *pool
         pool[rollout.entry_key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
 
 
+def forget_catalogs() -> None:
+    """Drop every cached catalog; the next use rebuilds from the database (after a failed refresh)."""
+    with _build_lock:
+        _cache.clear()
+
+
 def catalog_for(label: str) -> Catalog:
     return cached_catalog(label) or load_catalog(label)

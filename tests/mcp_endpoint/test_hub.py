@@ -214,3 +214,34 @@ def test_change_log_rows_older_than_the_retention_are_pruned(settings):
     recent = ChangeLogEntry.objects.create(entry_kind="prompt", entry_key="recent")
     assert prune_change_log() == 1
     assert list(ChangeLogEntry.objects.values_list("pk", flat=True)) == [recent.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_failed_refresh_is_retried_and_never_leaves_a_stale_catalog(monkeypatch):
+    from mcp_endpoint import hub as hub_module
+    from registry.catalog import cached_catalog
+
+    prompt = await database_sync_to_async(make_prompt)("greet")
+    await database_sync_to_async(publish)(prompt)
+    hub = Hub()
+    hub.loop, hub.lock = asyncio.get_running_loop(), asyncio.Lock()
+    listener = Listener(Viewer(), render)
+    hub.catalogs["production"] = await database_sync_to_async(load_catalog)("production")
+    hub.listeners.add(listener)
+
+    def change_prompt():
+        PromptMessage.objects.filter(prompt=prompt).update(text="Changed {{ topic }}")
+        publish(prompt)
+
+    await database_sync_to_async(change_prompt)()
+    batch = [Change(20_001, "prompt", "greet", "production", True)]
+    real = hub_module.refresh_catalog
+    monkeypatch.setattr(hub_module, "refresh_catalog", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("db down")))
+    await hub.process(batch)
+    assert heard(listener) == [] and 20_001 not in hub.seen  # left for the poller
+    assert cached_catalog("production") is None  # nothing stale is served meanwhile
+    monkeypatch.setattr(hub_module, "refresh_catalog", real)
+    await hub.process(batch)  # the poller brings it again
+    assert heard(listener) == [(PROMPTS_CHANGED, None)]
+    served = (await database_sync_to_async(load_catalog)("production")).prompt_items["greet"]
+    assert served.version == 2
