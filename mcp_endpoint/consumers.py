@@ -130,6 +130,7 @@ class McpHttpApp:
             return
         reply = await self.dispatcher.post(headers, body, identity, duplicated_header=duplicated)
         if reply.stream is not None and not want_sse:
+            _release(reply.stream)  # its listener was registered; no stream will run to let it go
             reply = self._refusal(errors.NotAcceptable(
                 "Not Acceptable: subscriptions/listen answers with text/event-stream"))
         await self._reply(send, reply, receive=receive, sse_body=not want_json)
@@ -202,10 +203,20 @@ class McpHttpApp:
         headers = list(_SSE_HEADERS)
         if reply.session_id and not reply.modern:
             headers.append((b"mcp-session-id", reply.session_id.encode("ascii")))
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        first = b"".join(sse.event(m) for m in stream.first) or sse.comment("stream open")
-        await send({"type": "http.response.body", "body": first, "more_body": True})
-        await run_stream_loop(stream, receive, send)
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            first = b"".join(sse.event(m) for m in stream.first) or sse.comment("stream open")
+            await send({"type": "http.response.body", "body": first, "more_body": True})
+            await run_stream_loop(stream, receive, send)
+        finally:
+            _release(stream)
+
+
+def _release(stream: Stream) -> None:
+    """Run the stream's on_close exactly once, whichever way the stream ended (or never started)."""
+    on_close, stream.on_close = stream.on_close, None
+    if on_close is not None:
+        on_close()
 
 
 async def _wait_disconnect(receive: Any) -> None:
@@ -299,7 +310,11 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     * the keep-alive timer: an SSE comment, after checking ``stream.alive()`` if given.
 
     A server-side end sends ``stream.closing`` (the listen result) when there is one."""
-    layer, channel = await _join_groups(stream)
+    try:
+        layer, channel = await _join_groups(stream)
+    except Exception:  # e.g. Redis down: the hub's queue and its change-log catch-up still deliver
+        logger.warning("channel layer unavailable for this stream; continuing without it", exc_info=True)
+        layer, channel = None, None
     disconnect = asyncio.ensure_future(_wait_disconnect(receive))
     stop = asyncio.Event()
     open_streams.add(stop)
@@ -366,5 +381,4 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                     await layer.group_discard(group, channel)
                 except Exception:
                     logger.debug("group_discard failed", exc_info=True)
-        if stream.on_close is not None:
-            stream.on_close()
+        _release(stream)

@@ -19,6 +19,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from registry import catalog, clients, fetches
+from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
 
 from . import errors, shapes
@@ -110,9 +111,12 @@ def _secret() -> bytes:
 
 
 def identity_of(viewer: Any) -> Identity:
-    """Registry Viewer -> transport identity. Scoped clients get private caching."""
-    return Identity(viewer=viewer, client_id=viewer.client_id, scoped=bool(viewer.scope_tags),
-                    label=viewer.label)
+    """Registry Viewer -> transport identity.
+
+    Results differ from what anonymous callers get (production, everything) for clients limited
+    to tags and for clients bound to another label: both must be cached privately."""
+    return Identity(viewer=viewer, client_id=viewer.client_id,
+                    scoped=bool(viewer.scope_tags) or viewer.label != PRODUCTION, label=viewer.label)
 
 
 _anonymous: list[Identity] = []
@@ -225,6 +229,8 @@ def _personalisation(catalog: Any, viewer: Any) -> tuple[bool, tuple]:
 async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, field: str, key: str,
                 sorted_by_key: bool) -> RawJSON:
     cursor = params.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise errors.InvalidParams("params.cursor must be a string from an earlier nextCursor")
     catalog = await get_catalog(ctx.identity.label)
     viewer = ctx.identity.viewer
     private, variant = _personalisation(catalog, viewer)
@@ -305,6 +311,10 @@ async def _resource_exists(ctx: RequestContext, uri: str) -> None:
 async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     uri = _str_param(params, "uri")
     await _resource_exists(ctx, uri)
+    limit = int(mcp_settings.MAX_LISTEN_URIS)
+    if uri not in ctx.session.subscriptions and len(ctx.session.subscriptions) >= limit:
+        raise errors.InvalidParams(f"a session may subscribe to at most {limit} URIs; unsubscribe some first",
+                                   data={"limit": limit})
     await session_store.set_subscription(ctx.session, uri, True)
     await notification_hub.session_subscriptions_changed(ctx.session.session_id, ctx.session.subscriptions)
     return {}

@@ -16,7 +16,7 @@ Keys (all optional):
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
     LISTENER_QUEUE_SIZE    notifications buffered per stream before a non-reading client is cut off
     MAX_STREAMS            open notification streams per process (more get HTTP 429)
-    MAX_STREAMS_PER_CLIENT open notification streams per client token / anonymous peer address
+    MAX_STREAMS_PER_CLIENT open notification streams per client token (anonymous callers share one budget)
     MAX_LISTEN_URIS        resourceSubscriptions accepted in one subscriptions/listen
     SERVER_NAME, SERVER_TITLE, SERVER_VERSION, SERVER_DESCRIPTION, WEBSITE_URL, INSTRUCTIONS
 """

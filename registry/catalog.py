@@ -304,7 +304,8 @@ class Catalog:
             uri = ref.get("uri", "")
             template = self.template(viewer, uri)
             if template is None:
-                if uri in self.resource_items:
+                resource = self.resource_items.get(uri)
+                if resource is not None and viewer.sees(resource.tags):
                     return _complete_from((), value)
                 raise UnknownResource(str(uri))
             pool = list(template.suggestions.get(argument_name, ()))

@@ -20,6 +20,7 @@ from registry.models import McpClient
 
 TOKEN_PREFIX = "mcpr_"
 TOKEN_CACHE_S = 5.0
+TOKEN_CACHE_SIZE = 10_000  # unknown tokens are remembered too; a flood of them must not grow memory
 _cache: dict[str, tuple[float, Viewer | None]] = {}
 _lock = threading.Lock()
 
@@ -70,6 +71,12 @@ def load_viewer(raw: str) -> Viewer | None:
         if client.last_seen_at is None or now - client.last_seen_at > timedelta(minutes=1):
             McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
     with _lock:
+        if len(_cache) >= TOKEN_CACHE_SIZE:
+            now = time.monotonic()
+            for key in [k for k, (expires, _) in _cache.items() if expires < now]:
+                del _cache[key]
+            if len(_cache) >= TOKEN_CACHE_SIZE:
+                _cache.clear()
         _cache[digest] = (time.monotonic() + TOKEN_CACHE_S, viewer)
     return viewer
 

@@ -17,7 +17,7 @@ from django.db import DatabaseError, IntegrityError, close_old_connections, conn
 from django.db.models import F
 
 from registry.catalog import Served, Viewer
-from registry.models import FetchCounter
+from registry.models import FetchCounter, McpClient
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_S = 2.0
@@ -70,18 +70,29 @@ def flush() -> int:
     if not batch:
         return 0
     try:
+        _upsert_all(batch, seen)
+        return len(batch)
+    except DatabaseError:  # one bad row (e.g. its client was deleted) fails the statement: go row by row
+        log.info("fetch counters: batch upsert failed; writing row by row", exc_info=True)
+    failed: dict[_Key, int] = {}
+    for key, count in batch.items():
         try:
-            _upsert_all(batch, seen)
-        except DatabaseError:  # e.g. a client deleted meanwhile: fall back to row by row
-            for key, count in batch.items():
-                _upsert(key, count, seen[key])
-    except Exception:
-        with _lock:  # put them back so nothing is lost
-            for key, count in batch.items():
+            _upsert(key, count, seen[key])
+        except IntegrityError:
+            # The client row is gone; keep the count under its name without the link.
+            try:
+                _upsert((None, *key[1:]), count, seen[key])
+            except DatabaseError:
+                failed[key] = count
+        except DatabaseError:
+            failed[key] = count
+    if failed:
+        with _lock:  # put back only what was not written, so nothing is counted twice
+            for key, count in failed.items():
                 _pending[key] += count
                 _last_seen.setdefault(key, seen[key])
-        raise
-    return len(batch)
+        log.warning("fetch counters: %d counters will be retried", len(failed))
+    return len(batch) - len(failed)
 
 
 _UPSERT = """
@@ -108,6 +119,8 @@ def _upsert_all(batch: dict[_Key, int], seen: dict[_Key, datetime]) -> None:
 def _upsert(key: _Key, count: int, when: datetime) -> None:
     client_id, client_name, kind, entry_key, version, label = key
     lookup = dict(client_name=client_name, entry_kind=kind, entry_key=entry_key, version=version, label=label)
+    if client_id is not None and not McpClient.objects.filter(pk=client_id).exists():
+        client_id = None  # deleted since it was served: keep the count under its name
     for _attempt in range(2):
         with transaction.atomic():
             updated = FetchCounter.objects.filter(**lookup).update(count=F("count") + count, last_at=when)

@@ -324,3 +324,21 @@ async def test_posted_responses_are_accepted_without_body_on_both_wires(registry
     sid = (await initialize()).session_id
     reply = await dispatcher.post(legacy_headers(sid), response, anonymous())
     assert reply.status == 202 and reply.body is None
+
+
+async def test_results_for_a_client_bound_to_another_label_are_private(registry_data):
+    from mcp_endpoint.handlers import identity_of
+    from registry.catalog import Viewer
+
+    headers, body = modern_request("prompts/list")
+    reply = await dispatcher.post(headers, body, identity_of(Viewer(label="staging", client_id=1, client_name="s")))
+    assert json.loads(reply.body)["result"]["cacheScope"] == "private"
+    reply = await dispatcher.post(headers, body, anonymous())
+    assert json.loads(reply.body)["result"]["cacheScope"] == "public"
+
+
+@pytest.mark.parametrize("cursor", [["x"], {"a": 1}, 5])
+async def test_a_cursor_that_is_not_a_string_is_invalid_params(registry_data, cursor):
+    headers, body = modern_request("prompts/list", {"cursor": cursor})
+    reply = await dispatcher.post(headers, body, anonymous())
+    assert json.loads(reply.body)["error"]["code"] == -32602

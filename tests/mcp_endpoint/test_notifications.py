@@ -161,3 +161,14 @@ async def test_a_process_without_streams_still_serves_changes_committed_elsewher
             break
     assert again.json()["result"]["contents"][0]["text"] == "Changed elsewhere"
     await hub_module.hub.stop()
+
+
+async def test_a_listen_refused_for_its_accept_header_holds_no_stream_slot(registry_data, anonymous_allowed):
+    from mcp_endpoint.hub import hub
+
+    app = McpHttpApp()
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}})
+    headers["accept"] = "application/json"
+    for _ in range(3):
+        assert (await call_asgi(app, "POST", headers, body)).status == 406
+    assert not hub.listeners

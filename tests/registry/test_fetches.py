@@ -18,3 +18,18 @@ def test_fetches_are_counted_per_client_entry_and_version_on_flush():
     fetches.flush()
     counts = {(c.client_name, c.version): c.count for c in FetchCounter.objects.all()}
     assert counts == {("desk", 3): 4, ("", 3): 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_deleted_client_neither_blocks_nor_double_counts_the_others():
+    from registry.clients import create_client
+
+    client, _ = create_client(name="gone-soon")
+    served = Served({}, "prompt", "greet", 1, "production")
+    fetches.record_fetch(served, Viewer())
+    fetches.record_fetch(served, Viewer(client_id=client.pk, client_name="gone-soon"))
+    client.delete()
+    for _ in range(3):
+        fetches.flush()
+    counts = {(c.client_name, c.client_id): c.count for c in FetchCounter.objects.all()}
+    assert counts == {("", None): 1, ("gone-soon", None): 1}
