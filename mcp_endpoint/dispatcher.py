@@ -429,7 +429,10 @@ class Dispatcher:
             return None
 
         async def alive() -> bool:
-            # A DELETE served by another process ends this stream within a keep-alive interval.
+            # A DELETE served by another process, or a revoked client, ends this stream within a
+            # keep-alive interval.
+            if not await handlers.still_authorised(identity):
+                return False
             return await session_store.get(session.session_id) is not None
 
         return Stream(first=[], groups=[session_group(session.session_id)], render=render, alive=alive,
@@ -515,8 +518,14 @@ class Dispatcher:
             return error_reply(errors.TooManyStreams(str(exc)), msg.id, modern=True)
         except errors.McpError as exc:
             return error_reply(exc, msg.id, modern=True)
+        identity = ctx.identity
+
+        async def alive() -> bool:  # a revoked client's streams end at the next keep-alive tick
+            return await handlers.still_authorised(identity)
+
         stream = Stream(first=[ack], groups=[], render=lambda event: None, closing=closing, modern=True,
-                        frames=listener.queue, on_close=lambda: notification_hub.unregister(listener))
+                        frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
+                        alive=alive)
         return Reply(200, stream=stream, modern=True)
 
     # ------------------------------------------------------------------ stdio

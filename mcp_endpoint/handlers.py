@@ -149,6 +149,13 @@ async def authenticate(authorization: str | None) -> Identity:
     return identity_of(viewer)
 
 
+async def still_authorised(identity: Identity) -> bool:
+    """For long-lived streams: is the client behind this identity still allowed (not revoked)?"""
+    if identity.client_id is None:
+        return True
+    return await database_sync_to_async(clients.client_usable)(identity.client_id)
+
+
 def authenticate_stdio(client_name: str | None) -> Identity:
     """stdio takes its credentials from the environment: ``--client NAME`` picks a registry
     client by name (sync: call it before the event loop starts); none means anonymous."""

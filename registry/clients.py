@@ -50,6 +50,7 @@ def create_client(*, name: str, label: str = "production", scope_tags: str = "",
 def forget_cached_tokens() -> None:
     with _lock:
         _cache.clear()
+        _usable.clear()
 
 
 def cached_viewer(raw: str) -> tuple[bool, Viewer | None]:
@@ -79,6 +80,27 @@ def load_viewer(raw: str) -> Viewer | None:
                 _cache.clear()
         _cache[digest] = (time.monotonic() + TOKEN_CACHE_S, viewer)
     return viewer
+
+
+_usable: dict[int, tuple[float, bool]] = {}
+
+
+def client_usable(client_id: int) -> bool:
+    """Whether a client may still be served (not revoked, not expired); cached for TOKEN_CACHE_S.
+
+    Open notification streams ask this on their keep-alive ticks, so revoking a client in the
+    admin also ends the streams it already holds."""
+    entry = _usable.get(client_id)
+    now = time.monotonic()
+    if entry is not None and entry[0] > now:
+        return entry[1]
+    client = McpClient.objects.filter(pk=client_id).first()
+    usable = client is not None and client.usable
+    with _lock:
+        if len(_usable) >= TOKEN_CACHE_SIZE:
+            _usable.clear()
+        _usable[client_id] = (now + TOKEN_CACHE_S, usable)
+    return usable
 
 
 def client_by_name(name: str) -> Viewer | None:

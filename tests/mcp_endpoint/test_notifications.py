@@ -172,3 +172,27 @@ async def test_a_listen_refused_for_its_accept_header_holds_no_stream_slot(regis
     for _ in range(3):
         assert (await call_asgi(app, "POST", headers, body)).status == 406
     assert not hub.listeners
+
+
+async def test_revoking_a_client_ends_its_open_listen_stream(registry_data, settings):
+    from registry.clients import create_client, forget_cached_tokens
+    from registry.models import McpClient
+
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": False, "KEEPALIVE_SECONDS": 0.05}
+    settings.ALLOWED_HOSTS = ["127.0.0.1"]
+    client, token = await database_sync_to_async(create_client)(name="desk")
+    app = McpHttpApp()
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}})
+    headers["authorization"] = f"Bearer {token}"
+    comm = ApplicationCommunicator(app, asgi_scope("POST", headers))
+    await comm.send_input({"type": "http.request", "body": body, "more_body": False})
+    assert (await comm.receive_output(3))["status"] == 200
+    assert (await next_message(comm))["method"] == "notifications/subscriptions/acknowledged"
+    await database_sync_to_async(McpClient.objects.filter(pk=client.pk).update)(active=False)
+    forget_cached_tokens()
+    for _ in range(100):
+        chunk = await comm.receive_output(3)
+        if not chunk.get("more_body", True):
+            break
+    assert chunk.get("more_body") is False
+    await comm.wait(2)
