@@ -12,7 +12,6 @@ get :class:`Reply` objects back. Routing on one dual-era endpoint (digest §1.3)
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -116,11 +115,6 @@ def _build_server_info(version: str) -> dict[str, Any]:
     if mcp_settings.WEBSITE_URL:
         info["websiteUrl"] = mcp_settings.WEBSITE_URL
     return shapes.shape_server_info(info, version)
-
-
-def label_group(label: str) -> str:
-    """Channel-layer group that carries change events for one release label."""
-    return "mcp.label." + hashlib.sha256(label.encode()).hexdigest()[:24]
 
 
 
@@ -685,7 +679,6 @@ __all__ = [
     "Stream",
     "capabilities",
     "dispatcher",
-    "label_group",
     "server_info",
     "session_group",
 ]

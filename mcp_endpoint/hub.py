@@ -233,7 +233,6 @@ class Hub:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: list[asyncio.Task] = []
         self.lock: asyncio.Lock | None = None
-        self.closing = False
         self.delivered = 0
         self.starting: asyncio.Task | None = None
         self.floor = 0
@@ -310,7 +309,6 @@ class Hub:
 
     def close_all(self) -> None:
         """Server shutdown: every stream ends gracefully (a listen stream sends its result)."""
-        self.closing = True
         for listener in list(self.listeners):
             listener.offer(CLOSE)
         self.listeners.clear()
