@@ -66,7 +66,7 @@ User = AbstractBaseUser | AnonymousUser | None
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"
 
-LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate")
+LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate", "tags")
 
 
 def actor_name(user: User, fallback: str = "command line") -> str:
