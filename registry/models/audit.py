@@ -15,6 +15,7 @@ class AuditAction(models.TextChoices):
     PUBLISH = "publish", "Published"
     LABEL_MOVE = "label_move", "Moved label"
     ROLLBACK = "rollback", "Rolled back"
+    INCIDENT_ROLLBACK = "incident_rollback", "Incident rollback of a protected label by one publisher"
     ARCHIVE = "archive", "Archived"
     UNARCHIVE = "unarchive", "Restored from archive"
     RESTORE_DRAFT = "restore_draft", "Draft restored from a version"
