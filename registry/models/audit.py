@@ -26,6 +26,7 @@ class AuditAction(models.TextChoices):
     REVIEW_SUPERSEDED = "review_superseded", "A review request was superseded"
     OVERRIDE = "override", "Emergency override of a protected label"
     ROLLOUT_CHANGED = "rollout_changed", "Changed a percentage rollout"
+    CLIENT_CHANGED = "client_changed", "Created, changed or revoked an MCP client, or issued its token"
 
 
 class AppendOnlyQuerySet(models.QuerySet):
