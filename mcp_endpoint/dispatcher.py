@@ -614,7 +614,7 @@ def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, by
         if len(uris) > limit:
             raise errors.InvalidParams(f"notifications.resourceSubscriptions may hold at most {limit} URIs",
                                        data={"limit": limit})
-        honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        honoured["resourceSubscriptions"] = list(dict.fromkeys(handlers.canonical_uri(u) for u in uris))
     sub_meta = {META_SUBSCRIPTION_ID: msg.id}
 
     def render(method: str, params: dict[str, Any] | None) -> bytes:
