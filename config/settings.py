@@ -125,6 +125,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's JSON parser, refusing lone surrogates ("\ud800") that no database can store: api/parsers.py.
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
@@ -154,6 +160,8 @@ WEBHOOKS_ALLOW_LOOPBACK = env_flag("WEBHOOKS_ALLOW_LOOPBACK", False)
 REGISTRY = {
     # Largest uploaded file (image, audio, resource bytes) in bytes.
     "MAX_UPLOAD_BYTES": int(os.environ.get("REGISTRY_MAX_UPLOAD_BYTES", 5 * 1024 * 1024)),
+    # Largest prompts-as-code YAML file imported (manage.py registry_import and the API).
+    "MAX_IMPORT_BYTES": int(os.environ.get("REGISTRY_MAX_IMPORT_BYTES", 20 * 1024 * 1024)),
     # Labels created protected: moving them needs an approved review or an audited override
     # (registry/services.py, registry/reviews.py). A label row's own `protected` flag decides afterwards.
     "PROTECTED_LABELS": ["production"],

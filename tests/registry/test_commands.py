@@ -161,3 +161,12 @@ def test_bench_load_names_do_not_depend_on_the_seed_but_contents_do():
     assert [p[0] for p in other] == [p[0] for p in same] and other != same
     assert [d[0] for d in synthetic_docs(2, 1)] == [d[0] for d in synthetic_docs(2, 2)] == [
         "docs://doc-00000", "docs://doc-00001"]
+
+
+def test_registry_import_refuses_yaml_aliases_naming_the_file_and_line(tmp_path):
+    (tmp_path / "loop.yaml").write_text("prompts:\n  - &a [*a]\n")
+    err = StringIO()
+    with pytest.raises(CommandError, match="1 problem"):
+        call_command("registry_import", "loop.yaml", dry_run=True, stdout=StringIO(), stderr=err)
+    assert err.getvalue().startswith("loop.yaml:2: YAML aliases are not supported: *a")
+    assert Prompt.objects.count() == 0
