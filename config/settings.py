@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,10 +24,18 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 DEBUG = env_flag("DJANGO_DEBUG", False)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
-    # A fixed key is only acceptable while debugging on a laptop; production must set one.
-    "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
-)
+# The key signs sessions, the messages cookie, password resets and list cursors: whoever knows it
+# can forge them. A fixed, public key is only acceptable while debugging on a laptop.
+DEVELOPMENT_SECRET_KEY = "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
+MIN_SECRET_KEY_LENGTH = 32
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip() or (DEVELOPMENT_SECRET_KEY if DEBUG else "")
+if not DEBUG and (SECRET_KEY == DEVELOPMENT_SECRET_KEY or len(SECRET_KEY) < MIN_SECRET_KEY_LENGTH):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY must be set to a random secret of at least "
+        f"{MIN_SECRET_KEY_LENGTH} characters when DJANGO_DEBUG is off (production); the development key "
+        "is public. Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'. "
+        "(Set DJANGO_DEBUG=1 only on a development machine.)"
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 
 INSTALLED_APPS = [
@@ -108,6 +117,9 @@ else:
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+
+# Messages read back from the cookie or session are never trusted as HTML: config/message_storage.py.
+MESSAGE_STORAGE = "config.message_storage.PlainTextFallbackStorage"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
