@@ -10,6 +10,10 @@ Keys (all optional):
                            re-validating it in the database (DELETE elsewhere shows up this late)
     SESSION_CACHE_SIZE     sessions kept in the per-process cache
     SESSION_IDLE_SECONDS   sessions unused this long are treated as expired (404)
+    MAX_SESSIONS_PER_CLIENT live legacy sessions per client token, and per anonymous caller's network
+                           (IPv4 address or IPv6 /64); initialize beyond it ends the least recently used
+    MAX_ANONYMOUS_SESSIONS live legacy sessions of all anonymous callers together (same rule)
+    MAX_CLIENT_INFO_BYTES  largest clientInfo, and largest capabilities, accepted by initialize (JSON bytes)
     RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process
     KEEPALIVE_SECONDS      SSE keep-alive comment interval on long-lived streams
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
@@ -36,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_CACHE_SECONDS": 2.0,
     "SESSION_CACHE_SIZE": 10_000,
     "SESSION_IDLE_SECONDS": 24 * 3600,
+    "MAX_SESSIONS_PER_CLIENT": 100,
+    "MAX_ANONYMOUS_SESSIONS": 10_000,
+    "MAX_CLIENT_INFO_BYTES": 8 * 1024,
     "RESULT_CACHE_SIZE": 4096,
     "KEEPALIVE_SECONDS": 15.0,
     "CHANGE_POLL_SECONDS": 0.5,
