@@ -19,7 +19,8 @@ Keys (all optional):
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
     LISTENER_QUEUE_SIZE    notifications buffered per stream before a non-reading client is cut off
-    MAX_STREAMS            open notification streams per process (more get HTTP 429)
+    MAX_STREAMS            open notification streams per process (more get HTTP 429); both stream limits
+                           are lowered at start to fit the open-file limit if it cannot be raised
     MAX_STREAMS_PER_CLIENT open notification streams per client token (anonymous callers share one budget)
     MAX_LISTEN_URIS        resourceSubscriptions accepted in one subscriptions/listen
     SERVER_NAME, SERVER_TITLE, SERVER_VERSION, SERVER_DESCRIPTION, WEBSITE_URL, INSTRUCTIONS
@@ -63,6 +64,15 @@ DEFAULTS: dict[str, Any] = {
 class McpSettings:
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
+        self._ceilings: dict[str, int] = {}  # facts of this process (open_files.py), kept across reloads
+
+    def clamp(self, name: str, ceiling: int | None) -> None:
+        """Cap a numeric setting at ``ceiling`` in this process (None removes the cap)."""
+        if ceiling is None:
+            self._ceilings.pop(name, None)
+        else:
+            self._ceilings[name] = ceiling
+        self._cached.pop(name, None)
 
     @property
     def user_settings(self) -> dict[str, Any]:
@@ -75,6 +85,8 @@ class McpSettings:
             return self._cached[name]
         except KeyError:
             value = self.user_settings.get(name, DEFAULTS[name])
+            if name in self._ceilings:
+                value = min(int(value), self._ceilings[name])
             self._cached[name] = value
             return value
 
