@@ -53,6 +53,8 @@ if SECURE:
     LANGUAGE_COOKIE_SECURE = True
 if env_flag("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Largest request line plus headers (bytes); larger requests get 431 (config/http_limits.py).
+MAX_REQUEST_HEAD_BYTES = int(os.environ.get("MAX_REQUEST_HEAD_BYTES", 16 * 1024))
 # Origins (https://registry.example.com) allowed to POST forms when they differ from the Host.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
