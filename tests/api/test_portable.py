@@ -153,7 +153,7 @@ def test_a_lone_surrogate_in_a_json_body_is_a_400_naming_the_field(as_editor):
     body = '{"document": "prompts: []\\n# \\ud800", "dry_run": true}'
     response = as_editor.generic("POST", "/api/v1/import/", body, content_type="application/json")
     assert response.status_code == 400
-    assert "document: the text contains a UTF-16 surrogate" in response.json()["detail"]
+    assert "Surrogate characters are not allowed" in response.json()["document"][0]
 
 
 @pytest.mark.parametrize("filename", ["..", ".", "é" * 200, "../../x.yaml"])
