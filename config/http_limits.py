@@ -88,6 +88,12 @@ class RequestHeadLimit:
         self.app = app
         self.limit = limit
 
+    def __getattr__(self, name: str) -> Any:
+        # The wrapped application's own attributes (the router's mcp_app, ...) stay reachable.
+        if name == "app":
+            raise AttributeError(name)
+        return getattr(self.app, name)
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             size = len(scope.get("raw_path") or scope.get("path", "").encode()) + len(scope.get("query_string", b""))
