@@ -115,10 +115,7 @@ class _DryRun(Exception):
 
 def _load(path_or_data: str | Path | Mapping[str, Any], source: str | None, base_dir: Path | None) -> Loaded:
     if isinstance(path_or_data, (str, Path)):
-        loaded = load_file(path_or_data)
-        if source:
-            loaded.source = source
-        return loaded
+        return load_file(path_or_data, source)
     return Loaded(dict(path_or_data), source or "<data>", base_dir or Path.cwd())
 
 
