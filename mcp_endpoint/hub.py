@@ -252,6 +252,7 @@ class Hub:
         self.lock: asyncio.Lock | None = None
         self.delivered = 0
         self.rebuilt = 0  # entries a consistency check found stale and rebuilt
+        self.last_check = time.monotonic()
         self.starting: asyncio.Task | None = None
 
     @property
@@ -470,33 +471,50 @@ class Hub:
         self.rebuilt += stale_total
         return stale_total
 
+    async def poll_once(self) -> None:
+        """One catch-up tick: read what this process has not applied, deliver it, give up on
+        gaps older than the bound, and check the catalogs when that is due (or in doubt)."""
+        # Everything after the newest id applied, plus every id still missing below it:
+        # a long transaction commits its low ids after shorter ones with higher ids.
+        rows = await database_sync_to_async(_changes_wanted)(self.ids.top, sorted(self.ids.gaps))
+        missed = [c for c in rows if self.ids.is_new(c.id)]
+        if missed:
+            await self.process(missed)
+        given_up = self.ids.expire(float(mcp_settings.CHANGE_GAP_SECONDS))
+        now = time.monotonic()
+        if given_up:  # a rolled-back id, or a transaction open for longer than the bound
+            log.info("change-log ids %s never committed within %s s; checking the catalogs",
+                     given_up[:10], mcp_settings.CHANGE_GAP_SECONDS)
+        if given_up or now - self.last_check > float(mcp_settings.CONSISTENCY_CHECK_SECONDS):
+            self.last_check = now
+            await self.check_consistency()
+
     async def _poll_forever(self) -> None:
         interval = float(mcp_settings.CHANGE_POLL_SECONDS)
-        last_prune = last_check = time.monotonic()
+        last_prune = self.last_check = time.monotonic()
+        failing_since: float | None = None
+        last_report = 0.0
         while True:
             await asyncio.sleep(interval)
             try:
-                # Everything after the newest id applied, plus every id still missing below it:
-                # a long transaction commits its low ids after shorter ones with higher ids.
-                rows = await database_sync_to_async(_changes_wanted)(self.ids.top, sorted(self.ids.gaps))
-                missed = [c for c in rows if self.ids.is_new(c.id)]
-                if missed:
-                    await self.process(missed)
-                given_up = self.ids.expire(float(mcp_settings.CHANGE_GAP_SECONDS))
-                now = time.monotonic()
-                if given_up or now - last_check > float(mcp_settings.CONSISTENCY_CHECK_SECONDS):
-                    if given_up:  # a rolled-back id, or a transaction open for longer: make sure
-                        log.info("change-log ids %s never committed within %s s; checking the catalogs",
-                                 given_up[:10], mcp_settings.CHANGE_GAP_SECONDS)
-                    last_check = now
-                    await self.check_consistency()
-                if now - last_prune > 600:
-                    last_prune = now
+                await self.poll_once()
+                if time.monotonic() - last_prune > 600:
+                    last_prune = time.monotonic()
                     await database_sync_to_async(prune_change_log)()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database may be briefly unavailable; try again next tick
-                log.warning("change-log catch-up failed", exc_info=True)
+                now = time.monotonic()
+                if failing_since is None:
+                    failing_since = last_report = now
+                    log.warning("change-log catch-up failed; retrying every %s s", interval, exc_info=True)
+                elif now - last_report >= 30:
+                    last_report = now
+                    log.warning("change-log catch-up still failing after %d s", now - failing_since)
+            else:
+                if failing_since is not None:
+                    log.warning("change-log catch-up works again after %d s", time.monotonic() - failing_since)
+                failing_since = None
 
     async def _read_layer(self, layer: Any) -> None:
         while True:
