@@ -163,6 +163,8 @@ REGISTRY = {
 MCP_ENDPOINT = {
     "ALLOW_ANONYMOUS": env_flag("MCP_ALLOW_ANONYMOUS", False),
 }
+if os.environ.get("MCP_KEEPALIVE_SECONDS"):  # SSE keep-alive (and stream re-check) interval
+    MCP_ENDPOINT["KEEPALIVE_SECONDS"] = float(os.environ["MCP_KEEPALIVE_SECONDS"])
 
 LOGGING = {
     "version": 1,
