@@ -69,6 +69,7 @@ class LayerHealth:
             return True
         if self.down_since is None:
             self._went_down()
+            log.warning("channel layer unavailable; change-log catch-up active")
             return True
         self.suppressed += 1
         return False

@@ -15,7 +15,6 @@ import time
 
 import pytest
 
-from .private_services import PostgresCluster
 from .servers import (
     LEGACY,
     WATCHED,
@@ -38,18 +37,6 @@ pytestmark = [pytest.mark.e2e]
 
 KEEPALIVE = 1.0
 OUTAGE = 6.0  # seconds the database stays down: several keep-alives, past every cache window
-
-
-@pytest.fixture
-def private_postgres():
-    cluster = PostgresCluster()
-    try:
-        cluster.init().start()
-        yield cluster
-    finally:
-        if cluster.data.exists() and cluster.running():
-            cluster.stop()
-        cluster.remove()
 
 
 async def _keepalives_within(stream, seconds: float) -> int:
