@@ -29,7 +29,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
-from registry.catalog import Catalog, Viewer, forget_catalogs, load_catalog, refresh_catalog
+from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, load_catalog, refresh_catalog
 from registry.changes import Change, ChangeBatch
 from registry.consistency import served_fingerprint, stale_keys
 from registry.rollouts import gets_candidate
@@ -456,7 +456,7 @@ class Hub:
         async with self.lock:
             for label in sorted({l.viewer.label for l in self.listeners} | set(self.catalogs)):
                 served = await database_sync_to_async(served_fingerprint)(label)
-                current = await database_sync_to_async(refresh_catalog)(label, [])
+                current = cached_catalog(label) or await database_sync_to_async(refresh_catalog)(label, [])
                 stale = stale_keys(current, served)
                 if not stale:
                     continue
@@ -485,7 +485,8 @@ class Hub:
         if given_up:  # a rolled-back id, or a transaction open for longer than the bound
             log.info("change-log ids %s never committed within %s s; checking the catalogs",
                      given_up[:10], mcp_settings.CHANGE_GAP_SECONDS)
-        if given_up or now - self.last_check > float(mcp_settings.CONSISTENCY_CHECK_SECONDS):
+        doubt = self.ids.take_doubt()
+        if given_up or doubt or now - self.last_check > float(mcp_settings.CONSISTENCY_CHECK_SECONDS):
             self.last_check = now
             await self.check_consistency()
 

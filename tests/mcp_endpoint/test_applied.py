@@ -20,7 +20,7 @@ def test_the_floor_rises_over_applied_ids_and_stops_at_a_gap():
     ids.done(ids.claim([11, 12, 14]))
     assert ids.floor == 12 and set(ids.gaps) == {13}
     ids.done(ids.claim([13]))
-    assert ids.floor == 14 and not ids.gaps and not ids.applied
+    assert ids.floor == 14 and not ids.gaps and not ids.pending
 
 
 def test_a_claimed_id_holds_the_floor_until_it_is_done():
@@ -54,3 +54,11 @@ def test_seeding_treats_missing_recent_ids_as_transactions_in_flight():
     ids.seed([91, 92, 94, 100], 100)
     assert ids.floor == 92 and set(ids.gaps) == {93, 95, 96, 97, 98, 99}
     assert not ids.is_new(100) and ids.is_new(95)
+
+
+def test_a_huge_jump_in_ids_is_bounded_and_asks_for_a_consistency_check():
+    from mcp_endpoint.applied import MAX_GAPS
+
+    ids = AppliedIds(0)
+    ids.done(ids.claim([10 * MAX_GAPS]))
+    assert len(ids.gaps) == MAX_GAPS and ids.take_doubt() and not ids.take_doubt()
