@@ -3,8 +3,9 @@
 Catalogs are refreshed incrementally, one changed key at a time, so a change that never
 reached a process (a change-log gap given up on, a refresh that failed half-way) would leave
 its catalog stale for good. This module reads, per label, only the few columns that decide
-what is served (which version of each entry, from which label row, its tags and any running
-rollout) and compares them with a catalog's items: any difference means "rebuild".
+what is served (which version of each entry, from which label row, and any running rollout;
+a version's content, tags included, never changes) and compares them with a catalog's items:
+any difference means "rebuild".
 """
 
 from __future__ import annotations
@@ -13,15 +14,12 @@ from typing import Any
 
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 
-# (kind, key) -> (version number, label row it is served from, tags, rollout or None)
-Fingerprint = dict[tuple[str, str], tuple[int, str, frozenset[str], tuple[int, int] | None]]
+# (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
+Fingerprint = dict[tuple[str, str], tuple[int, str, tuple[int, int] | None]]
 
-_MODELS = (("prompt", PromptLabel, "entry__name"), ("resource", ResourceLabel, "entry__uri"),
-           ("template", ResourceTemplateLabel, "entry__uri_template"))
-
-
-def _tags(text: str) -> frozenset[str]:
-    return frozenset(t.strip().lower() for t in (text or "").split(",") if t.strip())
+# The key as the catalog has it: from the served version's snapshot (a draft may be renamed).
+_MODELS = (("prompt", PromptLabel, "version__snapshot__name"), ("resource", ResourceLabel, "version__snapshot__uri"),
+           ("template", ResourceTemplateLabel, "version__snapshot__uriTemplate"))
 
 
 def served_fingerprint(label: str) -> Fingerprint:
@@ -29,21 +27,21 @@ def served_fingerprint(label: str) -> Fingerprint:
     names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
     out: Fingerprint = {}
     for kind, model, key_field in _MODELS:
-        chosen: dict[int, tuple[str, int, str, str]] = {}
+        chosen: dict[int, tuple[str, int, str]] = {}
         rows = (model.objects.filter(name__in=names, entry__archived_at__isnull=True)
                 .order_by("entry_id", "name")
-                .values_list("entry_id", "name", key_field, "version__number", "entry__tags"))
-        for entry_id, name, key, number, tags in rows:
+                .values_list("entry_id", "name", key_field, "version__number"))
+        for entry_id, name, key, number in rows:
             if entry_id not in chosen or name == label:
-                chosen[entry_id] = (name, number, key, tags)
-        for name, number, key, tags in chosen.values():
-            out[(kind, key)] = (number, name, _tags(tags), None)
+                chosen[entry_id] = (name, number, key)
+        for name, number, key in chosen.values():
+            out[(kind, key)] = (number, name, None)
     for kind, key, rollout_label, candidate, percent in Rollout.objects.filter(label__in=names).values_list(
             "entry_kind", "entry_key", "label", "candidate_version", "percent"):
         served = out.get((kind, key))
         if served is None or served[1] != rollout_label or served[0] == candidate:
             continue
-        out[(kind, key)] = served[:3] + ((percent, candidate),)
+        out[(kind, key)] = served[:2] + ((percent, candidate),)
     return out
 
 
@@ -56,7 +54,7 @@ def catalog_fingerprint(catalog: Any) -> Fingerprint:
         for item in items:
             rollout = getattr(item, "rollout", None)
             running = (rollout.percent, rollout.candidate.version) if rollout is not None else None
-            out[(kind, item.key)] = (item.version, item.label, frozenset(item.tags), running)
+            out[(kind, item.key)] = (item.version, item.label, running)
     return out
 
 
