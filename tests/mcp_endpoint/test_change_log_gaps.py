@@ -59,11 +59,14 @@ async def wait_for(predicate, timeout: float, what: str):
 
 
 @pytest.fixture
-def fast_poller(settings):
+async def fast_poller(settings):
+    from django.db import connections
+
     settings.MCP_ENDPOINT = {"CHANGE_POLL_SECONDS": 0.1, "CONSISTENCY_CHECK_SECONDS": 3600}
     mcp_settings.reload()
     yield
     mcp_settings.reload()
+    await database_sync_to_async(connections.close_all)()  # the hub's thread: let the test database go
 
 
 async def test_a_long_transaction_committing_after_a_short_one_is_never_skipped(fast_poller):
