@@ -6,7 +6,9 @@ arrives first:
   2. another process committed it and sent it over the channel layer (Redis when scaled out);
   3. the catch-up poller reads the change log every POLL_SECONDS, so a change made while the
      channel layer was down, or by a process with no layer at all (a management command on
-     the embedded default), still arrives.
+     the embedded default), still arrives. It asks for every id it has not applied, not just
+     those after the newest (see applied.py: ids are not commit order), and a periodic
+     consistency check rebuilds any catalog entry that disagrees with the database anyway.
 
 For every batch the hub rebuilds the catalog of each label its listeners are bound to and
 compares it with the catalog it last judged them against: a listener hears about a change
