@@ -16,6 +16,7 @@ import asyncio
 import logging
 import signal
 import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -107,7 +108,9 @@ class McpHttpApp:
             logger.error("MCP request failed: %r", exc, exc_info=exc)
             try:
                 if not started:
-                    await self._reply(send, error_reply(exc, modern=True))
+                    reply = error_reply(exc, modern=True)
+                    reply.status = max(reply.status, 500)  # a failure, whatever its JSON-RPC code
+                    await self._reply(send, reply)
                 else:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
             except Exception:  # the client is gone too
@@ -346,8 +349,6 @@ async def _still_alive(stream: Stream) -> bool:
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # noqa: BLE001 - e.g. OperationalError: the database is down
-        import time
-
         now = time.monotonic()
         kind = type(exc).__name__
         if now - _check_failures.get(kind, -1e9) > 60:  # once a minute per kind, not per stream
