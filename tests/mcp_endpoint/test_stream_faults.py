@@ -56,18 +56,21 @@ async def test_a_database_error_in_a_legacy_session_lookup_is_a_json_rpc_503(reg
     assert reply["id"] == 7 and reply["error"]["code"] == -32603 and "database" in reply["error"]["message"]
 
 
+@pytest.mark.parametrize("error, status", [(OperationalError("server closed the connection unexpectedly"), 503),
+                                           (RuntimeError("a bug"), 500)])
 async def test_an_error_escaping_the_dispatcher_is_a_json_error_and_never_reaches_the_server(
-        registry_data, anonymous, monkeypatch):
+        registry_data, anonymous, monkeypatch, error, status):
     from mcp_endpoint.dispatcher import dispatcher
 
     async def broken(*args, **kwargs):
-        raise OperationalError("server closed the connection unexpectedly")
+        raise error
 
     monkeypatch.setattr(dispatcher, "post", broken)
     headers, body = modern_request("prompts/list")
     for _ in range(2):  # and the app keeps answering
         response = await call_asgi(McpHttpApp(), "POST", headers, body)  # wait() would re-raise an escape
-        assert response.status == 503 and response.json()["error"]["code"] == -32603
+        assert response.status == status and response.headers["content-type"] == "application/json"
+        assert response.json()["error"]["code"] == -32603
 
 
 async def test_an_error_after_a_stream_started_ends_its_body_instead_of_escaping(registry_data, anonymous,
