@@ -220,6 +220,8 @@ MCP_ENDPOINT = {
     "PUBLIC_URL": os.environ.get("MCP_PUBLIC_URL", ""),
     "REGISTRY_NAME": os.environ.get("MCP_REGISTRY_NAME", ""),
 }
+if os.environ.get("MCP_KEEPALIVE_SECONDS"):  # SSE keep-alive (and stream re-check) interval
+    MCP_ENDPOINT["KEEPALIVE_SECONDS"] = float(os.environ["MCP_KEEPALIVE_SECONDS"])
 
 LOGGING = {
     "version": 1,
