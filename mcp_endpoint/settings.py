@@ -10,7 +10,9 @@ Keys (all optional):
                            re-validating it in the database (DELETE elsewhere shows up this late)
     SESSION_CACHE_SIZE     sessions kept in the per-process cache
     SESSION_IDLE_SECONDS   sessions unused this long are treated as expired (404)
-    RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process
+    RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process (entries)
+    RESULT_CACHE_BYTES     byte budget of those results per process (default 16 MiB); only the
+                           current catalog generation's results are kept
     KEEPALIVE_SECONDS      SSE keep-alive comment interval on long-lived streams
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
@@ -37,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_CACHE_SIZE": 10_000,
     "SESSION_IDLE_SECONDS": 24 * 3600,
     "RESULT_CACHE_SIZE": 4096,
+    "RESULT_CACHE_BYTES": 16 * 1024 * 1024,
     "KEEPALIVE_SECONDS": 15.0,
     "CHANGE_POLL_SECONDS": 0.5,
     "CHANGE_LOG_RETENTION_SECONDS": 7 * 24 * 3600,
