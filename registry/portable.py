@@ -78,6 +78,10 @@ from registry.rendering import placeholders_in
 from registry.uris import parse_uri_template, validate_uri
 from registry.validation import max_upload_bytes
 
+# libyaml's reader and writer, when PyYAML was built with it (the pure-Python ones otherwise).
+FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
+FAST_DUMPER: type | None = getattr(yaml, "CSafeDumper", None)
+
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
 PROMPT_KEYS = ("name", "title", "description", "tags", "arguments", "messages", "labels", "released")
@@ -129,21 +133,44 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: lis
             _walk(item, path + (index,), lines, duplicates)
 
 
-def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None) -> Loaded:
-    """Parse YAML text; malformed YAML raises FormatError naming the line and column."""
-    loader = yaml.SafeLoader(text)
+def _compose(text: str, loader_class: type) -> tuple[Any, Any]:
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise FormatError([f"{where}: malformed YAML: {detail}"]) from exc
-    except yaml.YAMLError as exc:
-        raise FormatError([f"{source}: malformed YAML: {exc}"]) from exc
+        return node, (loader.construct_document(node) if node is not None else None)
     finally:
         loader.dispose()
+
+
+def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None) -> Loaded:
+    """Parse YAML text; malformed YAML raises FormatError naming the line and column.
+
+    libyaml (when PyYAML has it) reads a large file tens of times faster; a document it refuses
+    is read again by the pure-Python reader, whose messages name the problem the same way
+    whichever reader is installed.
+    """
+    node = data = None
+    parsed = False
+    if FAST_LOADER is not None:
+        try:
+            node, data = _compose(text, FAST_LOADER)
+            parsed = True
+        except yaml.YAMLError:
+            parsed = False
+    if not parsed:
+        loader = yaml.SafeLoader(text)  # its reader's own errors (control characters) propagate as they are
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+            detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+            raise FormatError([f"{where}: malformed YAML: {detail}"]) from exc
+        except yaml.YAMLError as exc:
+            raise FormatError([f"{source}: malformed YAML: {exc}"]) from exc
+        finally:
+            loader.dispose()
     loaded = Loaded(data, source, base_dir or Path.cwd())
     if node is not None:
         duplicates: list[tuple[Path_, int]] = []
@@ -724,11 +751,23 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
 _Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(list, _represent_list)
 
+if FAST_DUMPER is not None:
+    class _FastDumper(FAST_DUMPER):  # type: ignore[misc, valid-type]
+        """libyaml's writer with the same scalar and list styles (list items sit at their key's column)."""
+
+    _FastDumper.add_representer(str, _represent_str)
+    _FastDumper.add_representer(list, _represent_list)
+
 
 def dump_document(document: Mapping[str, list[dict[str, Any]]], header: str = "") -> str:
-    """The document as YAML; loading the result gives back exactly `document`."""
+    """The document as YAML; loading the result gives back exactly `document`.
+
+    Written by libyaml when available (a 20,000-entry export in seconds rather than minutes),
+    else by the pure-Python writer, which also indents list items under their key.
+    """
     if not document:
         return header
-    body = yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
+    dumper = _FastDumper if FAST_DUMPER is not None else _Dumper
+    body = yaml.dump(dict(document), Dumper=dumper, sort_keys=False, allow_unicode=True, width=100,
                      default_flow_style=False)
     return header + body
