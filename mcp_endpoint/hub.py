@@ -473,7 +473,21 @@ def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> 
     try:
         if loop is not None:
             loop.create_task(layer.group_send(changes_group(), event))
-        else:
+        elif hub.loop is not None and hub.loop.is_running():
+            # The committing request's thread hands the send to the hub's loop and returns at
+            # once: waiting for Redis (and for a loop busy fanning out) would add to its latency.
+            hub.loop.call_soon_threadsafe(_send_soon, layer, event, context=contextvars.Context())
+        else:  # no serving loop in this process (a management command): send before returning
             async_to_sync(layer.group_send)(changes_group(), event)
     except Exception:  # the other workers' pollers will catch up from the change log
         log.warning("could not publish registry change on the channel layer", exc_info=True)
+
+
+def _send_soon(layer: Any, event: dict[str, Any]) -> None:
+    async def send() -> None:
+        try:
+            await layer.group_send(changes_group(), event)
+        except Exception:  # the other workers' pollers will catch up from the change log
+            log.warning("could not publish registry change on the channel layer", exc_info=True)
+
+    asyncio.get_running_loop().create_task(send())
