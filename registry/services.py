@@ -16,7 +16,9 @@ default ["production"], are created protected) the move needs ONE of:
    group has it; superusers have every permission, but must still pass the reason, so a
    superuser's plain API call or import cannot move production). It is audited as an
    `override` row naming who and why, next to the usual label_move/rollback row;
-3. the command line (`acting_user=None`): the operator has shell and database access anyway,
+3. an incident rollback (`rollback` only): a publisher may put the label back on a version
+   it served before, with the note as the reason, audited as `incident_rollback`;
+4. the command line (`acting_user=None`): the operator has shell and database access anyway,
    so it is treated as an automatic override and audited with the reason
    "command line (operator)" (this is how `registry_import --publish` bootstraps a registry).
 
@@ -53,6 +55,8 @@ from registry.models import (
     AuditEntry,
     EntryVersion,
     ReleaseLabel,
+    ReviewRequest,
+    ReviewStatus,
     Rollout,
     VersionedEntry,
 )
@@ -66,7 +70,7 @@ User = AbstractBaseUser | AnonymousUser | None
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"
 
-LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate")
+LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate", "tags")
 
 
 def actor_name(user: User, fallback: str = "command line") -> str:
@@ -277,9 +281,7 @@ def _point_label(
     authorise_protected(entry, label, protected=current.protected, acting_user=acting_user,
                         override_reason=override_reason, actor=actor,
                         from_version=before.number if before else None, to_version=version.number)
-    # A percentage rollout of this very version is complete once the whole label serves it.
-    Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label,
-                           candidate_version=version.number).delete()
+    _end_rollouts(entry, label, before, version, acting_user=acting_user, actor=actor)
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
     current.save()
@@ -294,7 +296,60 @@ def _point_label(
         kind=entry.kind, key=entry.key, label=label,
         list_changed=entry.kind == "prompt" or _list_changed(before.snapshot if before else None, version.snapshot),
     )
+    _supersede_reviews(entry, label, version, acting_user=acting_user, actor=actor)
     return current
+
+
+def _supersede_reviews(entry: VersionedEntry, label: str, version: EntryVersion, *, acting_user: User,
+                       actor: str | None) -> None:
+    """Close the pending requests for this label that the move just made stale, and tell their requesters.
+
+    Each was asked against what the label served before, so none can be approved any more
+    (reviews.approve would refuse it as stale); left pending they would wait forever. The audit
+    row (and its webhook event) is how the requester hears of it. The request whose approval is
+    making this very move is left for `reviews.approve` to close.
+    """
+    deciding = _approved.get().get((entry.kind, entry.pk, label))
+    stale = ReviewRequest.objects.select_for_update().filter(
+        entry_kind=entry.kind, entry_id=entry.pk, label=label, status=ReviewStatus.PENDING)
+    for review in stale:
+        if deciding == f"review #{review.pk}":
+            continue
+        review.status = ReviewStatus.SUPERSEDED
+        review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
+        review.decided_by_name = actor or actor_name(acting_user)
+        review.decision_comment = (f"'{label}' moved to v{version.number} ({review.decided_by_name}) after this "
+                                   "request, so it no longer describes what approving would do. Request again "
+                                   "if it is still wanted.")
+        review.decided_at = timezone.now()
+        review.save()
+        write_audit(entry=entry, action=AuditAction.REVIEW_SUPERSEDED, acting_user=acting_user, actor=actor,
+                    label=label, from_version=review.base_version, to_version=version.number,
+                    note=f"Review #{review.pk} by {review.requested_by_name} ({review.what}) superseded: "
+                         + review.decision_comment)
+
+
+def _end_rollouts(entry: VersionedEntry, label: str, before: EntryVersion | None, after: EntryVersion, *,
+                  acting_user: User, actor: str | None) -> None:
+    """A label move ends every rollout running on that label.
+
+    A rollout (and the approval that started it) was granted against what the label served
+    then: once the label serves something else, completing it or changing its share would be
+    a move nobody approved (e.g. back to an older candidate after a newer full release). A
+    rollout of the very version the label now serves is simply complete.
+    """
+    for rollout in Rollout.objects.select_for_update().filter(entry_kind=entry.kind, entry_id=entry.pk, label=label):
+        complete = rollout.candidate_version == after.number
+        if complete:
+            what = f"Completed the rollout of v{after.number} on '{label}'"
+        else:
+            what = (f"Ended the rollout of v{rollout.candidate_version} at {rollout.percent}% on '{label}': "
+                    f"the label moved to v{after.number}")
+        write_audit(entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, actor=actor,
+                    label=label, note=what, from_version=before.number if before else None,
+                    to_version=rollout.candidate_version,
+                    changes=[{"field": "percent", "before": rollout.percent, "after": 100 if complete else 0}])
+        rollout.delete()
 
 
 @transaction.atomic
@@ -329,7 +384,12 @@ def rollback(
     actor: str | None = None,
     override_reason: str | None = None,
 ) -> ReleaseLabel:
-    """Point `label` back at `to_version`, or at the version before the one it serves now."""
+    """Point `label` back at `to_version`, or at the version before the one it serves now.
+
+    On a protected label a publisher alone may roll back to a version that label served before
+    (an incident rollback, audited as such with the note as its reason); any other target needs an
+    approval or an override like every move of a protected label.
+    """
     require_publisher(acting_user, entry)
     if not (note or "").strip():
         raise InvalidEntry(["Say why you roll back: a note is required."])
@@ -345,8 +405,29 @@ def rollback(
     version = entry.versions.filter(number=to_version).first()  # type: ignore[attr-defined]
     if version is None:
         raise RegistryError(f"{entry.key} has no version {to_version}.")
-    return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note.strip(),
-                        action=AuditAction.ROLLBACK, override_reason=override_reason)
+    note = note.strip()
+    incident = (current.protected and not (override_reason or "").strip()
+                and (entry.kind, entry.pk, label) not in _approved.get()
+                and version.number != current.version.number and served_before(entry, label, version.number))
+    if not incident:
+        return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
+                            action=AuditAction.ROLLBACK, override_reason=override_reason)
+    # Incident rollback: one publisher may put a protected label back on a version it served before
+    # (it was approved for this label then). The reason is required above; other publishers hear of
+    # it through this audit row (webhook event, admin home page).
+    write_audit(entry=entry, action=AuditAction.INCIDENT_ROLLBACK, acting_user=acting_user, actor=actor,
+                label=label, note=note, from_version=current.version.number, to_version=version.number)
+    with approved_move(entry, label, reference=f"incident rollback by {actor or actor_name(acting_user)}"):
+        return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
+                            action=AuditAction.ROLLBACK)
+
+
+def served_before(entry: VersionedEntry, label: str, version_number: int) -> bool:
+    """Whether `label` of `entry` once served `version_number` to every client (a full move, not a rollout)."""
+    return AuditEntry.objects.filter(
+        entry_kind=entry.kind, entry_id=entry.pk, label=label, to_version=version_number,
+        action__in=[AuditAction.LABEL_MOVE, AuditAction.ROLLBACK],
+    ).exists()
 
 
 @transaction.atomic

@@ -149,6 +149,14 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             fields.append(self.key_field)  # clients know the entry by it; it cannot change any more
         return fields
 
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None and request.method == "POST" and transaction.get_connection().in_atomic_block:
+            # changeform_view is one transaction: lock the row and validate against its current
+            # revision, so a concurrent save is refused (forms.DraftRevisionMixin), never reverted.
+            drafts.lock_draft(obj)
+        return obj
+
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["registry_can_publish"] = bool(obj is not None and obj.pk and services.can_publish(request.user, obj))
         context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
@@ -163,6 +171,7 @@ class VersionedEntryAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # The database still holds the previous draft (with its child rows) at this point.
         obj._registry_before = snapshot_of(type(obj).objects.get(pk=obj.pk)) if change else None
+        obj.updated_by = request.user.get_username()
         super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
@@ -544,7 +553,10 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             messages.error(request, f"{obj.key} has no version to point '{label_name}' at.")
             return HttpResponseRedirect(self._url("history", obj))
         rollback = current is not None and target.number < current.version.number
-        protected = services.is_protected(obj, label_name)
+        label_protected = services.is_protected(obj, label_name)
+        # An incident rollback (a version this protected label served before) needs no second publisher.
+        incident = rollback and label_protected and services.served_before(obj, label_name, target.number)
+        protected = label_protected and not incident
         initial = {"label": label_name, "version": target.number}
         form = LabelMoveForm(request.POST if request.method == "POST" else None, initial=initial, rollback=rollback,
                              can_override=protected and services.can_override(request.user))
@@ -576,13 +588,17 @@ class VersionedEntryAdmin(admin.ModelAdmin):
                                               f"#{review.pk} was filed; another publisher must approve it.")
                 else:
                     verb = "Rolled back" if rollback else "Moved"
-                    messages.success(request, f"{verb} '{label_name}' of {obj.key} to v{target.number}.")
+                    done = f"{verb} '{label_name}' of {obj.key} to v{target.number}."
+                    if incident and not override_reason:
+                        done += " It is recorded as an incident rollback; the other publishers are told."
+                    messages.success(request, done)
                 return HttpResponseRedirect(self._url("history", obj))
         current_name = f"v{current.version.number}" if current else "nothing"
         context = self._context(
             request, obj,
             f"{'Roll back' if rollback else 'Move'} label '{label_name}' of {obj.key} to v{target.number}",
             form=form, label_name=label_name, current=current, target=target, rollback=rollback, protected=protected,
+            incident=incident,
             rows=diff_rows(current.version.snapshot if current else None, target.snapshot,
                            current_name, f"v{target.number}"),
         )

@@ -24,6 +24,7 @@ from registry.models import (
     PromptMessage,
     PromptVersion,
     ReviewRequest,
+    ReviewStatus,
 )
 from registry.signals import audit_recorded
 from tests.factories import make_prompt, make_resource, make_user, release
@@ -136,6 +137,17 @@ def test_a_stale_request_is_refused_when_the_draft_changed(editor, publisher):
     assert ReviewRequest.objects.get().status == "pending"
 
 
+def test_a_request_goes_stale_when_the_tags_change_before_approval(editor, publisher):
+    """Tags decide who is served the version: a reviewer approves exactly the tags that were asked for."""
+    prompt = make_prompt(tags="billing")
+    review = reviews.request_publication(prompt, acting_user=editor, note="v1 for billing")
+    prompt.tags = "billing, everyone"
+    prompt.save()
+    with pytest.raises(StaleReview, match="draft .* changed"):
+        reviews.approve(review, acting_user=publisher)
+    assert not PromptVersion.objects.exists()
+
+
 def test_two_approvals_for_one_label_the_second_is_refused(editor, publisher, second_publisher):
     prompt = make_prompt()
     release(prompt, note="v1")
@@ -144,9 +156,31 @@ def test_two_approvals_for_one_label_the_second_is_refused(editor, publisher, se
     ask_v2 = reviews.request_publication(prompt, acting_user=editor, note="v2 please", version_number=2)
     ask_v3 = reviews.request_publication(prompt, acting_user=editor, note="v3 please", version_number=3)
     reviews.approve(ask_v2, acting_user=publisher)
-    with pytest.raises(StaleReview, match="served v1 when it was requested and serves v2 now"):
+    with pytest.raises(ReviewClosed, match="already superseded"):
         reviews.approve(ask_v3, acting_user=second_publisher)
     assert production_of(prompt) == 2
+
+
+def test_a_request_made_stale_by_a_competing_approval_is_closed_as_superseded(editor, publisher):
+    """Left pending it could never be approved (its base moved) and would wait forever."""
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), labels=[], note="v2")
+    release(edited(prompt, "Three {{ topic }}"), labels=[], note="v3")
+    ask_v2 = reviews.request_publication(prompt, acting_user=editor, note="v2 please", version_number=2)
+    ask_v3 = reviews.request_publication(prompt, acting_user=editor, note="v3 please", version_number=3)
+    staging = reviews.request_publication(prompt, acting_user=editor, note="v3 on staging", label="staging",
+                                          version_number=3)
+    reviews.approve(ask_v2, acting_user=publisher)
+
+    ask_v3.refresh_from_db()
+    assert ask_v3.status == ReviewStatus.SUPERSEDED
+    assert "'production' moved to v2" in ask_v3.decision_comment and ask_v3.decided_at is not None
+    told = AuditEntry.objects.get(action="review_superseded")
+    assert (told.label, told.from_version, told.to_version) == ("production", 1, 2)
+    assert f"Review #{ask_v3.pk} by {editor.username}" in told.note
+    assert ReviewRequest.objects.get(pk=ask_v2.pk).status == ReviewStatus.APPROVED
+    assert ReviewRequest.objects.get(pk=staging.pk).status == ReviewStatus.PENDING  # another label: untouched
 
 
 def test_an_approved_request_cannot_be_approved_again(editor, publisher, second_publisher):
@@ -178,7 +212,7 @@ def test_concurrent_approvals_for_one_label_leave_exactly_one_approved_state():
             barrier.wait()
             reviews.approve(review, acting_user=user)
             outcomes.append("approved")
-        except StaleReview:
+        except (StaleReview, ReviewClosed):  # the loser finds the label moved (or its request superseded)
             outcomes.append("stale")
         finally:
             thread_connection.close()
@@ -342,16 +376,17 @@ def test_a_rollout_request_needs_a_label_to_roll_out_from(editor):
         reviews.request_publication(make_prompt(), acting_user=editor, note="all", percent=100)
 
 
-def test_the_review_page_warns_when_the_label_moved_since_the_request(client, editor, publisher, release_manager):
+def test_the_review_page_says_a_request_was_superseded_when_the_label_moved(client, editor, publisher,
+                                                                          release_manager):
     from django.urls import reverse
 
     prompt = make_prompt()
     release(prompt, note="v1")
     review = reviews.request_publication(edited(prompt), acting_user=editor, note="v2 please")
     services.publish(prompt, acting_user=release_manager, note="hotfix", override_reason="incident")
-    client.force_login(publisher)
+    client.force_login(editor)
     page = client.get(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
-    assert "it can no longer be approved" in page.text
+    assert "Superseded" in page.text and "moved to v2" in page.text
 
 
 def test_changing_label_protection_needs_the_override_permission_and_is_audited(publisher, release_manager):
@@ -367,3 +402,54 @@ def test_changing_label_protection_needs_the_override_permission_and_is_audited(
     release(edited(prompt), labels=[], note="v2")
     with pytest.raises(ApprovalRequired):
         services.move_label(prompt, label="staging", version_number=2, acting_user=publisher)
+
+
+# ------------------------------------------------------------------------------ incident rollback
+
+
+def test_one_publisher_may_roll_production_back_to_a_version_it_served_before(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")  # production served v1, now v2
+    services.rollback(prompt, acting_user=publisher, note="v2 breaks the support bot", to_version=1)
+    assert production_of(prompt) == 1
+    incident = AuditEntry.objects.get(action="incident_rollback")
+    assert (incident.actor, incident.label, incident.from_version, incident.to_version, incident.note) == (
+        publisher, "production", 2, 1, "v2 breaks the support bot")
+    assert actions(prompt)[-2:] == ["incident_rollback", "rollback"]
+
+
+def test_an_incident_rollback_needs_a_reason(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    with pytest.raises(InvalidEntry):
+        services.rollback(prompt, acting_user=publisher, note="  ", to_version=1)
+    assert production_of(prompt) == 2
+
+
+def test_a_rollback_to_a_version_production_never_served_still_needs_a_review(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), labels=["staging"], note="v2 on staging only")
+    release(edited(prompt, "Three {{ topic }}"), note="v3")  # production: v1 -> v3; v2 never served there
+    with pytest.raises(ApprovalRequired):
+        services.rollback(prompt, acting_user=publisher, note="go to v2", to_version=2)
+    with pytest.raises(ApprovalRequired):  # moving forward is never an incident rollback either
+        services.move_label(prompt, label="production", version_number=2, acting_user=publisher, note="x")
+    assert production_of(prompt) == 3 and not AuditEntry.objects.filter(action="incident_rollback").exists()
+
+
+def test_the_admin_rolls_back_at_once_for_an_incident_and_says_so(client, publisher):
+    from django.urls import reverse
+
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    client.force_login(publisher)
+    url = reverse("admin:registry_prompt_label", args=[prompt.pk])
+    page = client.get(url, {"label": "production", "version": 1})
+    assert "Incident rollback" in page.text
+    done = client.post(url, {"label": "production", "version": 1, "note": "v2 is broken"}, follow=True)
+    assert production_of(prompt) == 1 and "incident rollback" in done.text
+    assert not ReviewRequest.objects.exists()
