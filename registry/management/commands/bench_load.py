@@ -45,6 +45,7 @@ from registry.snapshots import content_hash
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
+SNAPSHOT_TAGS = ["bench", "synthetic"]  # tags are part of a version's snapshot (sorted)
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
 VOCABULARY = (
@@ -155,7 +156,7 @@ def load_prompts(n: int, seed: int, note: str) -> int:
         batch_size=BATCH,
     )
     snapshots = [
-        {"name": p.name, "description": p.description, "arguments": arguments,
+        {"name": p.name, "description": p.description, "arguments": arguments, "tags": SNAPSHOT_TAGS,
          "messages": [{"role": "user", "content": {"type": "text", "text": user}},
                       {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
         for p, (user, assistant) in zip(prompts, contents)
@@ -167,7 +168,7 @@ def load_prompts(n: int, seed: int, note: str) -> int:
 
 def _resource_snapshot(r: Resource) -> dict[str, Any]:
     snap: dict[str, Any] = {"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type,
-                            "size": r.size}
+                            "size": r.size, "tags": SNAPSHOT_TAGS}
     if r.data:
         snap["blob"] = base64.b64encode(bytes(r.data)).decode("ascii")
     else:
@@ -221,7 +222,7 @@ def load_template(note: str) -> int:
     TemplateVariable.objects.create(template=template, name="tag", suggestions="\n".join(TAG_WORDS))
     snapshot = {"uriTemplate": template.uri_template, "name": template.name, "description": template.description,
                 "mimeType": template.mime_type, "body": template.body,
-                "variables": [{"name": "tag", "suggestions": TAG_WORDS}]}
+                "variables": [{"name": "tag", "suggestions": TAG_WORDS}], "tags": SNAPSHOT_TAGS}
     _publish_rows("template", [template], [snapshot])
     _summarise("template", [template.uri_template], note)
     return 1
