@@ -1,7 +1,8 @@
 """/api/v1/... (the API), /api/schema/ (OpenAPI), /api/docs/ (Swagger UI), /api/redoc/ (Redoc)."""
 
+from csp.decorators import csp_update
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from api.audit import AuditViewSet
@@ -25,6 +26,11 @@ urlpatterns = [
     path("v1/export/", ExportView.as_view(), name="export"),
     path("v1/import/", ImportView.as_view(), name="import"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    # The split view loads its start-up script from ?script instead of inlining it, so Swagger UI
+    # runs under the site's script-src 'self'; only its own <style> element needs an exception.
+    path("docs/", csp_update({"style-src": ["'unsafe-inline'"]})(
+        SpectacularSwaggerSplitView.as_view(url_name="api:schema")), name="docs"),
+    # Redoc injects its styles at run time and searches in a blob: worker.
+    path("redoc/", csp_update({"style-src": ["'unsafe-inline'"], "worker-src": ["'self'", "blob:"]})(
+        SpectacularRedocView.as_view(url_name="api:schema")), name="redoc"),
 ]
