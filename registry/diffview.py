@@ -67,7 +67,8 @@ class Cell:
 
     @property
     def shown(self) -> Value | None:
-        return self.after if self.after is not None and not self.after.missing else self.before
+        """The value to show in an unchanged cell: the current one, or the old one of a removed row."""
+        return self.after if self.after is not None else self.before
 
 
 @dataclass
@@ -142,11 +143,7 @@ class EntryDiff:
     @property
     def all_new(self) -> bool:
         """Nothing before (a first release, a new entry): the page says so once instead of "new" everywhere."""
-        statuses = []
-        for section in self.sections:
-            statuses += [change.status for change in section.fields]
-            statuses += [row.status for row in section.table.rows] if section.table else []
-            statuses += [message.status for message in section.messages]
+        statuses = self._statuses()
         return bool(statuses) and all(status == "added" for status in statuses)
 
     def summary_items(self) -> list[str]:
@@ -164,8 +161,36 @@ class EntryDiff:
                         items.append(f"Message {message.number} {join_words(message.changed_parts)} changed")
         return items
 
+    def _whole_entry_summary(self) -> str:
+        """'New: name, description, 2 arguments, 1 message' when everything was added (or removed)."""
+        statuses = {s for s in self._statuses()}
+        if statuses not in ({"added"}, {"removed"}):
+            return ""
+        parts: list[str] = []
+        for section in self.sections:
+            if section.kind == "fields":
+                parts += [change.label.lower() for change in section.fields]
+            elif section.table is not None:
+                count = len(section.table.rows)
+                parts.append(f"{count} {section.table.singular.lower()}{'s' if count != 1 else ''}")
+            else:
+                count = len(section.messages)
+                parts.append(f"{count} message{'s' if count != 1 else ''}")
+        return ("New: " if statuses == {"added"} else "Removed: ") + join_words(parts)
+
+    def _statuses(self) -> list[str]:
+        statuses = []
+        for section in self.sections:
+            statuses += [change.status for change in section.fields]
+            statuses += [row.status for row in section.table.rows] if section.table else []
+            statuses += [message.status for message in section.messages]
+        return statuses
+
     def summary(self, limit: int = 4) -> str:
         """'Message 2 text changed; Title changed', at most `limit` items then 'and N more'."""
+        whole = self._whole_entry_summary()
+        if whole:
+            return whole
         items = self.summary_items()
         if not items:
             return "No changes"
@@ -426,7 +451,7 @@ def _field_change(kind: str, key: str, old: Any, new: Any, label: str | None = N
         return None
     label = label or field_label(kind, key)
     change = FieldChange(key, label, _status(old, new), display(old, key=key), display(new, key=key))
-    if (_is_long(old) or _is_long(new)) and key.rsplit(".", 1)[-1] not in _BINARY_KEYS:
+    if change.status == "changed" and (_is_long(old) or _is_long(new)) and key.rsplit(".", 1)[-1] not in _BINARY_KEYS:
         change.words = word_diff(old if isinstance(old, str) else None, new if isinstance(new, str) else None)
     return change
 
