@@ -158,6 +158,9 @@ def test_crafted_diff_links_and_markup_in_entries_run_nothing_in_a_publishers_br
     publisher = make_user("Publishers")
     prompt = make_prompt(name="xss-target")
     release(prompt)
+    message = prompt.messages.get()
+    message.text = "Tell me about {{ topic }}.\nIn two paragraphs."  # a long text: the diff shows a text comparison
+    message.save()
     diff_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/diff/"
     page = chromium.new_context().new_page()
     page.set_default_timeout(15_000)
@@ -174,7 +177,6 @@ def test_crafted_diff_links_and_markup_in_entries_run_nothing_in_a_publishers_br
     # The same markup inside the entry (description, argument title, message text) is shown as text.
     Prompt.objects.filter(pk=prompt.pk).update(description=PAYLOADS[0])
     prompt.arguments.update(title=PAYLOADS[1])
-    message = prompt.messages.get()
     message.text = f"Tell me about {{{{ topic }}}}.\n{PAYLOADS[0]}\n{PAYLOADS[1]}"
     message.save()
     page.goto(diff_url)
