@@ -256,7 +256,7 @@ _MESSAGE_TEXT_KEYS = ("content.text", "content.resource.text")
 _BINARY_KEYS = {"blob", "data"}
 _LONG_TEXT_CHARS = 80
 _CONTEXT_LINES = 2
-_MAX_WORD_TOKENS = 6000  # above this a changed block is shown as deleted + inserted, not word by word
+_MAX_WORD_TOKENS = 2000  # above this a changed block is shown as deleted + inserted, not word by word
 
 
 @cache
@@ -375,11 +375,38 @@ def _merge(segments: Iterable[Segment]) -> list[Segment]:
     return out
 
 
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib opcodes, matching only what lies between the common head and tail.
+
+    Most edits leave the start and end of a text alone; trimming them first keeps long texts
+    fast, and difflib's junk heuristic keeps blank lines and spaces from making it quadratic.
+    """
+    head, limit = 0, min(len(a), len(b))
+    while head < limit and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    middle = difflib.SequenceMatcher(None, a[head:len(a) - tail], b[head:len(b) - tail]).get_opcodes()
+    opcodes = [("equal", 0, head, 0, head)] if head else []
+    opcodes += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle
+                if i1 != i2 or j1 != j2]
+    if tail:
+        opcodes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    merged: list[tuple[str, int, int, int, int]] = []
+    for op in opcodes:
+        if merged and merged[-1][0] == op[0] == "equal":
+            merged[-1] = ("equal", merged[-1][1], op[2], merged[-1][3], op[4])
+        else:
+            merged.append(op)
+    return merged
+
+
 def _word_segments(old: str, new: str) -> list[Segment]:
     a, b = _TOKEN.findall(old), _TOKEN.findall(new)
     if len(a) > _MAX_WORD_TOKENS or len(b) > _MAX_WORD_TOKENS:
         return _merge([Segment("del", old), Segment("ins", new)])
-    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    opcodes = _opcodes(a, b)
     # A lone space between two changes reads better inside both changes: "-the quick- +a slow+".
     groups: list[tuple[str, str, str]] = []  # (op, before text, after text)
     for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
@@ -411,7 +438,7 @@ def word_diff(old: str | None, new: str | None, *, context_lines: int = _CONTEXT
     old, new = old or "", new or ""
     a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
     segments: list[Segment] = []
-    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    opcodes = _opcodes(a, b)
     for index, (tag, i1, i2, j1, j2) in enumerate(opcodes):
         if tag == "equal":
             lines = a[i1:i2]
