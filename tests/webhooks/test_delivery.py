@@ -73,7 +73,7 @@ def test_gives_up_after_the_last_attempt(receiver, publisher):
 
 
 def test_an_unreachable_receiver_is_an_error_not_an_exception(settings, publisher):
-    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     queue_publish("http://127.0.0.1:9/closed-port", publisher)
     [attempt] = delivery.deliver_due()
     assert attempt.status == "pending" and attempt.last_status_code is None and attempt.last_error
@@ -81,7 +81,7 @@ def test_an_unreachable_receiver_is_an_error_not_an_exception(settings, publishe
 
 def test_a_url_resolving_to_loopback_is_not_sent_when_loopback_is_off(receiver, publisher, settings):
     queue_publish(receiver.url, publisher)
-    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+    settings.WEBHOOKS_ALLOWED_NETWORKS = ""
     [attempt] = delivery.deliver_due()
     assert attempt.status == DeliveryStatus.FAILED and "loopback" in attempt.last_error
     assert receiver.requests == []

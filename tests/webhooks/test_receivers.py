@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def hook(settings):
-    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     return Webhook.objects.create(name="ci", url="http://127.0.0.1:9/hook",
                                   events=["version.published", "label.moved"])
 
@@ -63,7 +63,7 @@ def test_a_refused_production_publish_creates_no_delivery(hook, superuser):
 def test_review_events(settings, editor, publisher):
     from registry import reviews
 
-    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     Webhook.objects.create(name="reviews", url="http://127.0.0.1:9/", events=[
         "review.requested", "review.approved", "review.rejected"])
     prompt = make_prompt("greet")
@@ -78,7 +78,7 @@ def test_review_events(settings, editor, publisher):
 def test_rollout_and_override_events(settings, release_manager):
     from registry.rollouts import set_rollout
 
-    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     Webhook.objects.create(name="all", url="http://127.0.0.1:9/", events=["rollout.changed", "label.moved"])
     prompt = make_prompt("greet")
     release(prompt, labels=("staging",))
