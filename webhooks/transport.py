@@ -181,6 +181,8 @@ def post(url: str, body: bytes, headers: dict[str, str], *, deadline: float) -> 
     try:
         connection.request("POST", target.path, body=body, headers=headers)
         response = connection.getresponse()  # status line and headers only; the body is never read
+        if connection._aborted:  # the cut may end the headers early: this answer is not one
+            raise TimeoutError("the receiver did not answer in time")
         return response.status
     except (OSError, http.client.HTTPException):
         if connection._aborted:
