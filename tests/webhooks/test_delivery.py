@@ -177,8 +177,8 @@ def _many_deliveries(url: str, count: int) -> Webhook:
     return hook
 
 
-def _run_workers(count: int) -> list[BaseException]:
-    """`count` delivery workers at once, each in its own thread and database connection."""
+def _run_workers(count: int, seconds: float) -> list[BaseException]:
+    """`count` delivery workers polling for `seconds`, each in its own thread and database connection."""
     from django.db import connection as thread_connection
 
     errors: list[BaseException] = []
@@ -187,7 +187,10 @@ def _run_workers(count: int) -> list[BaseException]:
     def worker() -> None:
         try:
             start.wait()
-            delivery.deliver_due()
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                delivery.deliver_due()
+                time.sleep(0.05)
         except BaseException as exc:  # reported by the test
             errors.append(exc)
         finally:
@@ -213,7 +216,7 @@ def test_two_worker_threads_against_a_slow_receiver_post_each_delivery_exactly_o
     monkeypatch.setattr(delivery, "LEASE_S", 2)
     receiver.delay_s = 0.4
     _many_deliveries(receiver.url, 8)
-    assert _run_workers(2) == []
+    assert _run_workers(2, seconds=5) == []
     sent = [headers["X-Registry-Delivery"] for headers, _ in receiver.requests]
     assert len(sent) == 8 and len(set(sent)) == 8
     assert list(WebhookDelivery.objects.order_by().values_list("status", "attempts").distinct()) == [("delivered", 1)]
