@@ -32,12 +32,18 @@ ACTION_EVENTS: dict[str, str] = {
 }
 
 
+# Notes are free text of any length; a webhook carries the start of one (the audit log has it all),
+# so one long note cannot make every delivery of it megabytes large.
+NOTE_CHARS = 2000
+
+
 def event_for(action: str) -> str | None:
     return ACTION_EVENTS.get(action)
 
 
 def payload_for(event: str, audit: AuditEntry) -> dict[str, Any]:
-    """The event body: what happened to which entry, by whom; the audit entry id links to the log."""
+    """The event body: what happened to which entry, by whom; the audit entry id links to the log
+    (where a note longer than NOTE_CHARS is kept whole)."""
     return {
         "event": event,
         "occurred_at": audit.created_at.isoformat(),
@@ -48,5 +54,6 @@ def payload_for(event: str, audit: AuditEntry) -> dict[str, Any]:
         "label": audit.label or None,
         "from_version": audit.from_version,
         "to_version": audit.to_version,
-        "note": audit.note,
+        "note": audit.note[:NOTE_CHARS],
+        "note_truncated": len(audit.note) > NOTE_CHARS,
     }

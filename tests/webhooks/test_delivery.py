@@ -116,6 +116,13 @@ def test_the_management_command_sends_due_deliveries(receiver, publisher, capsys
     assert WebhookDelivery.objects.get().status == DeliveryStatus.DELIVERED
 
 
+def test_the_management_command_refuses_a_polling_interval_that_would_hammer_the_database():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--interval"):
+        call_command("deliver_webhooks", "--interval", "0")
+
+
 def test_nothing_is_sent_inside_the_transaction_only_scheduled_for_after_commit(
         receiver, publisher, django_capture_on_commit_callbacks):
     Webhook.objects.create(name="ci", url=receiver.url, events=["version.published"])

@@ -93,3 +93,13 @@ def test_rollout_and_override_events(settings, release_manager):
     assert [(event, payload["action"]) for event, payload in rows] == [
         ("rollout.changed", "rollout_changed"), ("label.moved", "override"), ("label.moved", "label_move")]
     assert rows[1][1]["note"] == "incident 9" and rows[2][1]["to_version"] == 2
+
+
+def test_a_long_note_is_cut_in_the_payload_and_kept_whole_in_the_audit_log(hook, publisher):
+    from webhooks.events import NOTE_CHARS
+
+    note = "why" + " why" * 99_999
+    services.publish(make_prompt("greet"), acting_user=publisher, note=note, labels=["staging"])
+    payload = WebhookDelivery.objects.filter(event="version.published").get().payload
+    assert payload["note"] == note[:NOTE_CHARS] and payload["note_truncated"] is True
+    assert AuditEntry.objects.get(action="publish").note == note
