@@ -29,7 +29,7 @@ test: install
 		echo "== write-path tests on PostgreSQL"; \
 		DATABASE_URL="$$TEST_POSTGRES_URL" $(PY) -m pytest -q -p no:cacheprovider \
 			tests/registry/test_reviews.py tests/registry/test_services.py tests/registry/test_models.py \
-			tests/webhooks/test_delivery.py; \
+			tests/api/test_concurrent_edits.py tests/webhooks/test_delivery.py; \
 	fi
 	bash bin/conformance
 
