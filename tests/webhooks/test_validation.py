@@ -64,3 +64,20 @@ def test_link_local_addresses_are_refused_even_with_loopback_allowed(settings, u
     with pytest.raises(ValidationError) as caught:
         validate_webhook_url(url)
     assert caught.value.code == "link_local"
+
+
+@pytest.mark.parametrize("url", ["http://10.0.0.5/hook", "https://192.168.1.20/", "http://[fd00::5]/",
+                                 "http://100.64.1.1/", "http://224.0.0.1/", "http://[::ffff:10.0.0.5]/"])
+def test_private_and_reserved_addresses_are_refused_unless_their_network_is_allowed(settings, url):
+    settings.WEBHOOKS_ALLOWED_NETWORKS = ""
+    with pytest.raises(ValidationError) as caught:
+        validate_webhook_url(url)
+    assert caught.value.code == "private" and "WEBHOOKS_ALLOWED_NETWORKS" in caught.value.message
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "10.0.0.0/8,192.168.0.0/16,fd00::/8,100.64.0.0/10,224.0.0.0/4"
+    validate_webhook_url(url)
+
+
+def test_a_port_out_of_range_is_a_clear_error():
+    with pytest.raises(ValidationError) as caught:
+        validate_webhook_url("https://hooks.example.com:99999/")
+    assert caught.value.code == "invalid"
