@@ -25,6 +25,7 @@ ACTION_EVENTS: dict[str, str] = {
     "label_move": Event.LABEL_MOVED,
     "rollback": Event.LABEL_MOVED,
     "override": Event.LABEL_MOVED,
+    "incident_rollback": Event.LABEL_MOVED,  # one publisher alone rolled a protected label back
     "rollout_changed": Event.ROLLOUT_CHANGED,
     "review_requested": Event.REVIEW_REQUESTED,
     "review_approved": Event.REVIEW_APPROVED,

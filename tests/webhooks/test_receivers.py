@@ -103,3 +103,19 @@ def test_a_long_note_is_cut_in_the_payload_and_kept_whole_in_the_audit_log(hook,
     payload = WebhookDelivery.objects.filter(event="version.published").get().payload
     assert payload["note"] == note[:NOTE_CHARS] and payload["note_truncated"] is True
     assert AuditEntry.objects.get(action="publish").note == note
+
+
+def test_an_incident_rollback_is_announced_as_a_label_move_before_the_rollback(hook, publisher):
+    from tests.factories import release
+
+    prompt = make_prompt("greet")
+    release(prompt, note="v1")
+    prompt.description = "v2"
+    prompt.save()
+    release(prompt, note="v2")
+    WebhookDelivery.objects.all().delete()
+    services.rollback(prompt, acting_user=publisher, note="v2 breaks the support bot", to_version=1)
+    rows = list(WebhookDelivery.objects.order_by("id").values_list("event", "payload"))
+    assert [(event, payload["action"]) for event, payload in rows] == [
+        ("label.moved", "incident_rollback"), ("label.moved", "rollback")]
+    assert rows[0][1]["note"] == "v2 breaks the support bot" and rows[0][1]["to_version"] == 1
