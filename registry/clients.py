@@ -12,9 +12,9 @@ import threading
 import time
 from datetime import timedelta
 
-from django.db import transaction
 from django.utils import timezone
 
+from registry.changes import service_transaction
 from registry.catalog import Viewer
 from registry.models import McpClient
 
@@ -29,7 +29,7 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-@transaction.atomic
+@service_transaction
 def issue_token(client: McpClient) -> str:
     """Give `client` a new token (replacing any old one) and return it; only its hash is kept."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -35,10 +35,9 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import transaction
 from django.utils import timezone
 
-from registry.changes import record_change
+from registry.changes import record_change, service_transaction
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -204,7 +203,7 @@ def _list_changed(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     return any(before.get(f) != after.get(f) for f in LIST_FIELDS)
 
 
-@transaction.atomic
+@service_transaction
 def publish(
     entry: VersionedEntry,
     *,
@@ -297,7 +296,7 @@ def _point_label(
     return current
 
 
-@transaction.atomic
+@service_transaction
 def move_label(
     entry: VersionedEntry,
     *,
@@ -318,7 +317,7 @@ def move_label(
                         override_reason=override_reason)
 
 
-@transaction.atomic
+@service_transaction
 def rollback(
     entry: VersionedEntry,
     *,
@@ -349,7 +348,7 @@ def rollback(
                         action=AuditAction.ROLLBACK, override_reason=override_reason)
 
 
-@transaction.atomic
+@service_transaction
 def set_label_protected(
     entry: VersionedEntry, *, label: str, protected: bool, acting_user: User, reason: str
 ) -> ReleaseLabel:
@@ -380,7 +379,7 @@ def set_label_protected(
     return row
 
 
-@transaction.atomic
+@service_transaction
 def set_archived(entry: VersionedEntry, *, archived: bool, acting_user: User, note: str = "") -> VersionedEntry:
     """Archive (stop serving, keep history) or restore an entry."""
     require_publisher(acting_user, entry)

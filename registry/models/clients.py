@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from registry.models.base import PRODUCTION, label_name_validator
+from registry.models.base import PRODUCTION, label_name_validator, served_queryset
 
 
 class McpClient(models.Model):
@@ -28,6 +28,9 @@ class McpClient(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    # What a client is served follows from these; last_seen_at and the description may be bulk-updated.
+    objects = served_queryset("name", "token_hash", "label", "scope_tags", "active", "expires_at").as_manager()
 
     class Meta:
         ordering = ["name"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from registry.models.base import label_name_validator
+from registry.models.base import label_name_validator, served_queryset
 
 
 class ReviewStatus(models.TextChoices):
@@ -103,6 +103,8 @@ class Rollout(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     updated_by_name = models.CharField(max_length=150)
+
+    objects = served_queryset("entry_kind", "entry_id", "entry_key", "label", "candidate_version", "percent").as_manager()
 
     class Meta:
         ordering = ["entry_kind", "entry_key", "label"]
