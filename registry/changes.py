@@ -44,12 +44,14 @@ class Change:
 @dataclass
 class ChangeBatch:
     changes: list[Change] = field(default_factory=list)
+    sent: bool = False  # announced already (tests run on_commit callbacks before the transaction ends)
 
     @property
     def ids(self) -> list[int]:
         return [c.id for c in self.changes]
 
     def __call__(self) -> None:
+        self.sent = True
         announce(self)
 
 
@@ -72,7 +74,7 @@ def bump_generation() -> int:
 def _pending_batch() -> ChangeBatch:
     connection = transaction.get_connection()
     for _sids, func, _robust in connection.run_on_commit:
-        if isinstance(func, ChangeBatch):
+        if isinstance(func, ChangeBatch) and not func.sent:
             return func
     batch = ChangeBatch()
     transaction.on_commit(batch)
