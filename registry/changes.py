@@ -20,9 +20,10 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from django.db import transaction
 
@@ -135,19 +136,25 @@ def in_service() -> bool:
     return _service_changes.get() is not None
 
 
+@contextmanager
+def service_scope() -> Iterator[None]:
+    """Mark the enclosed code as a service that records and audits its own changes (see module doc)."""
+    token = _service_changes.set({}) if _service_changes.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _service_changes.reset(token)
+
+
 def service_transaction(func: F) -> F:
     """`transaction.atomic` for a service, marking its duration so receivers leave auditing to it
     and its changes are recorded once each."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        token = _service_changes.set({}) if _service_changes.get() is None else None
-        try:
-            with transaction.atomic():
-                return func(*args, **kwargs)
-        finally:
-            if token is not None:
-                _service_changes.reset(token)
+        with service_scope(), transaction.atomic():
+            return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 

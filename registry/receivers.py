@@ -22,13 +22,15 @@ row with actor "database". Fixture loading (raw=True) is ignored: loaddata resto
 as it was recorded elsewhere.
 
 Bulk QuerySet.update() sends no signals, so it is refused on the guarded fields
-(registry.models.base.ServedQuerySet). Data migrations use historical models, which these
+(registry.models.base.ServedQuerySet); bulk_create of labels and rollouts is recorded from
+the queryset's own signal (a "*" change per label name: every entry of the kind is re-read). Data migrations use historical models, which these
 receivers do not see: a data migration that changes served content must record it itself
 (registry.changes.record_change), and running servers catch up from the change log.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from django.db import transaction
@@ -53,6 +55,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.services import LIST_FIELDS
+from registry.signals import served_rows_bulk_created
 from registry.snapshots import diff_snapshots
 
 DATABASE_ACTOR = "database"
@@ -139,6 +142,16 @@ def label_deleted(sender: Any, instance: ReleaseLabel, **kwargs: Any) -> None:
            from_version=instance.version.number, note=f"Deleted the label '{instance.name}'. {OUTSIDE_NOTE}")  # type: ignore[attr-defined]
 
 
+@_together
+def labels_bulk_created(sender: Any, objs: list[ReleaseLabel], **kwargs: Any) -> None:
+    """bulk_create sends no post_save: record one change per label name, for every entry of the kind."""
+    kind = sender._meta.get_field("entry").related_model.kind
+    for name, count in sorted(Counter(o.name for o in objs).items()):
+        record_change(kind=kind, key="*", label=name, list_changed=True)
+        _audit(kind, f"* ({count} entries)", None, AuditAction.LABEL_MOVE, label=name,
+               note=f"Created {count} '{name}' label(s) in bulk. {OUTSIDE_NOTE}")
+
+
 # --------------------------------------------------------------------------------------- versions
 @_together
 def version_saved(sender: Any, instance: Any, created: bool, raw: bool = False, **kwargs: Any) -> None:
@@ -191,6 +204,13 @@ def rollout_deleted(sender: Any, instance: Rollout, **kwargs: Any) -> None:
            to_version=instance.candidate_version,
            changes=[{"field": "percent", "before": instance.percent, "after": 0}],
            note=f"Ended the rollout of v{instance.candidate_version} on '{instance.label}'. " + OUTSIDE_NOTE)
+
+
+@_together
+def rollouts_bulk_created(sender: Any, objs: list[Rollout], **kwargs: Any) -> None:
+    for rollout in objs:
+        setattr(rollout, BEFORE, None)
+        rollout_saved(sender, rollout, created=True)
 
 
 # ---------------------------------------------------------------------------------------- entries
@@ -250,6 +270,8 @@ def connect() -> None:
         pre_save.connect(label_saving, sender=model, dispatch_uid=f"registry.label_saving.{name}")
         post_save.connect(label_saved, sender=model, dispatch_uid=f"registry.label_saved.{name}")
         post_delete.connect(label_deleted, sender=model, dispatch_uid=f"registry.label_deleted.{name}")
+        served_rows_bulk_created.connect(labels_bulk_created, sender=model,
+                                         dispatch_uid=f"registry.labels_bulk_created.{name}")
     for model in VERSIONS:
         post_save.connect(version_saved, sender=model, dispatch_uid=f"registry.version_saved.{model.__name__}")
     for model in ENTRIES:
@@ -260,6 +282,7 @@ def connect() -> None:
     pre_save.connect(rollout_saving, sender=Rollout, dispatch_uid="registry.rollout_saving")
     post_save.connect(rollout_saved, sender=Rollout, dispatch_uid="registry.rollout_saved")
     post_delete.connect(rollout_deleted, sender=Rollout, dispatch_uid="registry.rollout_deleted")
+    served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout, dispatch_uid="registry.rollouts_bulk_created")
     pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.client_saving")
     post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.client_saved")
     post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.client_deleted")

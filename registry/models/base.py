@@ -12,6 +12,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
+from registry.signals import served_rows_bulk_created
 
 PRODUCTION = "production"
 STAGING = "staging"
@@ -26,9 +27,11 @@ label_name_validator = RegexValidator(
 class ServedQuerySet(models.QuerySet):
     """Refuses bulk updates of the fields that decide what clients are served.
 
-    QuerySet.update() sends no model signals, so such a change would reach no client and
-    leave no audit row (registry.receivers). Updates touching only other fields (e.g. an MCP
-    client's last_seen_at) are allowed. Subclasses name the guarded fields in `served_fields`.
+    QuerySet.update() (and bulk_update, which uses it) sends no model signals, so such a change
+    would reach no client and leave no audit row (registry.receivers). Updates touching only
+    other fields (e.g. an MCP client's last_seen_at) are allowed. bulk_create sends
+    `served_rows_bulk_created` instead, which the receivers record. Subclasses name the guarded
+    fields in `served_fields`.
     """
 
     served_fields: frozenset[str] = frozenset()
@@ -43,6 +46,12 @@ class ServedQuerySet(models.QuerySet):
                 "set_rollout) so the change is recorded."
             )
         return super().update(**kwargs)
+
+    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+        created = super().bulk_create(objs, *args, **kwargs)
+        if created:
+            served_rows_bulk_created.send(sender=self.model, objs=created)
+        return created
 
 
 def served_queryset(*fields: str) -> type[ServedQuerySet]:

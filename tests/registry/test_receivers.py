@@ -306,3 +306,33 @@ def test_saving_a_client_without_a_scope_change_keeps_cached_tokens(django_captu
         client.description = "help desk"
         client.save()
     assert clients.cached_viewer(token)[0]
+
+
+@pytest.mark.django_db
+def test_labels_created_in_bulk_are_recorded_audited_and_served(django_capture_on_commit_callbacks):
+    first, second = make_prompt("first"), make_prompt("second")
+    versions = []
+    for prompt in (first, second):
+        snap = {"name": prompt.name, "messages": []}
+        versions.append(PromptVersion.objects.create(entry=prompt, number=1, snapshot=snap, content_hash="0" * 64,
+                                                     change_note="by hand", author_name="shell"))
+    before = ChangeLogEntry.objects.count()
+    PromptLabel.objects.bulk_create([PromptLabel(entry=v.entry, version=v, name="production") for v in versions])
+    assert ChangeLogEntry.objects.count() == before + 1
+    change = ChangeLogEntry.objects.latest("id")
+    assert (change.entry_kind, change.entry_key, change.label, change.list_changed) == ("prompt", "*", "production", True)
+    audit = AuditEntry.objects.latest("id")
+    assert (audit.actor_name, audit.action, audit.label, audit.entry_key) == (
+        "database", "label_move", "production", "* (2 entries)")
+
+
+@pytest.mark.django_db
+def test_a_rollout_created_in_bulk_is_recorded_and_audited():
+    prompt = two_versions()
+    services.move_label(prompt, label="staging", version_number=1, acting_user=None)
+    before = ChangeLogEntry.objects.count()
+    Rollout.objects.bulk_create([Rollout(entry_kind="prompt", entry_id=prompt.pk, entry_key="greet", label="staging",
+                                         candidate_version=2, percent=20, updated_by_name="shell")])
+    assert ChangeLogEntry.objects.count() == before + 1
+    audit = AuditEntry.objects.latest("id")
+    assert (audit.actor_name, audit.action, audit.to_version) == ("database", "rollout_changed", 2)
