@@ -54,13 +54,12 @@ class ServedQuerySet(models.QuerySet):
         return created
 
 
-def served_queryset(*fields: str) -> type[ServedQuerySet]:
-    """A ServedQuerySet class guarding `fields` (foreign keys by name; their `_id` is guarded too)."""
-    return type("ServedQuerySet", (ServedQuerySet,), {"served_fields": frozenset(fields), "__module__": __name__})
+class EntryQuerySet(ServedQuerySet):
+    served_fields = frozenset({"archived_at", "tags"})  # tags decide which scoped clients see an entry
 
 
-EntryQuerySet = served_queryset("archived_at", "tags")
-LabelQuerySet = served_queryset("entry", "version", "name")
+class LabelQuerySet(ServedQuerySet):
+    served_fields = frozenset({"entry", "version", "name"})
 
 
 class VersionedEntry(models.Model):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from registry.models.base import label_name_validator, served_queryset
+from registry.models.base import ServedQuerySet, label_name_validator
 
 
 class ReviewStatus(models.TextChoices):
@@ -77,6 +77,10 @@ class ReviewRequest(models.Model):
         return self.status == ReviewStatus.PENDING
 
 
+class RolloutQuerySet(ServedQuerySet):
+    served_fields = frozenset({"entry_kind", "entry_id", "entry_key", "label", "candidate_version", "percent"})
+
+
 class Rollout(models.Model):
     """A candidate version served to `percent`% of the clients of one label of one entry.
 
@@ -106,7 +110,7 @@ class Rollout(models.Model):
     )
     updated_by_name = models.CharField(max_length=150)
 
-    objects = served_queryset("entry_kind", "entry_id", "entry_key", "label", "candidate_version", "percent").as_manager()
+    objects = RolloutQuerySet.as_manager()
 
     class Meta:
         ordering = ["entry_kind", "entry_key", "label"]
