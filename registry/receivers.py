@@ -109,7 +109,7 @@ def _list_changed(kind: str, before: dict[str, Any] | None, after: dict[str, Any
 def label_saving(sender: Any, instance: ReleaseLabel, raw: bool = False, update_fields: Any = None,
                  **kwargs: Any) -> None:
     if not raw:
-        setattr(instance, BEFORE, _stored(sender, instance, ("version_id",), update_fields))
+        setattr(instance, BEFORE, _stored(sender, instance, ("version_id", "name"), update_fields))
 
 
 @_together
@@ -120,10 +120,17 @@ def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = 
     if not created and stored is None:
         return  # only other fields were saved
     before_id = stored["version_id"] if stored else None
-    if before_id == instance.version_id:  # type: ignore[attr-defined]
+    renamed_from = stored["name"] if stored and stored["name"] != instance.name else None
+    if before_id == instance.version_id and renamed_from is None:  # type: ignore[attr-defined]
         return
     entry = instance.entry  # type: ignore[attr-defined]
     version = instance.version  # type: ignore[attr-defined]
+    if renamed_from is not None:  # the old name no longer serves anything; the new one is new
+        record_change(kind=entry.kind, key=entry.key, label=renamed_from, list_changed=True)
+        _audit(entry.kind, entry.key, entry.pk, AuditAction.DELETE, label=renamed_from,
+               from_version=version.number, note=f"Renamed the label '{renamed_from}' to '{instance.name}'. "
+               + OUTSIDE_NOTE)
+        before_id = None
     before = type(version)._base_manager.filter(pk=before_id).first() if before_id else None
     before_snapshot = before.snapshot if before else None
     record_change(kind=entry.kind, key=entry.key, label=instance.name,

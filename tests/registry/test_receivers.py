@@ -336,3 +336,18 @@ def test_a_rollout_created_in_bulk_is_recorded_and_audited():
     assert ChangeLogEntry.objects.count() == before + 1
     audit = AuditEntry.objects.latest("id")
     assert (audit.actor_name, audit.action, audit.to_version) == ("database", "rollout_changed", 2)
+
+
+@pytest.mark.django_db
+def test_renaming_a_label_by_save_records_both_names():
+    prompt = two_versions()
+    services.move_label(prompt, label="staging", version_number=1, acting_user=None)
+    before = ChangeLogEntry.objects.count()
+    label = PromptLabel.objects.get(entry=prompt, name="staging")
+    label.name = "canary"
+    label.save()
+    assert set(ChangeLogEntry.objects.filter(id__gt=0).order_by("-id").values_list("label", flat=True)[:2]) == {
+        "staging", "canary"}
+    assert ChangeLogEntry.objects.count() == before + 2
+    assert list(AuditEntry.objects.order_by("-id").values_list("action", "label")[:2]) == [
+        ("label_move", "canary"), ("delete", "staging")]
