@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 import watchfiles
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from registry.importer import ImportFailed, ImportReport, import_documents
 from registry.portable import YAML_SUFFIXES, is_hidden
@@ -48,7 +48,8 @@ class Round:
 
 def import_round(path: Path, *, publish: bool, note: str) -> Round:
     """Import `path` once as the command-line operator; a refused import is reported, not raised."""
-    close_old_connections()  # a long-running watcher outlives database connections
+    if not connection.in_atomic_block:
+        close_old_connections()  # a long-running watcher outlives database connections
     try:
         report = import_documents(path, publish=publish, note=note)
         return Round(report=report, side_files=report.side_files)
