@@ -149,3 +149,14 @@ def test_an_entry_defined_in_two_files_of_a_folder_is_refused_naming_both(tmp_pa
 def test_an_empty_folder_is_refused_clearly(tmp_path):
     with pytest.raises(ImportFailed, match="holds no YAML file"):
         import_documents(tmp_path)
+
+
+@pytest.mark.django_db
+def test_a_watched_round_moves_protected_labels_as_the_command_line_operator(tmp_path):
+    from registry.models import AuditEntry
+
+    (tmp_path / "a.yaml").write_text(resource_yaml("docs://a"))
+    assert watching.import_round(tmp_path, publish=True, note="sync").ok
+    override = AuditEntry.objects.get(action="override")
+    assert (override.label, override.note, override.actor_name) == (
+        "production", "command line (operator)", "registry_import")
