@@ -9,8 +9,7 @@ models that decide what clients receive, in the same transaction:
 - versions: inserted outside a service (a hand-made publish; nothing is served until a label
   points at it, so it is audited, and announced so caches re-read);
 - percentage rollouts: started, changed or ended;
-- entries: archived or restored, or their tags changed while they are served (tags decide
-  which scoped clients see them), and deletions;
+- entries: archived or restored (an archived entry is served to nobody), and deletions;
 - MCP clients: label, scope, activity, expiry or token changed: cached tokens are dropped
   after commit, so the new scope applies at once in this process (other processes within
   registry.clients.TOKEN_CACHE_S).
@@ -224,7 +223,7 @@ def rollouts_bulk_created(sender: Any, objs: list[Rollout], **kwargs: Any) -> No
 def entry_saving(sender: Any, instance: VersionedEntry, raw: bool = False, update_fields: Any = None,
                  **kwargs: Any) -> None:
     if not raw:
-        setattr(instance, BEFORE, _stored(sender, instance, ("archived_at", "tags"), update_fields))
+        setattr(instance, BEFORE, _stored(sender, instance, ("archived_at",), update_fields))
 
 
 @_together
@@ -232,14 +231,10 @@ def entry_saved(sender: Any, instance: VersionedEntry, created: bool, raw: bool 
     stored = None if raw else getattr(instance, BEFORE, None)
     if stored is None:
         return  # a new entry is served only once a label points at it
-    archived = (stored["archived_at"] is None) != (instance.archived_at is None)
-    if archived:
-        record_change(kind=instance.kind, key=instance.key, list_changed=True)
-        _audit(instance.kind, instance.key, instance.pk,
-               AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
-    elif stored["tags"] != instance.tags and instance.labels.exists():  # type: ignore[attr-defined]
-        # Tags decide which scoped clients see a served entry; the draft edit itself is audited by its caller.
-        record_change(kind=instance.kind, key=instance.key, list_changed=True)
+    if (stored["archived_at"] is None) == (instance.archived_at is None):
+        return  # a draft edit: clients see it only once it is published
+    record_change(kind=instance.kind, key=instance.key, list_changed=True)
+    _audit(instance.kind, instance.key, instance.pk, AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
 
 
 @_together
