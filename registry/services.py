@@ -2,7 +2,9 @@
 
 Each service runs in one transaction together with its audit row and its change-log row,
 checks the acting user's permission itself (so the admin, the API, imports and any crafted
-request meet the same rule), and leaves announcements to `changes` (after commit).
+request meet the same rule), and leaves announcements to `changes` (after commit). Each runs as
+a `changes.service_transaction`, so the model-save receivers (registry.receivers) that also
+see its saves leave the auditing to it and its change-log rows are not doubled.
 `acting_user=None` means a trusted operator at the command line.
 
 Protected labels (four eyes). `_point_label` is the one place a label moves or is created.
