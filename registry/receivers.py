@@ -22,7 +22,8 @@ as it was recorded elsewhere.
 
 Bulk QuerySet.update() sends no signals, so it is refused on the guarded fields
 (registry.models.base.ServedQuerySet); bulk_create of labels and rollouts is recorded from
-the queryset's own signal (a "*" change per label name: every entry of the kind is re-read). Data migrations use historical models, which these
+the queryset's own signal (a "*" change per label name: every entry of the kind is re-read).
+Data migrations use historical models, which these
 receivers do not see: a data migration that changes served content must record it itself
 (registry.changes.record_change), and running servers catch up from the change log.
 """
@@ -145,7 +146,8 @@ def label_deleted(sender: Any, instance: ReleaseLabel, **kwargs: Any) -> None:
     entry = instance.entry  # type: ignore[attr-defined]
     record_change(kind=entry.kind, key=entry.key, label=instance.name, list_changed=True)
     _audit(entry.kind, entry.key, entry.pk, AuditAction.DELETE, label=instance.name,
-           from_version=instance.version.number, note=f"Deleted the label '{instance.name}'. {OUTSIDE_NOTE}")  # type: ignore[attr-defined]
+           from_version=instance.version.number,  # type: ignore[attr-defined]
+           note=f"Deleted the label '{instance.name}'. {OUTSIDE_NOTE}")
 
 
 @_together
