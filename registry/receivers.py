@@ -15,7 +15,7 @@ models that decide what clients receive, in the same transaction:
   registry.clients.TOKEN_CACHE_S).
 
 Each records a change-log row (registry.changes.record_change keeps one row per entry and
-label per transaction, so a service call that also triggers these receivers still writes one
+label per service call, so a service call that also triggers these receivers still writes one
 row and makes one announcement) and, only outside a service (changes.in_service), an audit
 row with actor "database". Fixture loading (raw=True) is ignored: loaddata restores state
 as it was recorded elsewhere.
@@ -23,9 +23,9 @@ as it was recorded elsewhere.
 Bulk QuerySet.update() sends no signals, so it is refused on the guarded fields
 (registry.models.base.ServedQuerySet); bulk_create of labels and rollouts is recorded from
 the queryset's own signal (a "*" change per label name: every entry of the kind is re-read).
-Data migrations use historical models, which these
-receivers do not see: a data migration that changes served content must record it itself
-(registry.changes.record_change), and running servers catch up from the change log.
+Data migrations use historical models, which these receivers do not see: a data migration
+that changes served content must record it itself (registry.changes.record_change); running
+servers then catch up from the change log.
 """
 
 from __future__ import annotations
