@@ -16,10 +16,12 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
+# A development server: debug mode (and so the public development key unless DJANGO_SECRET_KEY is set).
+run: export DJANGO_DEBUG ?= 1
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
-	MCP_ALLOW_ANONYMOUS=$${MCP_ALLOW_ANONYMOUS:-1} DJANGO_DEBUG=$${DJANGO_DEBUG:-1} \
+	MCP_ALLOW_ANONYMOUS=$${MCP_ALLOW_ANONYMOUS:-1} \
 		$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
 test: install

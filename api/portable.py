@@ -23,9 +23,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from registry.importer import ImportFailed, ImportReport, export_yaml, import_documents
+from registry.validation import max_document_bytes
 
 ENTRY_MODELS = ("prompt", "resource", "resourcetemplate")
-MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 
 
 class YAMLParser(BaseParser):
@@ -34,9 +34,10 @@ class YAMLParser(BaseParser):
     media_type = "application/yaml"
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> dict[str, Any]:
-        raw = stream.read(MAX_DOCUMENT_BYTES + 1) if stream is not None else b""
-        if len(raw) > MAX_DOCUMENT_BYTES:
-            raise serializers.ValidationError({"document": ["The file is larger than 20 MB."]})
+        limit = max_document_bytes()
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise serializers.ValidationError({"document": [f"The file is larger than {limit:,} bytes."]})
         try:
             return {"document": raw.decode("utf-8")}
         except UnicodeDecodeError as exc:
@@ -150,9 +151,10 @@ class ImportView(APIView):
         serializer = ImportRequestSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         params = serializer.validated_data
-        name = Path(params["filename"]).name or "import.yaml"
         with tempfile.TemporaryDirectory(prefix="registry-import-") as folder:
-            path = Path(folder) / name
+            # `filename` only names the file in messages: as a path it could be "..", hold a NUL or
+            # be too long for the file system.
+            path = Path(folder) / "import.yaml"
             path.write_text(params["document"], encoding="utf-8")
             try:
                 report = import_documents(path, publish=params["publish"], note=params["note"],

@@ -1,10 +1,10 @@
-"""/api/v1/... (the API), /api/schema/ (OpenAPI), /api/docs/ (Swagger UI), /api/redoc/ (Redoc)."""
+"""/api/v1/... (the API), /api/schema/ (OpenAPI), /api/docs/ (Swagger UI), /api/redoc/ (Redoc); all need a login."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from api.audit import AuditViewSet
+from api.docs import RedocView, SchemaView, SwaggerView
 from api.entries import PromptViewSet, ResourceViewSet, TemplateViewSet
 from api.fetches import FetchViewSet
 from api.portable import ExportView, ImportView
@@ -24,7 +24,7 @@ urlpatterns = [
     path("v1/", include(router.urls)),
     path("v1/export/", ExportView.as_view(), name="export"),
     path("v1/import/", ImportView.as_view(), name="import"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("schema/", SchemaView.as_view(), name="schema"),
+    path("docs/", SwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", RedocView.as_view(url_name="api:schema"), name="redoc"),
 ]

@@ -14,6 +14,12 @@ django_asgi_app = get_asgi_application()
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from django.conf import settings  # noqa: E402
+
+from config.http_limits import RequestHeadLimit, install_twisted_limits  # noqa: E402
 from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app registry ready)
 
-application = build_application(ASGIStaticFilesHandler(django_asgi_app))
+# Oversized request heads get 431 with a body under daphne (Twisted) and any other server.
+install_twisted_limits(settings.MAX_REQUEST_HEAD_BYTES)
+application = RequestHeadLimit(build_application(ASGIStaticFilesHandler(django_asgi_app)),
+                               settings.MAX_REQUEST_HEAD_BYTES)

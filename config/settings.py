@@ -4,9 +4,11 @@ channel layer) and scaled out (PostgreSQL, Redis) without edits."""
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,11 +25,38 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 DEBUG = env_flag("DJANGO_DEBUG", False)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
-    # A fixed key is only acceptable while debugging on a laptop; production must set one.
-    "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
-)
+# The key signs sessions, the messages cookie, password resets and list cursors: whoever knows it
+# can forge them. A fixed, public key is only acceptable while debugging on a laptop.
+DEVELOPMENT_SECRET_KEY = "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
+MIN_SECRET_KEY_LENGTH = 32
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "").strip() or (DEVELOPMENT_SECRET_KEY if DEBUG else "")
+if not DEBUG and (SECRET_KEY == DEVELOPMENT_SECRET_KEY or len(SECRET_KEY) < MIN_SECRET_KEY_LENGTH):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY must be set to a random secret of at least "
+        f"{MIN_SECRET_KEY_LENGTH} characters when DJANGO_DEBUG is off (production); the development key "
+        "is public. Generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))'. "
+        "(Set DJANGO_DEBUG=1 only on a development machine.)"
+    )
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+
+# TLS deployments: DJANGO_SECURE=1 redirects http to https, sends HSTS and keeps the session and
+# CSRF cookies off plain http. Behind a proxy that ends TLS, DJANGO_BEHIND_TLS_PROXY=1 trusts its
+# X-Forwarded-Proto header (only do this when the proxy sets the header on every request).
+SECURE = env_flag("DJANGO_SECURE", False)
+if SECURE:
+    SECURE_SSL_REDIRECT = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", 365 * 24 * 3600))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_flag("DJANGO_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_flag("DJANGO_HSTS_PRELOAD", False)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    LANGUAGE_COOKIE_SECURE = True
+if env_flag("DJANGO_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Largest request line plus headers (bytes); larger requests get 431 (config/http_limits.py).
+MAX_REQUEST_HEAD_BYTES = int(os.environ.get("MAX_REQUEST_HEAD_BYTES", 16 * 1024))
+# Origins (https://registry.example.com) allowed to POST forms when they differ from the Host.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",
@@ -37,6 +66,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -56,6 +86,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -106,8 +138,27 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Login throttling (django-axes): AXES_FAILURE_LIMIT wrong passwords for one username from one
+# address lock that pair out for AXES_COOLOFF_TIME (HTTP 429); other addresses, and the same
+# address with other usernames, are not affected. Attempts are kept in the database, so every
+# worker counts them. The address is REMOTE_ADDR: behind a proxy run the server with --proxy-headers.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", 5))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_LOCKOUT_MINUTES", 15)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+
+# Messages read back from the cookie or session are never trusted as HTML: config/message_storage.py.
+MESSAGE_STORAGE = "config.message_storage.PlainTextFallbackStorage"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -154,6 +205,8 @@ WEBHOOKS_ALLOW_LOOPBACK = env_flag("WEBHOOKS_ALLOW_LOOPBACK", False)
 REGISTRY = {
     # Largest uploaded file (image, audio, resource bytes) in bytes.
     "MAX_UPLOAD_BYTES": int(os.environ.get("REGISTRY_MAX_UPLOAD_BYTES", 5 * 1024 * 1024)),
+    # Largest prompts-as-code YAML file imported (manage.py registry_import and the API).
+    "MAX_IMPORT_BYTES": int(os.environ.get("REGISTRY_MAX_IMPORT_BYTES", 20 * 1024 * 1024)),
     # Labels created protected: moving them needs an approved review or an audited override
     # (registry/services.py, registry/reviews.py). A label row's own `protected` flag decides afterwards.
     "PROTECTED_LABELS": ["production"],

@@ -96,7 +96,7 @@ class McpHttpApp:
             await self._reply(send, self._refusal(errors.Forbidden("Forbidden: Host or Origin not allowed")))
             return
         try:
-            identity = await self.dispatcher.authenticate(headers.get("authorization"))
+            identity = await self.dispatcher.authenticate(headers.get("authorization"), scope.get("client"))
         except errors.McpError as exc:
             await self._reply(send, self._refusal(exc))
             return

@@ -16,6 +16,7 @@ class Identity:
     client_id: int | None = None
     scoped: bool = False     # scoped clients see per-client lists -> cacheScope "private"
     label: str = "production"
+    peer: str = ""           # anonymous callers: their network (sessions.peer_key), which bounds their sessions
 
     @property
     def cache_key(self) -> tuple:

@@ -12,6 +12,7 @@ get :class:`Reply` objects back. Routing on one dual-era endpoint (digest §1.3)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from .hub import Listener, StreamLimitReached, session_group
 from .hub import hub as notification_hub
 from .context import Identity, RequestContext
 from .jsonrpc import Message, RawJSON
-from .sessions import Session
+from .sessions import Session, peer_key
 from .sessions import store as session_store
 from .settings import mcp_settings, on_reload
 from .versions import (
@@ -210,8 +211,12 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ entry points
 
-    async def authenticate(self, authorization: str | None) -> Identity:
-        return await handlers.authenticate(authorization)
+    async def authenticate(self, authorization: str | None, client: Any = None) -> Identity:
+        """``client``: the ASGI scope's (host, port); anonymous sessions are bounded per network."""
+        identity = await handlers.authenticate(authorization)
+        if identity.client_id is None and client is not None:
+            identity = dataclasses.replace(identity, peer=peer_key(client))
+        return identity
 
     async def post(self, headers: dict[str, str], body: bytes, identity: Identity, *,
                    duplicated_header: str | None = None) -> Reply:
@@ -378,7 +383,8 @@ class Dispatcher:
         caps = params.get("capabilities") if isinstance(params.get("capabilities"), dict) else {}
         try:
             session = await session_store.create(protocol_version=version, client_info=client_info,
-                                                 client_capabilities=caps, client_id=identity.client_id)
+                                                 client_capabilities=caps, client_id=identity.client_id,
+                                                 peer=identity.peer)
         except Exception as exc:  # noqa: BLE001 - database down etc.: internal error, logged
             return error_reply(exc, msg.id)
         return Reply(200, jsonrpc.encode_result(msg.id, self.initialize_result(version)),
@@ -614,7 +620,7 @@ def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, by
         if len(uris) > limit:
             raise errors.InvalidParams(f"notifications.resourceSubscriptions may hold at most {limit} URIs",
                                        data={"limit": limit})
-        honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        honoured["resourceSubscriptions"] = list(dict.fromkeys(handlers.canonical_uri(u) for u in uris))
     sub_meta = {META_SUBSCRIPTION_ID: msg.id}
 
     def render(method: str, params: dict[str, Any] | None) -> bytes:

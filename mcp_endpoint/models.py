@@ -14,6 +14,9 @@ class McpSession(models.Model):
     # The registry client that opened the session (None = anonymous); a session is only ever
     # used with the same credentials it was opened with.
     client_id = models.BigIntegerField(null=True, blank=True)
+    # Anonymous sessions only: the caller's network (sessions.peer_key), which bounds how many
+    # sessions one anonymous caller may hold.
+    peer = models.CharField(max_length=64, blank=True, default="")
     created = models.DateTimeField(auto_now_add=True)
     last_seen = models.DateTimeField(auto_now_add=True, db_index=True)
     ended = models.BooleanField(default=False)
@@ -22,6 +25,7 @@ class McpSession(models.Model):
 
     class Meta:
         verbose_name = "MCP session"
+        indexes = [models.Index(fields=["client_id", "peer", "last_seen"], name="mcp_session_owner_idx")]
 
     def __str__(self) -> str:
         return f"{self.session_id[:8]}… ({self.protocol_version}{', ended' if self.ended else ''})"

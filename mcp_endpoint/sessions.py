@@ -8,6 +8,7 @@ never per request), so a DELETE served by another process takes effect within th
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import time
 from collections import OrderedDict
@@ -18,6 +19,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from . import errors, jsonrpc
 from .models import McpSession
 from .settings import mcp_settings, on_reload
 
@@ -32,6 +34,36 @@ def new_session_id() -> str:
 
 def well_formed(session_id: str) -> bool:
     return 0 < len(session_id) <= 64 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
+
+
+def peer_key(client: Any) -> str:
+    """ASGI ``scope["client"]`` -> the network an anonymous caller's sessions are counted under:
+    the IPv4 address, or the IPv6 /64 (one host is usually handed a whole /64, so counting single
+    IPv6 addresses would bound nothing). Behind a proxy run the server with --proxy-headers so
+    this is the caller's address, not the proxy's."""
+    host = client[0] if isinstance(client, (list, tuple)) and client else None
+    if not isinstance(host, str) or not host:
+        return "unknown"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host[:64]  # a Unix socket path or a name
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+def check_client_metadata(client_info: dict[str, Any], capabilities: dict[str, Any]) -> None:
+    """Refuse an ``initialize`` whose clientInfo or capabilities exceed MAX_CLIENT_INFO_BYTES:
+    both are stored with the session and clientInfo is cached in every process that serves it."""
+    limit = int(mcp_settings.MAX_CLIENT_INFO_BYTES)
+    for name, value in (("clientInfo", client_info), ("capabilities", capabilities)):
+        size = len(jsonrpc.dumps(value))
+        if size > limit:
+            raise errors.InvalidParams(f"Invalid params: {name} is {size:,} bytes as JSON; at most {limit:,} "
+                                       "are accepted", data={"field": name, "bytes": size, "limit": limit})
 
 
 @dataclass
@@ -61,9 +93,22 @@ class SessionStore:
             self._cache.popitem(last=False)
 
     async def create(self, *, protocol_version: str, client_info: dict[str, Any] | None,
-                     client_capabilities: dict[str, Any] | None, client_id: int | None) -> Session:
+                     client_capabilities: dict[str, Any] | None, client_id: int | None,
+                     peer: str = "") -> Session:
+        """Open a session for a client (``peer``: the anonymous caller's network, see peer_key).
+
+        Raises errors.InvalidParams for oversized clientInfo/capabilities. A client (one token, or
+        one anonymous network) holding MAX_SESSIONS_PER_CLIENT live sessions has its least
+        recently used one ended to make room, and so do all anonymous callers together past
+        MAX_ANONYMOUS_SESSIONS: clients that never send DELETE keep working (an ended session is
+        a 404, and the client initializes again, as the transport specifies), while a flood only
+        ever costs the flooder's own sessions and the table stays bounded."""
+        check_client_metadata(client_info or {}, client_capabilities or {})
         sid = new_session_id()
-        await _db_create(sid, protocol_version, client_info or {}, client_capabilities or {}, client_id)
+        ended = await _db_create(sid, protocol_version, client_info or {}, client_capabilities or {}, client_id,
+                                 peer if client_id is None else "")
+        for old in ended:
+            self._cache.pop(old, None)
         now = time.monotonic()
         session = Session(sid, protocol_version, client_id, client_info or {}, set(), "info", now, now)
         self._remember(session)
@@ -125,10 +170,30 @@ def _cutoff():
     return timezone.now() - timedelta(seconds=mcp_settings.SESSION_IDLE_SECONDS)
 
 
+def _end_least_recently_used(live: Any, keep: int) -> list[str]:
+    """End all but the ``keep`` most recently used sessions of ``live``; their ids."""
+    excess = live.count() - max(keep, 0)
+    if excess <= 0:
+        return []
+    ids = list(live.order_by("last_seen", "created").values_list("pk", flat=True)[:excess])
+    McpSession.objects.filter(pk__in=ids).update(ended=True, last_seen=timezone.now())
+    return ids
+
+
 @database_sync_to_async
-def _db_create(sid: str, version: str, info: dict, caps: dict, client_id: int | None) -> None:
-    McpSession.objects.create(session_id=sid, protocol_version=version, client_info=info,
-                              client_capabilities=caps, client_id=client_id)
+def _db_create(sid: str, version: str, info: dict, caps: dict, client_id: int | None, peer: str) -> list[str]:
+    """Make room within the session limits, then store the new session; the ids ended for room."""
+    from django.db import transaction
+
+    per_client = int(mcp_settings.MAX_SESSIONS_PER_CLIENT)
+    with transaction.atomic():
+        live = McpSession.objects.filter(ended=False, last_seen__gte=_cutoff(), client_id=client_id)
+        ended = _end_least_recently_used(live if client_id is not None else live.filter(peer=peer), per_client - 1)
+        if client_id is None:
+            ended += _end_least_recently_used(live, int(mcp_settings.MAX_ANONYMOUS_SESSIONS) - 1)
+        McpSession.objects.create(session_id=sid, protocol_version=version, client_info=info,
+                                  client_capabilities=caps, client_id=client_id, peer=peer)
+    return ended
 
 
 @database_sync_to_async

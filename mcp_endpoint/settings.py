@@ -10,12 +10,17 @@ Keys (all optional):
                            re-validating it in the database (DELETE elsewhere shows up this late)
     SESSION_CACHE_SIZE     sessions kept in the per-process cache
     SESSION_IDLE_SECONDS   sessions unused this long are treated as expired (404)
+    MAX_SESSIONS_PER_CLIENT live legacy sessions per client token, and per anonymous caller's network
+                           (IPv4 address or IPv6 /64); initialize beyond it ends the least recently used
+    MAX_ANONYMOUS_SESSIONS live legacy sessions of all anonymous callers together (same rule)
+    MAX_CLIENT_INFO_BYTES  largest clientInfo, and largest capabilities, accepted by initialize (JSON bytes)
     RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process
     KEEPALIVE_SECONDS      SSE keep-alive comment interval on long-lived streams
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
     LISTENER_QUEUE_SIZE    notifications buffered per stream before a non-reading client is cut off
-    MAX_STREAMS            open notification streams per process (more get HTTP 429)
+    MAX_STREAMS            open notification streams per process (more get HTTP 429); both stream limits
+                           are lowered at start to fit the open-file limit if it cannot be raised
     MAX_STREAMS_PER_CLIENT open notification streams per client token (anonymous callers share one budget)
     MAX_LISTEN_URIS        resourceSubscriptions accepted in one subscriptions/listen
     SERVER_NAME, SERVER_TITLE, SERVER_VERSION, SERVER_DESCRIPTION, WEBSITE_URL, INSTRUCTIONS
@@ -38,6 +43,9 @@ DEFAULTS: dict[str, Any] = {
     "SESSION_CACHE_SECONDS": 2.0,
     "SESSION_CACHE_SIZE": 10_000,
     "SESSION_IDLE_SECONDS": 24 * 3600,
+    "MAX_SESSIONS_PER_CLIENT": 100,
+    "MAX_ANONYMOUS_SESSIONS": 10_000,
+    "MAX_CLIENT_INFO_BYTES": 8 * 1024,
     "RESULT_CACHE_SIZE": 4096,
     "KEEPALIVE_SECONDS": 15.0,
     "CHANGE_POLL_SECONDS": 0.5,
@@ -60,6 +68,15 @@ DEFAULTS: dict[str, Any] = {
 class McpSettings:
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
+        self._ceilings: dict[str, int] = {}  # facts of this process (open_files.py), kept across reloads
+
+    def clamp(self, name: str, ceiling: int | None) -> None:
+        """Cap a numeric setting at ``ceiling`` in this process (None removes the cap)."""
+        if ceiling is None:
+            self._ceilings.pop(name, None)
+        else:
+            self._ceilings[name] = ceiling
+        self._cached.pop(name, None)
 
     @property
     def user_settings(self) -> dict[str, Any]:
@@ -72,6 +89,8 @@ class McpSettings:
             return self._cached[name]
         except KeyError:
             value = self.user_settings.get(name, DEFAULTS[name])
+            if name in self._ceilings:
+                value = min(int(value), self._ceilings[name])
             self._cached[name] = value
             return value
 

@@ -28,7 +28,7 @@ from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemp
 from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
 from registry.rollouts import gets_candidate
 from registry.snapshots import resource_content
-from registry.uris import UriTemplateMatcher, validate_uri
+from registry.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
 
 MAX_COMPLETIONS = 100
 
@@ -152,20 +152,22 @@ def _annotations(snap: Mapping[str, Any], published_at: Any) -> dict[str, Any]:
 
 def _resource_item(row: Any) -> ResourceItem:
     snap = row.version.snapshot
-    listing = _listing(snap, ("uri", "name", "title", "description", "mimeType", "size"))
+    uri = lookup_uri(snap["uri"])  # versions published before URIs were normalised on save
+    listing = _listing(snap, ("uri", "name", "title", "description", "mimeType", "size")) | {"uri": uri}
     listing["annotations"] = _annotations(snap, row.version.created_at)
-    return ResourceItem(snap["uri"], _tags(snap), row.version.number, row.name, listing,
-                        resource_content(snap))
+    return ResourceItem(uri, _tags(snap), row.version.number, row.name, listing,
+                        resource_content(snap) | {"uri": uri})
 
 
 def _template_item(row: Any) -> TemplateItem:
     snap = row.version.snapshot
-    listing = _listing(snap, ("uriTemplate", "name", "title", "description", "mimeType"))
+    uri_template = normalize_uri_template(snap["uriTemplate"])
+    listing = _listing(snap, ("uriTemplate", "name", "title", "description", "mimeType")) | {"uriTemplate": uri_template}
     if snap.get("annotations"):
         listing["annotations"] = dict(snap["annotations"])
     suggestions = {v["name"]: tuple(v.get("suggestions", ())) for v in snap.get("variables", [])}
-    return TemplateItem(snap["uriTemplate"], _tags(snap), row.version.number, row.name, listing,
-                        UriTemplateMatcher.build(snap["uriTemplate"]), parse_template(snap.get("body", "")),
+    return TemplateItem(uri_template, _tags(snap), row.version.number, row.name, listing,
+                        UriTemplateMatcher.build(uri_template), parse_template(snap.get("body", "")),
                         snap.get("mimeType", ""), suggestions)
 
 
@@ -262,6 +264,9 @@ class Catalog:
         if not isinstance(uri, str):
             raise InvalidArguments("The resource URI must be a string.")
         item = self.resource_items.get(uri)
+        if item is None:
+            uri = lookup_uri(uri)  # another spelling of a stored URI (case, escapes, an IRI's raw characters)
+            item = self.resource_items.get(uri)
         if item is not None and viewer.sees(item.tags):
             if item.rollout is not None:
                 item = self._for(viewer, item)
@@ -303,9 +308,9 @@ class Catalog:
             return _complete_from(item.suggestions[argument_name], value)
         if ref_type == "ref/resource":
             uri = ref.get("uri", "")
-            template = self.template(viewer, uri)
+            template = self.template(viewer, normalize_uri_template(uri) if isinstance(uri, str) else uri)
             if template is None:
-                resource = self.resource_items.get(uri)
+                resource = self.resource_items.get(lookup_uri(uri) if isinstance(uri, str) else uri)
                 if resource is not None and viewer.sees(resource.tags):
                     return _complete_from((), value)
                 raise UnknownResource(str(uri))

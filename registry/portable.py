@@ -64,6 +64,7 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -76,7 +77,7 @@ from registry.models.base import PRODUCTION, label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.rendering import placeholders_in
 from registry.uris import parse_uri_template, validate_uri
-from registry.validation import max_upload_bytes
+from registry.validation import max_document_bytes, max_upload_bytes
 
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
@@ -93,6 +94,9 @@ TEXT_MIME_TYPES = ("application/json", "application/xml", "application/yaml", "a
                    "application/javascript", "application/toml")
 
 Path_ = tuple[Any, ...]
+# Deepest nesting of lists and mappings accepted; the format itself needs six levels.
+MAX_NESTING = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class FormatError(RegistryError):
@@ -130,10 +134,51 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: lis
             _walk(item, path + (index,), lines, duplicates)
 
 
-def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None) -> Loaded:
-    """Parse YAML text; malformed YAML raises FormatError naming the line and column."""
+def _refuse_hostile(text: str, source: str) -> None:
+    """Read the document as a flat stream of YAML events and refuse what would make composing it
+    costly or impossible: aliases (a few hundred bytes of nested aliases expand to gigabytes, a
+    self-referencing one never ends), nesting deeper than MAX_NESTING (the composer recurses once
+    per level) and UTF-16 surrogates from escapes such as "\\ud800" (no database or JSON encoder
+    can store them). The event parser keeps its own stack, so this pass is safe on any input;
+    the first problem found is raised as FormatError naming the line."""
+    if len(text.encode("utf-8", "surrogatepass")) > max_document_bytes():
+        raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
+    anchors: dict[str, int] = {}
+    depth = 0
     loader = yaml.SafeLoader(text)
     try:
+        while loader.check_event():
+            event = loader.get_event()
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent):
+                anchor = anchors.get(event.anchor)
+                where = f" (its anchor &{event.anchor} is on line {anchor})" if anchor else ""
+                raise FormatError([f"{source}:{line}: YAML aliases are not supported: *{event.anchor}{where}. "
+                                   "Write the value out in full."])
+            anchor_name = getattr(event, "anchor", None)
+            if anchor_name is not None:
+                anchors.setdefault(anchor_name, line)
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise FormatError([f"{source}:{line}: lists and mappings are nested more than "
+                                       f"{MAX_NESTING} levels deep."])
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent) and _SURROGATE.search(event.value):
+                # PyYAML does not join an escaped pair (\ud83d\ude00) either, so both halves land here.
+                raise FormatError([f"{source}:{line}: the text contains a UTF-16 surrogate escape (\\ud800 to "
+                                   "\\udfff), which is not a character: write the character itself or its "
+                                   "\\U0001F600-style escape."])
+    finally:
+        loader.dispose()
+
+
+def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None) -> Loaded:
+    """Parse YAML text; malformed or hostile YAML raises FormatError naming the line and column."""
+    loader = yaml.SafeLoader(text)
+    try:
+        _refuse_hostile(text, source)
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
@@ -154,13 +199,17 @@ def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None
     return loaded
 
 
-def load_file(path: str | Path) -> Loaded:
+def load_file(path: str | Path, source: str | None = None) -> Loaded:
+    """Read and parse a YAML file; problems name it as `source` (default: the path)."""
     path = Path(path)
+    source = source or str(path)
     try:
+        if path.stat().st_size > max_document_bytes():
+            raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError([f"{path}: cannot read the file: {exc}"]) from exc
-    return parse_yaml(text, str(path), path.resolve().parent)
+        raise FormatError([f"{source}: cannot read the file: {exc}"]) from exc
+    return parse_yaml(text, source, path.resolve().parent)
 
 
 YAML_SUFFIXES = (".yaml", ".yml")

@@ -31,6 +31,11 @@ def max_upload_bytes() -> int:
     return int(settings.REGISTRY.get("MAX_UPLOAD_BYTES", 5 * 1024 * 1024))
 
 
+def max_document_bytes() -> int:
+    """Largest prompts-as-code YAML file read (command line and API): parsing holds it all in memory."""
+    return int(settings.REGISTRY.get("MAX_IMPORT_BYTES", 20 * 1024 * 1024))
+
+
 def check_size(data: bytes | memoryview | None, where: str, report: DraftReport) -> None:
     limit = max_upload_bytes()
     if data and len(bytes(data)) > limit:

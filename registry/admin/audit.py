@@ -12,6 +12,7 @@ from django.urls import path
 from django.utils.html import format_html, format_html_join
 
 from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry
 
@@ -24,7 +25,7 @@ def _short(value) -> str:
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note"]
     list_filter = ["action", "entry_kind", ("actor", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["entry_key", "actor_name", "note", "label"]

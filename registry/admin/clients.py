@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from registry import clients
 from registry.admin.common import ReadOnlyAdminMixin
 from registry.admin.fetch_stats import client_receives
+from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.models import FetchCounter, McpClient
 
 
@@ -25,7 +26,7 @@ class FetchCounterInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(McpClient)
-class McpClientAdmin(admin.ModelAdmin):
+class McpClientAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["name", "label", "scope_tags", "active", "expires_at", "token_prefix", "last_seen_at"]
     list_filter = ["active", "label"]
     search_fields = ["name", "description", "scope_tags"]
@@ -91,7 +92,7 @@ class McpClientAdmin(admin.ModelAdmin):
 
 
 @admin.register(FetchCounter)
-class FetchCounterAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class FetchCounterAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["client_name", "entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
     list_filter = ["entry_kind", "label", "client_name"]
     search_fields = ["entry_key", "client_name"]

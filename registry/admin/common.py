@@ -26,6 +26,7 @@ from django.utils.safestring import mark_safe
 
 from registry import drafts, reviews, rollouts, services
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
+from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
 from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
@@ -111,7 +112,7 @@ def diff_rows(before: dict[str, Any] | None, after: dict[str, Any] | None, befor
     return rows
 
 
-class VersionedEntryAdmin(admin.ModelAdmin):
+class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     """Base ModelAdmin for Prompt, Resource and ResourceTemplate."""
 
     key_field = "name"

@@ -17,6 +17,7 @@ from django.utils.html import format_html
 
 from registry import reviews
 from registry.admin.common import ReadOnlyAdminMixin, diff_rows
+from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
 from registry.forms import ReviewDecisionForm
 from registry.kinds import KINDS
@@ -40,7 +41,7 @@ class StatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(ReviewRequest)
-class ReviewRequestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     # Requests are filed from an entry's page ("Request publication…") and decided on the review page.
     list_display = ["number", "entry_link", "label", "what_is_asked", "requester", "status_badge",
                     "created_at", "decider"]
@@ -163,7 +164,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Rollout)
-class RolloutAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class RolloutAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     # Started from an entry's "Rollout…" page, through registry.rollouts.
     list_display = ["entry_link", "label", "candidate_version", "percent", "authority", "updated_by_name",
                     "updated_at"]

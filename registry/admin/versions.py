@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.models import (
     PromptLabel,
     PromptVersion,
@@ -18,7 +19,7 @@ from registry.models import (
 )
 
 
-class VersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class VersionAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["entry", "number", "author_name", "created_at", "short_hash", "change_note"]
     list_select_related = ["entry"]
     search_fields = ["change_note", "author_name"]
@@ -36,7 +37,7 @@ class VersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                            json.dumps(obj.snapshot, indent=2, ensure_ascii=False))
 
 
-class LabelAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class LabelAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["entry", "name", "version", "protected", "moved_by", "moved_at"]
     list_select_related = ["entry", "version"]
     list_filter = ["name"]

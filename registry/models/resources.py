@@ -8,7 +8,7 @@ from django.db import models
 
 from registry.errors import InvalidUri
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
-from registry.uris import parse_uri_template, validate_uri
+from registry.uris import normalize_uri, normalize_uri_template, parse_uri_template, validate_uri
 
 
 def uri_field_validator(value: str) -> None:
@@ -74,6 +74,10 @@ class Resource(ResourceDescription):
     def key(self) -> str:
         return self.uri
 
+    def save(self, *args, **kwargs) -> None:
+        self.uri = normalize_uri(self.uri)  # one spelling per resource, as lookups normalise too
+        super().save(*args, **kwargs)
+
     @property
     def size(self) -> int:
         return len(bytes(self.data)) if self.data else len(self.text.encode("utf-8"))
@@ -118,6 +122,10 @@ class ResourceTemplate(ResourceDescription):
     @property
     def key(self) -> str:
         return self.uri_template
+
+    def save(self, *args, **kwargs) -> None:
+        self.uri_template = normalize_uri_template(self.uri_template)
+        super().save(*args, **kwargs)
 
 
 class TemplateVariable(models.Model):

@@ -118,3 +118,57 @@ def test_export_then_import_round_trip_changes_nothing(as_publisher):
     assert response.json()["changed"] is False
     assert {o["status"] for o in response.json()["outcomes"]} == {"unchanged"}
     assert AuditEntry.objects.count() == audit_rows
+
+
+def test_an_alias_bomb_dry_run_is_a_400_naming_the_line(as_editor):
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcde", "bcdef")) + "prompts: [*f]\n"
+    response = post_yaml(as_editor, bomb, dry_run="true", filename="bomb.yaml")
+    assert response.status_code == 400
+    [problem] = response.json()["problems"]
+    assert problem.startswith("bomb.yaml:2: YAML aliases are not supported")
+
+
+def test_a_self_referencing_alias_is_a_400_not_a_server_error(as_editor):
+    response = post_yaml(as_editor, "prompts: &a [*a]\n", dry_run="true")
+    assert response.status_code == 400
+    assert response.json()["problems"][0].startswith("import.yaml:1: YAML aliases are not supported")
+
+
+def test_deep_nesting_is_a_400_not_a_server_error(as_editor):
+    response = post_yaml(as_editor, "prompts: " + "[" * 50_000 + "]" * 50_000, dry_run="true")
+    assert response.status_code == 400
+    assert "nested more than" in response.json()["problems"][0]
+
+
+def test_a_lone_surrogate_in_a_yaml_dry_run_is_a_400_naming_the_line(as_editor):
+    text = DOCUMENT.replace("Review a diff.", '"Review \\ud800 a diff."')
+    response = post_yaml(as_editor, text, dry_run="true", filename="prompts.yaml")
+    assert response.status_code == 400
+    [problem] = response.json()["problems"]
+    assert problem.startswith("prompts.yaml:3: the text contains a UTF-16 surrogate escape")
+
+
+def test_a_lone_surrogate_in_a_json_body_is_a_400_naming_the_field(as_editor):
+    body = '{"document": "prompts: []\\n# \\ud800", "dry_run": true}'
+    response = as_editor.generic("POST", "/api/v1/import/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "Surrogate characters are not allowed" in response.json()["document"][0]
+
+
+@pytest.mark.parametrize("filename", ["..", ".", "é" * 200, "../../x.yaml"])
+def test_any_filename_only_names_the_file_in_messages(as_editor, filename):
+    response = as_editor.post("/api/v1/import/", {"document": "prompts: [unclosed", "filename": filename,
+                                                  "dry_run": True}, format="json")
+    assert response.status_code == 400
+    assert response.json()["problems"][0].startswith(f"{filename}:1:")
+
+
+def test_a_filename_in_the_query_string_is_not_a_path(as_editor):
+    response = post_yaml(as_editor, DOCUMENT, dry_run="true", filename="..")
+    assert response.status_code == 200 and response.json()["source"] == ".."
+
+
+def test_a_filename_holding_a_nul_is_a_400(as_editor):
+    response = post_yaml(as_editor, DOCUMENT, dry_run="true", filename="a%00b")
+    assert response.status_code == 400 and "filename" in response.json()

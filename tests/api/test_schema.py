@@ -90,3 +90,20 @@ def test_every_operation_answers_without_a_server_error(schema, registry_data, a
     not_ok = {url: code for url, code in gets.items() if code != 200}
     assert not_ok == {f"/api/v1/resources/{registry_data['resource']}/rollouts/staging/": 404,
                       f"/api/v1/templates/{registry_data['template']}/rollouts/staging/": 404}
+
+
+def test_anonymous_callers_get_no_schema(client):
+    response = client.get("/api/schema/")
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize("page", ["/api/docs/", "/api/redoc/"])
+def test_anonymous_visitors_of_the_documentation_are_sent_to_the_login_page(client, page):
+    response = client.get(page)
+    assert response.status_code == 302 and response["Location"] == f"/admin/login/?next={page}"
+
+
+def test_signed_in_admin_users_read_the_documentation(client, auditor):
+    client.force_login(auditor)
+    assert client.get("/api/docs/").status_code == 200
+    assert client.get("/api/schema/").status_code == 200

@@ -94,12 +94,14 @@ def wait_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 
 
 
 class Server:
-    """One daphne worker serving ``config.asgi:application`` on a free port."""
+    """One daphne worker serving ``config.asgi:application`` on a free port (``command``: another
+    server's command line, with ``{port}`` in place of the port)."""
 
-    def __init__(self, name: str, env: dict[str, str], folder: Path) -> None:
+    def __init__(self, name: str, env: dict[str, str], folder: Path, command: list[str] | None = None) -> None:
         self.name = name
         self.env = env
         self.port = free_port()
+        self.command = command or ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "config.asgi:application"]
         self.log_path = folder / f"{name}.log"
         self.proc: subprocess.Popen | None = None
         self._log = None
@@ -107,7 +109,7 @@ class Server:
     def start(self) -> "Server":
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "config.asgi:application"],
+            [sys.executable, *(part.replace("{port}", str(self.port)) for part in self.command)],
             cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
         try:
             wait_port(self.port, self.proc)

@@ -272,3 +272,15 @@ async def test_server_shutdown_ends_open_streams_with_their_closing_frame(regist
     closing = await comm.receive_output(2)
     assert b'"resultType":"complete"' in closing["body"] and closing["more_body"] is False
     await comm.wait(2)
+
+
+async def test_anonymous_sessions_are_counted_under_the_callers_address(mcp_app, registry_data, settings):
+    from mcp_endpoint.models import McpSession
+
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "MAX_SESSIONS_PER_CLIENT": 2}
+    sids = [await open_session(mcp_app) for _ in range(3)]
+    rows = {row.session_id: row async for row in McpSession.objects.all()}
+    assert {row.peer for row in rows.values()} == {"127.0.0.1"}  # asgi_scope's client
+    assert [rows[sid].ended for sid in sids] == [True, False, False]
+    response = await call_asgi(mcp_app, "POST", legacy_headers(sids[0]), rpc("prompts/list"))
+    assert response.status == 404  # the client initializes again, as the transport specifies

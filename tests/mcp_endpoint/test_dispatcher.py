@@ -342,3 +342,26 @@ async def test_a_cursor_that_is_not_a_string_is_invalid_params(registry_data, cu
     headers, body = modern_request("prompts/list", {"cursor": cursor})
     reply = await dispatcher.post(headers, body, anonymous())
     assert json.loads(reply.body)["error"]["code"] == -32602
+
+
+async def test_initialize_with_an_oversized_client_info_is_a_json_rpc_error_and_opens_no_session(registry_data):
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "x" * 1_000_000}}
+    reply = await dispatcher.post(legacy_headers(version=None), rpc("initialize", params), anonymous())
+    error = json.loads(reply.body)["error"]
+    assert error["code"] == -32602 and "clientInfo is 1,000,0" in error["message"]
+    assert reply.session_id is None and not await McpSession.objects.aexists()
+
+
+async def test_anonymous_initialize_floods_from_one_address_leave_other_addresses_alone(registry_data, settings):
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "MAX_SESSIONS_PER_CLIENT": 3}
+    params = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+    async def init_from(address):
+        identity = await dispatcher.authenticate(None, (address, 40000))
+        return (await dispatcher.post(legacy_headers(version=None), rpc("initialize", params), identity)).session_id
+
+    bystander = await init_from("198.51.100.20")
+    for _ in range(20):
+        await init_from("203.0.113.20")
+    assert await McpSession.objects.filter(ended=False).acount() == 4
+    assert await McpSession.objects.filter(pk=bystander, ended=False, peer="198.51.100.20").aexists()

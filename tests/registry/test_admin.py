@@ -1036,3 +1036,31 @@ def test_client_page_shows_what_the_client_receives_now_including_its_rollout_bu
         page = client.get(url("mcpclient_change", mcp_client.pk))
         assert page.status_code == 200
         assert f"<td>greet</td><td>v{version}</td><td>staging</td><td>{note}" in page.text
+
+
+@pytest.mark.parametrize("params", [{"changes__contains": "x"}, {"changes__has_key": "field"},
+                                    {"note__regex": "(a+)+$"}, {"entry_key__startswith": "al"},
+                                    {"actor__password__startswith": "pbkdf2"}, {"created_at__week_day": "2"}])
+def test_audit_export_and_change_list_refuse_undeclared_lookups_with_a_400(client, editor, publisher, auditor, params):
+    _two_audit_entries(editor, publisher)
+    client_for(client, auditor)
+    assert client.get(url("auditentry_export", "json"), params).status_code == 400
+    assert client.get(url("auditentry_changelist"), params).status_code == 400
+
+
+@pytest.mark.parametrize("params", [{"action__exact": "publish"}, {"entry_kind__exact": "prompt"},
+                                    {"created_at__year": "2020"}, {"created_at__gte": "2020-01-01T00:00:00+00:00"},
+                                    {"actor__id__exact": "1"}, {"actor__isnull": "True"}])
+def test_the_declared_filters_and_the_date_hierarchy_still_filter_the_export(client, editor, publisher, auditor,
+                                                                            params):
+    _two_audit_entries(editor, publisher)
+    client_for(client, auditor)
+    assert client.get(url("auditentry_export", "json"), params).status_code == 200
+    assert client.get(url("auditentry_changelist"), params).status_code == 200
+
+
+def test_a_simple_list_filter_parameter_still_filters(client, publisher):
+    client_for(client, publisher)
+    assert client.get(url("reviewrequest_changelist"), {"status": "pending"}).status_code == 200
+    assert client.get(url("prompt_changelist"), {"archived": "no"}).status_code == 200
+    assert client.get(url("prompt_changelist"), {"tags__regex": "("}).status_code == 400

@@ -161,3 +161,33 @@ def test_bench_load_names_do_not_depend_on_the_seed_but_contents_do():
     assert [p[0] for p in other] == [p[0] for p in same] and other != same
     assert [d[0] for d in synthetic_docs(2, 1)] == [d[0] for d in synthetic_docs(2, 2)] == [
         "docs://doc-00000", "docs://doc-00001"]
+
+
+def test_registry_import_refuses_yaml_aliases_naming_the_file_and_line(tmp_path):
+    (tmp_path / "loop.yaml").write_text("prompts:\n  - &a [*a]\n")
+    err = StringIO()
+    with pytest.raises(CommandError, match="1 problem"):
+        call_command("registry_import", "loop.yaml", dry_run=True, stdout=StringIO(), stderr=err)
+    assert err.getvalue().startswith("loop.yaml:2: YAML aliases are not supported: *a")
+    assert Prompt.objects.count() == 0
+
+
+# ------------------------------------------------------------------ demo_setup
+def test_demo_setup_creates_the_demo_logins_with_a_password_the_validators_accept(tmp_path, monkeypatch):
+    from django.contrib.auth import authenticate, get_user_model
+    from django.contrib.auth.password_validation import validate_password
+    from django.test import RequestFactory
+
+    from registry.management.commands import demo_setup
+
+    monkeypatch.setattr(demo_setup, "CREDENTIALS_FILE", tmp_path / ".demo-credentials")
+    monkeypatch.setattr(demo_setup, "DEMO_DATA", tmp_path / "absent.yaml")
+    out, _ = run("demo_setup")
+    password = (tmp_path / ".demo-credentials").read_text().strip()
+    assert f"password: {password}" in out
+    users = get_user_model().objects.filter(username__in=demo_setup.ROLES)
+    assert users.count() == 4
+    for user in users:
+        validate_password(password, user)
+        assert authenticate(RequestFactory().post("/admin/login/"), username=user.username, password=password) == user
+

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.portable import FormatError, dump_document, entry_document, load_file, parse_yaml, read_entries
+from registry.portable import MAX_NESTING, FormatError, dump_document, entry_document, load_file, parse_yaml, read_entries
 from tests.factories import PNG_1X1
 
 PNG_B64 = base64.b64encode(PNG_1X1).decode()
@@ -145,3 +145,91 @@ def test_dumped_documents_read_back_to_the_same_draft_data():
     prompt_spec, resource_spec = sorted(entries(text), key=lambda s: s.kind)
     assert prompt_spec.data == data
     assert resource_spec.data == resource
+
+
+# ------------------------------------------------------------------ hostile documents
+# Six levels expand to half a million strings (two more: 43 million, gigabytes of memory).
+ALIAS_BOMB = """\
+a: &a ["x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+prompts: [*f]
+"""
+
+
+def test_an_alias_bomb_is_refused_before_it_expands_naming_the_line_and_its_anchor():
+    with pytest.raises(FormatError) as caught:
+        parse_yaml(ALIAS_BOMB, "bomb.yaml")
+    [problem] = caught.value.problems
+    assert problem.startswith("bomb.yaml:2: YAML aliases are not supported: *a")
+    assert "anchor &a is on line 1" in problem
+
+
+def test_a_self_referencing_alias_is_a_format_error_not_a_recursion_error():
+    with pytest.raises(FormatError) as caught:
+        parse_yaml("prompts: &a [*a]\n", "loop.yaml")
+    assert caught.value.problems[0].startswith("loop.yaml:1: YAML aliases are not supported: *a")
+
+
+def test_a_merge_key_alias_is_refused_too():
+    text = "base: &base {role: user}\nprompts:\n  - <<: *base\n    name: x\n"
+    with pytest.raises(FormatError) as caught:
+        parse_yaml(text, "merge.yaml")
+    assert caught.value.problems[0].startswith("merge.yaml:3: YAML aliases are not supported")
+
+
+def test_an_anchor_nobody_refers_to_is_harmless():
+    [spec] = entries("prompts:\n  - &p\n    name: greet\n    messages: [{text: hi}]\n")
+    assert spec.key == "greet"
+
+
+@pytest.mark.parametrize("opening, closing", [("[", "]"), ("{a: ", "}")])
+def test_deep_nesting_is_a_format_error_naming_the_line_not_a_recursion_error(opening, closing):
+    text = "prompts:\n  - " + opening * 100_000 + closing * 100_000 + "\n"
+    with pytest.raises(FormatError) as caught:
+        parse_yaml(text, "deep.yaml")
+    assert caught.value.problems == [f"deep.yaml:2: lists and mappings are nested more than {MAX_NESTING} levels deep."]
+
+
+def test_nesting_up_to_the_limit_parses():
+    depth = MAX_NESTING - 1  # the top-level mapping is one level
+    loaded = parse_yaml("x: " + "[" * depth + "]" * depth + "\n", "ok.yaml")
+    value = loaded.data["x"]
+    for _ in range(depth - 1):
+        value = value[0]
+    assert value == []
+
+
+def test_a_lone_surrogate_escape_is_a_format_error_naming_the_line():
+    text = 'prompts:\n  - name: greet\n    messages: [{text: "bad \\ud800 text"}]\n'
+    with pytest.raises(FormatError) as caught:
+        parse_yaml(text, "s.yaml")
+    [problem] = caught.value.problems
+    assert problem.startswith("s.yaml:3: the text contains a UTF-16 surrogate escape")
+
+
+def test_an_escaped_surrogate_pair_is_refused_with_the_escape_that_works():
+    with pytest.raises(FormatError) as caught:
+        parse_yaml('x: "smile \\ud83d\\ude00"\n', "s.yaml")
+    assert "\\U0001F600" in caught.value.problems[0]
+    [spec] = entries('prompts:\n  - name: greet\n    messages: [{text: "smile \\U0001F600"}]\n')
+    assert spec.data["messages"][0]["text"] == "smile \U0001F600"
+
+
+def test_a_document_over_the_size_limit_is_refused_before_parsing(settings):
+    settings.REGISTRY = {**settings.REGISTRY, "MAX_IMPORT_BYTES": 1000}
+    with pytest.raises(FormatError) as caught:
+        parse_yaml("x: " + "y" * 1000 + "\n", "big.yaml")
+    assert caught.value.problems == ["big.yaml: the file is larger than 1,000 bytes."]
+
+
+def test_a_file_over_the_size_limit_is_refused_without_reading_it(settings, tmp_path):
+    settings.REGISTRY = {**settings.REGISTRY, "MAX_IMPORT_BYTES": 1000}
+    path = tmp_path / "big.yaml"
+    path.write_text("x: " + "y" * 1000 + "\n")
+    with pytest.raises(FormatError) as caught:
+        load_file(path)
+    assert caught.value.problems == [f"{path}: the file is larger than 1,000 bytes."]

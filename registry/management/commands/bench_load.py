@@ -44,6 +44,7 @@ from registry.snapshots import content_hash
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
+TAG_LIST = ["bench", "synthetic"]  # as snapshots carry them (registry.snapshots)
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
 VOCABULARY = (
@@ -155,7 +156,7 @@ def load_prompts(n: int, seed: int, note: str) -> int:
     snapshots = [
         {"name": p.name, "description": p.description, "arguments": arguments,
          "messages": [{"role": "user", "content": {"type": "text", "text": user}},
-                      {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
+                      {"role": "assistant", "content": {"type": "text", "text": assistant}}], "tags": TAG_LIST}
         for p, (user, assistant) in zip(prompts, contents)
     ]
     _publish_rows("prompt", prompts, snapshots)
@@ -165,7 +166,7 @@ def load_prompts(n: int, seed: int, note: str) -> int:
 
 def _resource_snapshot(r: Resource) -> dict[str, Any]:
     snap: dict[str, Any] = {"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type,
-                            "size": r.size}
+                            "size": r.size, "tags": TAG_LIST}
     if r.data:
         snap["blob"] = base64.b64encode(bytes(r.data)).decode("ascii")
     else:
@@ -201,7 +202,7 @@ def load_template(note: str) -> int:
     TemplateVariable.objects.create(template=template, name="tag", suggestions="\n".join(TAG_WORDS))
     snapshot = {"uriTemplate": template.uri_template, "name": template.name, "description": template.description,
                 "mimeType": template.mime_type, "body": template.body,
-                "variables": [{"name": "tag", "suggestions": TAG_WORDS}]}
+                "variables": [{"name": "tag", "suggestions": TAG_WORDS}], "tags": TAG_LIST}
     _publish_rows("template", [template], [snapshot])
     _summarise("template", [template.uri_template], note)
     return 1

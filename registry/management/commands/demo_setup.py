@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
@@ -41,6 +41,7 @@ class Command(BaseCommand):
         for username, group in ROLES.items():
             user, created = User.objects.get_or_create(username=username)
             if created:
+                password_validation.validate_password(password, user)  # the same rules as for editors
                 user.set_password(password)
                 user.is_staff = True
                 user.is_superuser = group is None

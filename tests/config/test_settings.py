@@ -1,0 +1,90 @@
+"""Production mode (DJANGO_DEBUG off) refuses to start without a real signing key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVELOPMENT_KEY = "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
+
+
+def load_settings(**env: str) -> subprocess.CompletedProcess:
+    """Import config.settings in a fresh interpreter with exactly these key/debug variables."""
+    child = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SECRET_KEY", "DJANGO_DEBUG")}
+    child.update(env)
+    return subprocess.run([sys.executable, "-c", "import config.settings as s; print(s.SECRET_KEY)"],
+                          cwd=ROOT, env=child, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("env", [
+    {},
+    {"DJANGO_DEBUG": "0"},
+    {"DJANGO_SECRET_KEY": "", "DJANGO_DEBUG": "0"},
+    {"DJANGO_SECRET_KEY": DEVELOPMENT_KEY},
+    {"DJANGO_SECRET_KEY": "short-key"},
+], ids=["unset", "debug-off", "empty", "development-key", "too-short"])
+def test_production_mode_without_a_real_key_refuses_to_start(env):
+    done = load_settings(**env)
+    assert done.returncode != 0
+    assert "ImproperlyConfigured: DJANGO_SECRET_KEY must be set to a random secret" in done.stderr
+
+
+def test_production_mode_with_a_real_key_uses_it():
+    key = "k" * 20 + "-a-real-random-secret-here"
+    done = load_settings(DJANGO_SECRET_KEY=key, DJANGO_DEBUG="0")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == key
+
+
+def test_debug_mode_falls_back_to_the_development_key():
+    done = load_settings(DJANGO_DEBUG="1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == DEVELOPMENT_KEY
+
+
+def deploy_check(**env: str) -> subprocess.CompletedProcess:
+    child = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "CSRF_"))}
+    child.update({"DJANGO_SECRET_KEY": "a-real-random-secret-" + "x" * 40, "ALLOWED_HOSTS": "registry.example.com"},
+                 **env)
+    return subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                          cwd=ROOT, env=child, capture_output=True, text=True, timeout=120)
+
+
+def test_one_flag_switches_on_https_redirect_hsts_and_secure_cookies():
+    done = deploy_check(DJANGO_SECURE="1", DJANGO_HSTS_INCLUDE_SUBDOMAINS="1", DJANGO_HSTS_PRELOAD="1")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_without_the_flag_the_deploy_check_lists_what_tls_needs():
+    done = deploy_check()
+    assert done.returncode != 0
+    for code in ("security.W004", "security.W008", "security.W012", "security.W016"):
+        assert code in done.stderr
+
+
+def test_behind_a_tls_proxy_the_forwarded_scheme_is_trusted_only_when_asked():
+    code = "import config.settings as s; print(getattr(s, 'SECURE_PROXY_SSL_HEADER', None))"
+    child = {**os.environ, "DJANGO_SECRET_KEY": "a-real-random-secret-" + "x" * 40}
+    child.pop("DJANGO_BEHIND_TLS_PROXY", None)
+    plain = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child, capture_output=True, text=True)
+    proxied = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**child, "DJANGO_BEHIND_TLS_PROXY": "1"},
+                             capture_output=True, text=True)
+    assert plain.stdout.strip() == "None"
+    assert proxied.stdout.strip() == "('HTTP_X_FORWARDED_PROTO', 'https')"
+
+
+def test_the_password_validators_refuse_common_numeric_and_name_like_passwords():
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.password_validation import validate_password
+    from django.core.exceptions import ValidationError
+
+    user = get_user_model()(username="publisher-jane", email="jane@example.com")
+    for weak in ("password123", "8451937260", "publisher-jane1", "short"):
+        with pytest.raises(ValidationError):
+            validate_password(weak, user)
+    validate_password("violet-harbor-trumpet-42", user)
