@@ -145,15 +145,15 @@ def check_value(spec: Mapping[str, Any], value: str,
 
 def _check_number(spec: Mapping[str, Any], kind: str, value: str) -> tuple[str, str | None]:
     text = value.strip()
-    what = "a whole number" if kind == INTEGER else "a number"
+    low, high = spec.get("minimum"), spec.get("maximum")
+    refusal = f"must be {range_text(kind, low, high)}"
     if len(text) > MAX_NUMBER_LENGTH or not (_INTEGER if kind == INTEGER else _NUMBER).fullmatch(text):
-        return value, f"must be {what}"
+        return value, refusal
     number: float | int = int(text) if kind == INTEGER else float(text)
     if isinstance(number, float) and not math.isfinite(number):
-        return value, f"must be {what}"
-    low, high = spec.get("minimum"), spec.get("maximum")
+        return value, refusal
     if (low is not None and number < low) or (high is not None and number > high):
-        return value, f"must be {range_text(kind, low, high)}"
+        return value, refusal
     return (str(number) if kind == INTEGER else text), None
 
 
