@@ -419,16 +419,21 @@ def _check_template(value: str) -> None:
 
 # ------------------------------------------------------------------------------------------ entries
 def _argument_type(c: _Checker, a: Mapping[str, Any], path: Path_) -> dict[str, Any]:
-    """An argument's type and bounds, in draft-data vocabulary (see registry/argtypes.py)."""
+    """An argument's type and bounds, in draft-data vocabulary (see registry/argtypes.py).
+
+    Only what the file gives is returned, so an untyped argument reads exactly as before types
+    existed; the draft writer fills in the rest (text, no bounds)."""
     kind = c.string(a, "type", path) or argtypes.TEXT
     if kind not in argtypes.TYPES:
         c.error(path + ("type",), f"unknown type '{kind}'; use one of: {', '.join(argtypes.TYPES)}.")
         kind = argtypes.TEXT
-    return {
+    typed = {
         "type": kind, "choices": c.strings(a, "choices", path), "pattern": c.string(a, "pattern", path),
         "min_length": _count(c, a, "min_length", path), "max_length": _count(c, a, "max_length", path),
         "minimum": _number(c, a, "min", path), "maximum": _number(c, a, "max", path),
     }
+    return {key: value for key, value in typed.items()
+            if value not in ("", None, []) and not (key == "type" and value == argtypes.TEXT)}
 
 
 def _count(c: _Checker, a: Mapping[str, Any], key: str, path: Path_) -> int | None:
@@ -466,11 +471,11 @@ def _argument_default(c: _Checker, a: Mapping[str, Any], path: Path_, kind: str)
 
 def _spec(argument: Mapping[str, Any]) -> dict[str, Any]:
     """Draft-data argument -> the snapshot spec registry/argtypes.py checks."""
-    spec = {"name": argument["name"], "type": argument["type"], "default": argument["default"],
+    spec = {"name": argument["name"], "type": argument.get("type", argtypes.TEXT), "default": argument["default"],
             "suggestions": argument["suggestions"]}
     for key, spec_key in (("choices", "choices"), ("min_length", "minLength"), ("max_length", "maxLength"),
                           ("pattern", "pattern"), ("minimum", "minimum"), ("maximum", "maximum")):
-        if argument[key] not in (None, "", []):
+        if argument.get(key) not in (None, "", []):
             spec[spec_key] = argument[key]
     return spec
 
@@ -504,7 +509,7 @@ def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
             "suggestions": c.strings(a, "suggestions", arg_path),
             **_argument_type(c, a, arg_path),
         }
-        argument["default"] = _argument_default(c, a, arg_path, argument["type"])
+        argument["default"] = _argument_default(c, a, arg_path, argument.get("type", argtypes.TEXT))
         data["arguments"].append(argument)
         if len(c.problems) == problems_before:  # judge the declaration only once its fields parse
             for problem in argtypes.spec_problems(_spec(argument)):

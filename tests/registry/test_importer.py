@@ -313,3 +313,47 @@ def test_importing_an_archived_entry_updates_it_but_warns_that_it_stays_unserved
     outcome = next(o for o in report.outcomes if o.key == "farewell")
     assert outcome.status == "unchanged" and "archived" in outcome.warnings[0]
     assert Prompt.objects.get(name="farewell").archived_at is not None
+
+
+TYPED_DOC = """
+resources:
+  - {uri: "docs://style", name: style, text: Be brief.}
+prompts:
+  - name: reply
+    description: Reply to a customer
+    arguments:
+      - {name: tone, description: Tone of the reply, required: true, type: enum, choices: [formal, warm]}
+      - {name: count, type: integer, min: 1, max: 10, default: 5}
+      - {name: code, required: true, type: string, max_length: 8, pattern: "[A-Z]+-[0-9]+"}
+      - {name: doc, type: resource, default: "docs://style"}
+    messages:
+      - text: "{{ tone }} {{ count }} {{ code }} {{ doc }}"
+"""
+
+
+def test_typed_arguments_import_publish_export_and_reimport_unchanged(tmp_path):
+    path = write(tmp_path, TYPED_DOC)
+    import_documents(path, publish=True, note="typed")
+    catalog = catalog_for("production")
+    with pytest.raises(RegistryError) as caught:
+        catalog.get_prompt(Viewer(), "reply", {"tone": "loud", "code": "AB-1"})
+    assert caught.value.invalid == [{"name": "tone", "reason": "must be one of: formal, warm"}]
+    served = catalog.get_prompt(Viewer(), "reply", {"tone": "warm", "code": "AB-1"}).result
+    assert served["messages"][0]["content"]["text"] == "warm 5 AB-1 docs://style"
+
+    exported = yaml.safe_load(export_yaml())
+    [reply] = [p for p in exported["prompts"] if p["name"] == "reply"]
+    assert reply["arguments"][1] == {"name": "count", "required": False, "default": "5", "type": "integer",
+                                     "min": 1, "max": 10}
+    before = counts()
+    (tmp_path / "again.yaml").write_text(export_yaml())
+    report = import_documents(Path("again.yaml"), publish=True, note="again")
+    assert counts() == before and not report.changed
+
+
+def test_import_refuses_a_typed_default_naming_no_registry_resource(tmp_path):
+    path = write(tmp_path, TYPED_DOC.replace('default: "docs://style"', 'default: "docs://nowhere"'))
+    with pytest.raises(ImportFailed) as caught:
+        import_documents(path, publish=True, note="typed")
+    assert "the default 'docs://nowhere' must be the URI of a registry resource" in str(caught.value.problems)
+    assert not Prompt.objects.filter(name="reply").exists()
