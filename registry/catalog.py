@@ -115,8 +115,9 @@ class TemplateItem:
         return self.uri_template
 
 
-def _tags(text: str) -> frozenset[str]:
-    return frozenset(t.strip().lower() for t in text.split(",") if t.strip())
+def _tags(snapshot: Mapping[str, Any]) -> frozenset[str]:
+    """Visibility comes from the published version, never from the draft (registry.snapshots)."""
+    return frozenset(snapshot.get("tags") or ())
 
 
 def _pick(rows: Iterable[Any], label: str) -> dict[int, Any]:
@@ -143,7 +144,7 @@ def _prompt_item(row: Any) -> PromptItem:
     suggestions = {a["name"]: _argument_pool(a) for a in snap.get("arguments", [])}
     resource_arguments = frozenset(a["name"] for a in snap.get("arguments", [])
                                    if argtypes.type_of(a) == argtypes.RESOURCE)
-    return PromptItem(snap["name"], _tags(row.entry.tags), row.version.number, row.name, listing,
+    return PromptItem(snap["name"], _tags(snap), row.version.number, row.name, listing,
                       compile_prompt(snap), suggestions, resource_arguments=resource_arguments)
 
 
@@ -169,7 +170,7 @@ def _resource_item(row: Any) -> ResourceItem:
     snap = row.version.snapshot
     listing = _listing(snap, ("uri", "name", "title", "description", "mimeType", "size"))
     listing["annotations"] = _annotations(snap, row.version.created_at)
-    return ResourceItem(snap["uri"], _tags(row.entry.tags), row.version.number, row.name, listing,
+    return ResourceItem(snap["uri"], _tags(snap), row.version.number, row.name, listing,
                         resource_content(snap))
 
 
@@ -179,7 +180,7 @@ def _template_item(row: Any) -> TemplateItem:
     if snap.get("annotations"):
         listing["annotations"] = dict(snap["annotations"])
     suggestions = {v["name"]: tuple(v.get("suggestions", ())) for v in snap.get("variables", [])}
-    return TemplateItem(snap["uriTemplate"], _tags(row.entry.tags), row.version.number, row.name, listing,
+    return TemplateItem(snap["uriTemplate"], _tags(snap), row.version.number, row.name, listing,
                         UriTemplateMatcher.build(snap["uriTemplate"]), parse_template(snap.get("body", "")),
                         snap.get("mimeType", ""), suggestions)
 

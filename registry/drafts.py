@@ -30,7 +30,6 @@ from django.db import transaction
 
 from registry import services
 from registry.argtypes import plain_number
-from registry.changes import record_change
 from registry.errors import RegistryError
 from registry.models import (
     AuditAction,
@@ -237,31 +236,16 @@ def save_draft(
     acting_user: Any,
     actor: str | None = None,
     note: str = "",
-    list_tags_when_created: bool = False,
 ) -> list[dict[str, Any]]:
     """Apply `data` to the draft (a new entry if unsaved) and audit it; returns the audited field diff.
 
-    Tags are not part of a snapshot, so a tag change is added to the diff by hand; it is told to
-    clients when the entry is served (tags decide who sees it). The importer passes
-    `list_tags_when_created` because its create row records the file's whole entry, tags
-    included; the REST API audits a creation like the admin does, by snapshot only.
+    Tags are part of the snapshot, so a tag change is audited like any other field and, like any
+    draft edit, changes nothing clients see until it is published.
     """
-    is_new = entry.pk is None
-    before_snapshot = None if is_new else snapshot_of(entry)
-    before_tags = [] if is_new else normalise_tags(entry.tags)
+    before_snapshot = None if entry.pk is None else snapshot_of(entry)
     apply_data(entry, data)
-    after_tags = normalise_tags(entry.tags)
-    if after_tags == before_tags or (is_new and not list_tags_when_created):
-        row = services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user,
-                                           actor=actor, note=note)
-        return row.changes if row is not None else []
-    changes = diff_snapshots(before_snapshot, snapshot_of(entry))
-    changes.append({"field": "tags", "before": ", ".join(before_tags), "after": ", ".join(after_tags)})
-    services.write_audit(entry=entry, action=AuditAction.CREATE if is_new else AuditAction.EDIT,
-                         acting_user=acting_user, actor=actor, note=note, changes=changes)
-    if not is_new and entry.labels.exists():  # type: ignore[attr-defined]
-        record_change(kind=entry.kind, key=entry.key, list_changed=True)
-    return changes
+    row = services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=actor, note=note)
+    return row.changes if row is not None else []
 
 
 # ---------------------------------------------------------------------------------------- snapshots
@@ -317,7 +301,11 @@ def _message_from_block(role: str, block: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def snapshot_data(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    """Draft data that reproduces `snapshot` (a published version of `entry`). Tags are not versioned."""
+    """Draft data that reproduces `snapshot` (a published version of `entry`), tags included."""
+    return {**_snapshot_fields(entry, snapshot), "tags": list(snapshot.get("tags") or ())}
+
+
+def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(entry, Prompt):
         arguments = [
             {"name": a["name"], "title": a.get("title", ""), "description": a.get("description", ""),
@@ -345,7 +333,7 @@ def snapshot_data(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict[st
 
 
 def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> VersionedEntry:
-    """Overwrite the draft of `entry` with a published version's content (tags are kept).
+    """Overwrite the draft of `entry` with a published version's content, tags included.
 
     Embedded resources and links become links to the registry resource again when that
     reproduces the version's content exactly; otherwise they are restored inline.

@@ -1,7 +1,9 @@
 """Working copy -> frozen snapshot, the snapshot's content hash, and field-level diffs.
 
 A snapshot is the MCP-shaped content of one version (placeholders still unrendered), so the
-read side serves it without touching the working-copy tables.
+read side serves it without touching the working-copy tables. Its `tags` (sorted, left out when
+there are none) decide which scoped clients see the version, so a tag change is a content change:
+it is reviewed, published, diffed and audited like any other, and a draft's tags serve nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ def _annotations(entry: Any) -> dict[str, Any]:
     if entry.priority is not None:
         annotations["priority"] = entry.priority
     return annotations
+
+
+def _tag_list(entry: VersionedEntry) -> list[str]:
+    return sorted(entry.tag_set)
 
 
 def _omit_empty(d: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -113,8 +119,8 @@ def snapshot_prompt(prompt: Prompt) -> dict[str, Any]:
     ]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
-         "arguments": arguments, "messages": messages},
-        "title",
+         "arguments": arguments, "messages": messages, "tags": _tag_list(prompt)},
+        "title", "tags",
     )
 
 
@@ -122,13 +128,13 @@ def snapshot_resource(resource: Resource) -> dict[str, Any]:
     snap: dict[str, Any] = {
         "uri": resource.uri, "name": resource.name, "title": resource.title,
         "description": resource.description, "mimeType": resource.mime_type,
-        "annotations": _annotations(resource), "size": resource.size,
+        "annotations": _annotations(resource), "size": resource.size, "tags": _tag_list(resource),
     }
     if resource.data:
         snap["blob"] = _b64(resource.data)
     else:
         snap["text"] = resource.text
-    return _omit_empty(snap, "title", "description", "mimeType", "annotations")
+    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "tags")
 
 
 def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
@@ -141,8 +147,9 @@ def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
         "uriTemplate": template.uri_template, "name": template.name, "title": template.title,
         "description": template.description, "mimeType": template.mime_type,
         "annotations": _annotations(template), "body": template.body, "variables": variables,
+        "tags": _tag_list(template),
     }
-    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables")
+    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables", "tags")
 
 
 def snapshot_of(entry: VersionedEntry) -> dict[str, Any]:

@@ -157,6 +157,18 @@ def test_editor_edits_a_message_and_the_audit_entry_has_the_field_diff(client, e
     ]
 
 
+def test_an_admin_tag_edit_is_audited_and_serves_nothing_until_published(client, editor):
+    prompt = make_prompt(name="explain", tags="public")
+    services.publish(prompt, acting_user=None, note="v1")
+    data = prompt_post(prompt)
+    data["tags"] = "internal"
+    response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)
+    assert response.status_code == 302, form_errors(response)
+    entry = AuditEntry.objects.get(entry_id=prompt.pk, action="edit")
+    assert entry.changes == [{"field": "tags", "before": ["public"], "after": ["internal"]}]
+    assert prompt.versions.get().snapshot["tags"] == ["public"]  # what clients are served is unchanged
+
+
 def test_saving_an_unchanged_draft_writes_no_audit_entry(client, editor):
     prompt = make_prompt()
     response = client_for(client, editor).post(url("prompt_change", prompt.pk), prompt_post(prompt))
