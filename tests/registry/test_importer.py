@@ -264,7 +264,7 @@ def test_export_shows_released_versions_and_labels_on_the_newest_version():
 
 def test_conformance_fixture_imports_twice_cleanly_and_serves_what_the_suite_expects():
     first = import_documents(CONFORMANCE, publish=True, note="conformance fixtures")
-    assert first.summary() == "prompts: 4 created; resources: 3 created; templates: 1 created; published 8"
+    assert first.summary() == "prompts: 5 created; resources: 3 created; templates: 1 created; published 9"
     before = counts()
     second = import_documents(CONFORMANCE, publish=True, note="conformance fixtures")
     assert not second.changed and counts() == before
@@ -273,7 +273,7 @@ def test_conformance_fixture_imports_twice_cleanly_and_serves_what_the_suite_exp
     viewer = Viewer()
     assert {p["name"] for p in catalog.prompts(viewer)} == {
         "test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
-        "test_prompt_with_image"}
+        "test_prompt_with_image", "test_input_required_result_prompt"}
     assert all(p.get("description") for p in catalog.prompts(viewer))
     args = catalog.get_prompt(viewer, "test_prompt_with_arguments", {"arg1": "testValue1", "arg2": "testValue2"})
     assert "arg1='testValue1', arg2='testValue2'" in args.result["messages"][0]["content"]["text"]
