@@ -36,6 +36,7 @@ from registry.models.resources import Audience, uri_field_validator, uri_templat
 from registry.validation import DraftReport, validate_prompt, validate_resource, validate_template
 
 AUDIENCE_CHOICES = ["user", "assistant"]
+MAX_LENGTH_BOUND = 2**31 - 1  # what the database column holds
 
 
 def _labels(entry: VersionedEntry) -> dict[str, int]:
@@ -149,16 +150,31 @@ class ArgumentSerializer(serializers.Serializer):
                                    help_text="What values prompts/get accepts (MCP sends them all as strings).")
     choices = serializers.ListField(child=serializers.CharField(), required=False, default=list,
                                     help_text="enum: the allowed values.")
-    min_length = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None,
-                                          help_text="text/string: fewest characters.")
-    max_length = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None,
-                                          help_text="text/string: most characters.")
+    min_length = serializers.IntegerField(min_value=0, max_value=MAX_LENGTH_BOUND, required=False, allow_null=True,
+                                          default=None, help_text="text/string: fewest characters.")
+    max_length = serializers.IntegerField(min_value=0, max_value=MAX_LENGTH_BOUND, required=False, allow_null=True,
+                                          default=None, help_text="text/string: most characters.")
     pattern = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
                                     help_text="text/string: RE2 regular expression the whole value must match.")
     minimum = serializers.FloatField(required=False, allow_null=True, default=None,
                                      help_text="integer/number: smallest value allowed.")
     maximum = serializers.FloatField(required=False, allow_null=True, default=None,
                                      help_text="integer/number: largest value allowed.")
+
+
+    def validate_choices(self, value: list[str]) -> list[str]:
+        return _one_line_values(value, "choice")
+
+    def validate_suggestions(self, value: list[str]) -> list[str]:
+        return _one_line_values(value, "suggestion")
+
+
+def _one_line_values(values: list[str], what: str) -> list[str]:
+    """Choices and suggestions are stored one per line: a value spanning lines would be split."""
+    for value in values:
+        if "\n" in value or "\r" in value:
+            raise serializers.ValidationError(f"A {what} must be a single line: {value!r}.", code="multi_line")
+    return values
 
 
 class MessageSerializer(serializers.Serializer):

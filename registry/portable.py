@@ -428,7 +428,8 @@ def _argument_type(c: _Checker, a: Mapping[str, Any], path: Path_) -> dict[str, 
         c.error(path + ("type",), f"unknown type '{kind}'; use one of: {', '.join(argtypes.TYPES)}.")
         kind = argtypes.TEXT
     typed = {
-        "type": kind, "choices": c.strings(a, "choices", path), "pattern": c.string(a, "pattern", path),
+        "type": kind, "choices": c.strings(a, "choices", path, check=_one_line),
+        "pattern": c.string(a, "pattern", path),
         "min_length": _count(c, a, "min_length", path), "max_length": _count(c, a, "max_length", path),
         "minimum": _number(c, a, "min", path), "maximum": _number(c, a, "max", path),
     }
@@ -436,12 +437,17 @@ def _argument_type(c: _Checker, a: Mapping[str, Any], path: Path_) -> dict[str, 
             if value not in ("", None, []) and not (key == "type" and value == argtypes.TEXT)}
 
 
+def _one_line(value: str) -> None:
+    if "\n" in value or "\r" in value or not value.strip():
+        raise ValidationError("a choice must be a single, non-empty line.")
+
+
 def _count(c: _Checker, a: Mapping[str, Any], key: str, path: Path_) -> int | None:
     value = a.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        c.error(path + (key,), f"expected a whole number of characters (0 or more), got {_type_name(value)}.")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        c.error(path + (key,), f"expected a whole number of characters (0 or more), got {value!r}.")
         return None
     return value
 

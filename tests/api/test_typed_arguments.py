@@ -59,7 +59,19 @@ def test_an_unknown_type_is_a_field_error(as_editor):
     response = as_editor.post("/api/v1/prompts/", {**TYPED, "arguments": [{"name": "tone", "type": "colour"}]},
                               format="json")
     assert response.status_code == 400
-    assert "type" in str(response.json()["arguments"]), response.json()
+    assert response.json()["arguments"] == {"0": {"type": ['"colour" is not a valid choice.']}}
+
+
+def test_multi_line_choices_and_too_long_bounds_are_field_errors(as_editor):
+    response = as_editor.post("/api/v1/prompts/", {**TYPED, "arguments": [
+        {"name": "tone", "type": "enum", "choices": ["formal\nwarm"]},
+        {"name": "count", "type": "string", "max_length": 2**31},
+        {"name": "code"}]}, format="json")
+    assert response.status_code == 400
+    errors = response.json()["arguments"]
+    assert errors["0"] == {"choices": ["A choice must be a single line: 'formal\\nwarm'."]}
+    assert list(errors["1"]) == ["max_length"] and "2" not in errors
+    assert not Prompt.objects.filter(name="reply").exists()
 
 
 def test_patch_changes_the_type_of_an_argument(as_editor):

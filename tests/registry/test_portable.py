@@ -185,8 +185,9 @@ prompts:
       - {name: d, type: integer, min: ten, min_length: -1}
       - {name: e, pattern: "(a)\\\\1"}
       - {name: f, type: number, min: 3, max: 1, default: 0}
+      - {name: g, type: enum, choices: ["two\\nlines"], max_length: 2147483648}
     messages:
-      - text: "{{ a }} {{ b }} {{ c }} {{ d }} {{ e }} {{ f }}"
+      - text: "{{ a }} {{ b }} {{ c }} {{ d }} {{ e }} {{ f }} {{ g }}"
 """)
     assert "demo.yaml:5: prompts[1] (name: reply): arguments[1]: an argument of type enum needs at least one choice." \
         in found
@@ -197,6 +198,9 @@ prompts:
     assert any("arguments[4].min_length: expected a whole number of characters" in p for p in found)
     assert any("arguments[5]: the pattern '(a)\\\\1' cannot be used" in p for p in found)
     assert any("arguments[6]: the minimum 3 is larger than the maximum 1." in p for p in found)
+    assert any("arguments[7].choices[1]: a choice must be a single, non-empty line." in p for p in found)
+    assert any("arguments[7].max_length: expected a whole number of characters (0 or more), got 2147483648." in p
+               for p in found)
 
 
 def test_typed_arguments_dump_in_the_file_words_and_read_back_the_same():
