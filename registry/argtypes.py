@@ -87,6 +87,8 @@ def compile_pattern(pattern: str) -> Any:
     options.max_mem = _PATTERN_MEMORY
     try:
         return re2.compile(pattern, options=options)
+    except UnicodeEncodeError:
+        raise PatternError("the pattern contains characters that are not valid text.") from None
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise PatternError(f"the pattern {pattern!r} cannot be used: {reason} (backreferences and "
@@ -117,7 +119,11 @@ def check_value(spec: Mapping[str, Any], value: str,
                 compiled = compile_pattern(pattern)
             except PatternError as exc:  # a published pattern always compiles; be safe anyway
                 return value, str(exc)
-            if compiled.fullmatch(value) is None:
+            try:
+                matched = compiled.fullmatch(value) is not None
+            except UnicodeEncodeError:  # lone surrogates: RE2 matches UTF-8 only
+                return value, "must be valid text"
+            if not matched:
                 return value, f"must match the pattern {pattern}"
         return value, None
     if kind == ENUM:

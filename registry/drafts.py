@@ -311,7 +311,8 @@ def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict
             {"name": a["name"], "title": a.get("title", ""), "description": a.get("description", ""),
              "required": bool(a.get("required")), "default": a.get("default", ""),
              "suggestions": list(a.get("suggestions", ())), "type": a.get("type", "text"),
-             **{key: a.get(spec_key, ARGUMENT_TYPE_DEFAULTS[key]) for key, spec_key in _SNAPSHOT_BOUNDS.items()}}
+             **{key: a.get(spec_key, ARGUMENT_TYPE_DEFAULTS[key]) for key, spec_key in _SNAPSHOT_BOUNDS.items()},
+             "choices": list(a.get("choices", ()))}
             for a in snapshot.get("arguments", [])
         ]
         messages = [_message_from_block(m["role"], m["content"]) for m in snapshot.get("messages", [])]

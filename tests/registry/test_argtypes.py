@@ -146,3 +146,8 @@ def test_a_sound_declaration_has_no_problems():
 def test_untyped_specs_are_not_typed():
     assert not argtypes.is_typed(spec(description="d", required=True))
     assert argtypes.is_typed(spec(type="string")) and argtypes.is_typed(spec(maxLength=3))
+
+
+def test_text_that_is_not_valid_unicode_is_refused_not_crashed_on():
+    assert check_value(spec(pattern="[a-z]+"), "a\ud800")[1] == "must be valid text"
+    assert spec_problems(spec(pattern="a\ud800")) == ["the pattern contains characters that are not valid text."]
