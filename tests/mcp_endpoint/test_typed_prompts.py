@@ -162,3 +162,13 @@ async def test_legacy_revisions_keep_32602_even_with_elicitation(typed):
     _, body = await legacy(session, "prompts/get", {"name": "typed-reply", "arguments": {"tone": "warm"},
                                                     "inputResponses": answers})
     assert body["error"]["code"] == -32602 and body["error"]["data"] == {"missing": ["count", "code"]}
+
+
+async def test_the_get_prompt_tool_reports_every_bad_argument_to_the_model(typed):
+    _, body = await modern("tools/call", {"name": "get_prompt",
+                                          "arguments": {"name": "typed-reply", "arguments": BAD}})
+    result = body["result"]
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert "Missing required argument(s): code" in text
+    assert "tone must be one of: formal, warm" in text and "short must be true or false" in text
