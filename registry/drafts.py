@@ -27,10 +27,11 @@ import base64
 from typing import Any, Iterable, Mapping
 
 from django.db import transaction
+from django.utils import timezone
 
 from registry import services
 from registry.argtypes import plain_number
-from registry.errors import RegistryError
+from registry.errors import DraftConflict, RegistryError
 from registry.models import (
     AuditAction,
     Prompt,
@@ -228,6 +229,29 @@ def apply_data(entry: VersionedEntry, data: Mapping[str, Any]) -> VersionedEntry
     raise TypeError(f"not a registry entry: {entry!r}")
 
 
+def conflict_message(entry: VersionedEntry, expected: int) -> str:
+    when = timezone.localtime(entry.updated_at).strftime("%Y-%m-%d %H:%M:%S %Z") if entry.updated_at else "?"
+    who = entry.updated_by or "someone"
+    return (f"The draft of {entry.key} was changed by {who} at {when} after you opened it (revision "
+            f"{entry.revision}; yours was based on revision {expected}). Nothing was saved: reload it to see "
+            "their changes, then apply yours again.")
+
+
+def lock_draft(entry: VersionedEntry, *, expected_revision: int | None = None) -> VersionedEntry:
+    """Lock the entry's row for this transaction and load its current values into `entry`.
+
+    Whatever a caller read before may be stale (another worker saved meanwhile); the diff, the
+    audit's "before" and the fields a partial update leaves alone must come from the locked row.
+    `expected_revision` (an editor's form, an API If-Match) refuses a save based on an older
+    revision with DraftConflict, so nobody silently reverts another person's edit.
+    """
+    type(entry).objects.select_for_update().filter(pk=entry.pk).values_list("pk", flat=True).first()
+    entry.refresh_from_db()
+    if expected_revision is not None and expected_revision != entry.revision:
+        raise DraftConflict(conflict_message(entry, expected_revision), current_revision=entry.revision)
+    return entry
+
+
 @transaction.atomic
 def save_draft(
     entry: VersionedEntry,
@@ -236,13 +260,20 @@ def save_draft(
     acting_user: Any,
     actor: str | None = None,
     note: str = "",
+    expected_revision: int | None = None,
 ) -> list[dict[str, Any]]:
     """Apply `data` to the draft (a new entry if unsaved) and audit it; returns the audited field diff.
 
-    Tags are part of the snapshot, so a tag change is audited like any other field and, like any
-    draft edit, changes nothing clients see until it is published.
+    An existing draft is locked and re-read first (`lock_draft`), so concurrent partial updates of
+    different fields both survive and the audit shows the real "before". Tags are part of the
+    snapshot, so a tag change is audited like any other field and, like any draft edit, changes
+    nothing clients see until it is published.
     """
-    before_snapshot = None if entry.pk is None else snapshot_of(entry)
+    before_snapshot = None
+    if entry.pk is not None:
+        lock_draft(entry, expected_revision=expected_revision)
+        before_snapshot = snapshot_of(entry)
+    entry.updated_by = actor or services.actor_name(acting_user)
     apply_data(entry, data)
     row = services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=actor, note=note)
     return row.changes if row is not None else []
@@ -348,7 +379,9 @@ def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: An
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")
+    lock_draft(entry)
     before = snapshot_of(entry)
+    entry.updated_by = services.actor_name(acting_user)
     apply_snapshot(entry, version.snapshot)
     services.write_audit(
         entry=entry, action=AuditAction.RESTORE_DRAFT, acting_user=acting_user, note=note,
