@@ -182,6 +182,8 @@ def translate_domain_error(exc: BaseException) -> errors.McpError | None:
         return errors.InvalidParams(exc.message, data={"uri": exc.uri})
     if isinstance(exc, registry_errors.InvalidArguments):
         return errors.InvalidParams(exc.message)
+    if isinstance(exc, registry_errors.ContentMissing):
+        return errors.InternalError(exc.message, data={"sha256": exc.sha256})
     return None
 
 
@@ -204,6 +206,14 @@ async def get_catalog(label: str) -> Any:
         _loading[label] = task
         task.add_done_callback(lambda t, lbl=label: _loading.pop(lbl, None) if _loading.get(lbl) is t else None)
     return await asyncio.shield(task)
+
+
+async def _content_call(method: Any, *args: Any) -> Any:
+    """Run a catalog read; content not in memory yet is loaded in a worker thread (one read)."""
+    try:
+        return method(*args)
+    except catalog.ContentNotLoaded:
+        return await database_sync_to_async(method)(*args)
 
 
 def _str_param(params: dict[str, Any], name: str) -> str:
@@ -281,7 +291,7 @@ async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     name = _str_param(params, "name")
     arguments = _string_map(params.get("arguments"), "params.arguments")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
+    served = await _content_call(catalog.get_prompt, ctx.identity.viewer, name, arguments)
     source.record_fetch(served, ctx.identity.viewer)
     return ctx.complete(shapes.shape_prompt_result(served.result, ctx.version))
 
@@ -297,7 +307,7 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
         served, raw = hit
         source.record_fetch(served, ctx.identity.viewer)
         return raw
-    served = catalog.read_resource(ctx.identity.viewer, uri)
+    served = await _content_call(catalog.read_resource, ctx.identity.viewer, uri)
     if not served.result.get("contents"):
         raise errors.ResourceNotFound(uri)  # never answer with empty contents
     raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True,
@@ -312,7 +322,7 @@ async def _resource_exists(ctx: RequestContext, uri: str) -> None:
     catalog = await get_catalog(ctx.identity.label)
     if any(r.get("uri") == uri for r in catalog.resources(ctx.identity.viewer)):
         return
-    catalog.read_resource(ctx.identity.viewer, uri)  # templated URIs: raises UnknownResource if no match
+    await _content_call(catalog.read_resource, ctx.identity.viewer, uri)  # templated URIs: UnknownResource if none
 
 
 async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -435,7 +445,7 @@ async def _tool_get_prompt(ctx: RequestContext, args: dict[str, Any]) -> dict[st
     if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
         return _tool_error("Argument 'arguments' must be an object of string values.")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
+    served = await _content_call(catalog.get_prompt, ctx.identity.viewer, name, arguments)
     source.record_fetch(served, ctx.identity.viewer)
     content: list[dict[str, Any]] = []
     if served.result.get("description"):
@@ -454,7 +464,7 @@ async def _tool_read_resource(ctx: RequestContext, args: dict[str, Any]) -> dict
     if not isinstance(uri, str) or not uri:
         return _tool_error("Argument 'uri' must be a non-empty string.")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.read_resource(ctx.identity.viewer, uri)
+    served = await _content_call(catalog.read_resource, ctx.identity.viewer, uri)
     contents = served.result.get("contents") or []
     if not contents:
         return _tool_error(f"Resource not found: {uri}")

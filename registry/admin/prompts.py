@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from registry.admin.common import VersionedEntryAdmin, thumbnail_html
+from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry.errors import MissingArguments, RegistryError
 from registry.forms import (
     PromptArgumentForm,
@@ -19,7 +19,7 @@ from registry.forms import (
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.rendering import render_prompt
-from registry.snapshots import snapshot_of
+from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of
 
 
 class PromptArgumentInline(admin.TabularInline):
@@ -53,7 +53,7 @@ class PromptMessageInline(admin.StackedInline):
 
     @admin.display(description="Current file")
     def current_file(self, obj: PromptMessage) -> str:
-        return thumbnail_html(obj.mime_type, obj.data) if obj and obj.pk else "—"
+        return stored_thumbnail(obj) if obj and obj.pk else "—"
 
 
 class PreviewArgumentsForm(forms.Form):
@@ -122,7 +122,8 @@ class PromptAdmin(VersionedEntryAdmin):
         return formsets, inline_instances
 
     def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
-        snapshot = snapshot_of(obj)
+        payloads: Payloads = {}
+        snapshot = snapshot_of(obj, payloads)
         # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
         form = PreviewArgumentsForm(request.GET if "preview" in request.GET else None, prefix="arg",
                                     arguments=snapshot.get("arguments", []))
@@ -132,7 +133,8 @@ class PromptAdmin(VersionedEntryAdmin):
             values = {name: field.initial for name, field in form.fields.items() if field.initial}
         context: dict[str, Any] = {"form": form, "values": values}
         try:
-            result = render_prompt(snapshot, values)
+            load = draft_loader(payloads)
+            result = render_prompt(snapshot, values, lambda block: materialise_block(block, load))
         except MissingArguments as exc:
             message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
             # Before the first "Render preview" that is an invitation, not a mistake.

@@ -1,0 +1,62 @@
+"""The small per-version summary serving lists and completion: a version's `listing` column.
+
+Written once when a version is published (and backfilled by a migration), it holds what
+`prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` need,
+so building a label's catalog reads a few hundred bytes per entry and never the message
+bodies, resource text or template bodies (those are loaded on demand, registry/catalog.py).
+
+    prompt:   {"item": {name, title, description, arguments: [{name, title, description, required}]},
+               "suggestions": {argument: [value, ...]}}
+    resource: {"item": {uri, name, title, description, mimeType, size, annotations},
+               "content": {uri, mimeType, sha256, size, encoding}}
+    template: {"item": {uriTemplate, name, title, description, mimeType, annotations},
+               "suggestions": {variable: [value, ...]}}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from registry.snapshots import resource_content
+
+LISTING_VERSION = 1
+
+
+def _pick(snapshot: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: snapshot[k] for k in keys if k in snapshot and snapshot[k] not in ("", None, {}, [])}
+
+
+def prompt_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    item = _pick(snapshot, ("name", "title", "description"))
+    item["arguments"] = [
+        _pick(a, ("name", "title", "description")) | {"required": bool(a.get("required"))}
+        for a in snapshot.get("arguments", [])
+    ]
+    suggestions = {a["name"]: list(a.get("suggestions", ())) for a in snapshot.get("arguments", [])}
+    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions}
+
+
+def resource_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    item = _pick(snapshot, ("uri", "name", "title", "description", "mimeType", "size"))
+    if snapshot.get("annotations"):
+        item["annotations"] = dict(snapshot["annotations"])
+    ref = resource_content(snapshot)
+    ref.pop("text", None)
+    ref.pop("blob", None)
+    return {"v": LISTING_VERSION, "item": item, "content": ref}
+
+
+def template_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    item = _pick(snapshot, ("uriTemplate", "name", "title", "description", "mimeType"))
+    if snapshot.get("annotations"):
+        item["annotations"] = dict(snapshot["annotations"])
+    suggestions = {v["name"]: list(v.get("suggestions", ())) for v in snapshot.get("variables", [])}
+    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions}
+
+
+_BY_KIND = {"prompt": prompt_listing, "resource": resource_listing, "template": template_listing}
+
+
+def listing_of(kind: str, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The listing column of a version of `kind` ("prompt", "resource", "template")."""
+    return _BY_KIND[kind](snapshot)
