@@ -28,7 +28,8 @@ test: install
 	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
 		echo "== write-path tests on PostgreSQL"; \
 		DATABASE_URL="$$TEST_POSTGRES_URL" $(PY) -m pytest -q -p no:cacheprovider \
-			tests/registry/test_reviews.py tests/registry/test_services.py tests/registry/test_models.py; \
+			tests/registry/test_reviews.py tests/registry/test_services.py tests/registry/test_models.py \
+			tests/api/test_concurrent_edits.py; \
 	fi
 	bash bin/conformance
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Max, Prefetch
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -19,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import rollouts as rollout_api
+from api.errors import etag
 from api.drafts import PromptSerializer, ResourceSerializer, TemplateSerializer
 from api.filters import EntryFilterSerializer, filter_entries, validated_params
 from api.permissions import ModelPermissions, ReadModelPermission
@@ -32,6 +34,7 @@ from api.versions import (
     VersionSummarySerializer,
 )
 from registry import services
+from registry.drafts import lock_draft
 from registry.kinds import KINDS
 from registry.models import Prompt, Resource, ResourceTemplate
 
@@ -99,7 +102,10 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return self.get_paginated_response(EntrySummarySerializer(page, many=True).data)
 
     def _respond_with_entry(self, serializer: Any, code: int) -> Response:
-        return Response(serializer.data, status=code)
+        return Response(serializer.data, status=code, headers={"ETag": etag(serializer.instance.revision)})
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self._respond_with_entry(self.get_serializer(self.get_object()), status.HTTP_200_OK)
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)
@@ -108,10 +114,15 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return self._respond_with_entry(serializer, status.HTTP_201_CREATED)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """PUT/PATCH on the locked, current row; `If-Match: "<revision>"` (the ETag of a read) refuses a
+        write based on an older revision with 412, so two clients never silently revert each other."""
         partial = kwargs.pop("partial", False)
-        serializer = self.get_serializer(self.get_object(), data=request.data, partial=partial)
-        serializer.is_valid(raise_exception=True)
-        serializer.save()
+        expected = if_match_revision(request)
+        with transaction.atomic():
+            instance = lock_draft(self.get_object(), expected_revision=expected)
+            serializer = self.get_serializer(instance, data=request.data, partial=partial)
+            serializer.is_valid(raise_exception=True)
+            serializer.save()
         return self._respond_with_entry(serializer, status.HTTP_200_OK)
 
     # ---------------------------------------------------------------------------- versions & labels
@@ -198,6 +209,18 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         if request.method == "GET":
             return Response(rollout_api.RolloutSerializer(rollout_api.get_for_label(entry, label)).data)
         return rollout_api.put(entry, label, request)
+
+
+def if_match_revision(request: Request) -> int | None:
+    """The draft revision an `If-Match` header names (None when absent or `*`); 400 when unreadable."""
+    header = (request.headers.get("If-Match") or "").strip()
+    if not header or header == "*":
+        return None
+    tag = header.split(",", 1)[0].strip().removeprefix("W/").strip().strip('"')
+    if not tag.isdigit():
+        raise serializers.ValidationError(
+            {"If-Match": [f"Send the ETag of your last read, e.g. If-Match: \"3\" (got {header[:40]!r})."]})
+    return int(tag)
 
 
 def _valid(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:

@@ -29,10 +29,19 @@ def _code(exc: Exception) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
 
 
+def etag(revision: int) -> str:
+    """A draft's entity tag: its revision (registry.models.base.VersionedEntry.revision)."""
+    return f'"{revision}"'
+
+
 def registry_error_response(exc: errors.RegistryError) -> Response:
     body: dict[str, Any] = {"detail": exc.message, "code": _code(exc)}
     if isinstance(exc, errors.InvalidEntry):
         body["problems"] = exc.problems
+    if isinstance(exc, errors.DraftConflict):
+        body["current_revision"] = exc.current_revision
+        return Response(body, status=status.HTTP_412_PRECONDITION_FAILED,
+                        headers={"ETag": etag(exc.current_revision)})
     if isinstance(exc, FORBIDDEN_ERRORS):
         code = status.HTTP_403_FORBIDDEN
     elif isinstance(exc, CONFLICT_ERRORS):

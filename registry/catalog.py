@@ -137,15 +137,14 @@ class _Row(NamedTuple):
     number: int
     listing: dict[str, Any]
     created_at: Any
-    tags: str
 
 
-_ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "version__listing", "version__created_at",
-               "entry__tags")
+_ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "version__listing", "version__created_at")
 
 
-def _tags(text: str) -> frozenset[str]:
-    return frozenset(t.strip().lower() for t in text.split(",") if t.strip())
+def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
+    """Visibility comes from the published version, never from the draft (registry.snapshots)."""
+    return frozenset(listing.get("tags") or ())
 
 
 def _pick(rows: Iterable[_Row], label: str) -> dict[int, _Row]:
@@ -170,7 +169,7 @@ def _prompt_item(row: _Row) -> PromptItem:
     listing = _listing_of("prompt", row)
     suggestions = {name: tuple(values) for name, values in listing.get("suggestions", {}).items()}
     item = listing["item"]
-    return PromptItem(item["name"], _tags(row.tags), row.number, row.name, item, suggestions, row.version_id)
+    return PromptItem(item["name"], _tags(listing), row.number, row.name, item, suggestions, row.version_id)
 
 
 def _resource_item(row: _Row) -> ResourceItem:
@@ -179,14 +178,14 @@ def _resource_item(row: _Row) -> ResourceItem:
     annotations = dict(item.get("annotations") or {})
     annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
     item["annotations"] = annotations
-    return ResourceItem(item["uri"], _tags(row.tags), row.number, row.name, item, listing["content"], row.version_id)
+    return ResourceItem(item["uri"], _tags(listing), row.number, row.name, item, listing["content"], row.version_id)
 
 
 def _template_item(row: _Row) -> TemplateItem:
     listing = _listing_of("template", row)
     item = listing["item"]
     suggestions = {name: tuple(values) for name, values in listing.get("suggestions", {}).items()}
-    return TemplateItem(item["uriTemplate"], _tags(row.tags), row.number, row.name, item,
+    return TemplateItem(item["uriTemplate"], _tags(listing), row.number, row.name, item,
                         UriTemplateMatcher.build(item["uriTemplate"]), item.get("mimeType", ""), suggestions,
                         row.version_id)
 
@@ -493,12 +492,12 @@ def _attach_rollouts(names: list[str], wanted: dict[str, set[str]] | None, *pool
         kind = KINDS[rollout.entry_kind]
         found = kind.version_model.objects.filter(  # type: ignore[attr-defined]
             entry_id=rollout.entry_id, number=rollout.candidate_version).values_list(
-            "entry_id", "id", "number", "listing", "created_at", "entry__tags").first()
+            "entry_id", "id", "number", "listing", "created_at").first()
         if found is None:
             continue
-        entry_id, version_id, number, listing, created_at, tags = found
+        entry_id, version_id, number, listing, created_at = found
         candidate = _ITEM_BUILDERS[rollout.entry_kind](_Row(entry_id, rollout.label, version_id, number, listing,
-                                                            created_at, tags))
+                                                            created_at))
         pool[rollout.entry_key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
 
 

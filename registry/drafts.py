@@ -26,10 +26,10 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from django.db import transaction
+from django.utils import timezone
 
 from registry import content, services
-from registry.changes import record_change
-from registry.errors import RegistryError
+from registry.errors import DraftConflict, RegistryError
 from registry.models import (
     AuditAction,
     Prompt,
@@ -220,6 +220,29 @@ def apply_data(entry: VersionedEntry, data: Mapping[str, Any]) -> VersionedEntry
     raise TypeError(f"not a registry entry: {entry!r}")
 
 
+def conflict_message(entry: VersionedEntry, expected: int) -> str:
+    when = timezone.localtime(entry.updated_at).strftime("%Y-%m-%d %H:%M:%S %Z") if entry.updated_at else "?"
+    who = entry.updated_by or "someone"
+    return (f"The draft of {entry.key} was changed by {who} at {when} after you opened it (revision "
+            f"{entry.revision}; yours was based on revision {expected}). Nothing was saved: reload it to see "
+            "their changes, then apply yours again.")
+
+
+def lock_draft(entry: VersionedEntry, *, expected_revision: int | None = None) -> VersionedEntry:
+    """Lock the entry's row for this transaction and load its current values into `entry`.
+
+    Whatever a caller read before may be stale (another worker saved meanwhile); the diff, the
+    audit's "before" and the fields a partial update leaves alone must come from the locked row.
+    `expected_revision` (an editor's form, an API If-Match) refuses a save based on an older
+    revision with DraftConflict, so nobody silently reverts another person's edit.
+    """
+    type(entry).objects.select_for_update().filter(pk=entry.pk).values_list("pk", flat=True).first()
+    entry.refresh_from_db()
+    if expected_revision is not None and expected_revision != entry.revision:
+        raise DraftConflict(conflict_message(entry, expected_revision), current_revision=entry.revision)
+    return entry
+
+
 @transaction.atomic
 def save_draft(
     entry: VersionedEntry,
@@ -228,31 +251,23 @@ def save_draft(
     acting_user: Any,
     actor: str | None = None,
     note: str = "",
-    list_tags_when_created: bool = False,
+    expected_revision: int | None = None,
 ) -> list[dict[str, Any]]:
     """Apply `data` to the draft (a new entry if unsaved) and audit it; returns the audited field diff.
 
-    Tags are not part of a snapshot, so a tag change is added to the diff by hand; it is told to
-    clients when the entry is served (tags decide who sees it). The importer passes
-    `list_tags_when_created` because its create row records the file's whole entry, tags
-    included; the REST API audits a creation like the admin does, by snapshot only.
+    An existing draft is locked and re-read first (`lock_draft`), so concurrent partial updates of
+    different fields both survive and the audit shows the real "before". Tags are part of the
+    snapshot, so a tag change is audited like any other field and, like any draft edit, changes
+    nothing clients see until it is published.
     """
-    is_new = entry.pk is None
-    before_snapshot = None if is_new else snapshot_of(entry)
-    before_tags = [] if is_new else normalise_tags(entry.tags)
+    before_snapshot = None
+    if entry.pk is not None:
+        lock_draft(entry, expected_revision=expected_revision)
+        before_snapshot = snapshot_of(entry)
+    entry.updated_by = actor or services.actor_name(acting_user)
     apply_data(entry, data)
-    after_tags = normalise_tags(entry.tags)
-    if after_tags == before_tags or (is_new and not list_tags_when_created):
-        row = services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user,
-                                           actor=actor, note=note)
-        return row.changes if row is not None else []
-    changes = diff_snapshots(before_snapshot, snapshot_of(entry))
-    changes.append({"field": "tags", "before": ", ".join(before_tags), "after": ", ".join(after_tags)})
-    services.write_audit(entry=entry, action=AuditAction.CREATE if is_new else AuditAction.EDIT,
-                         acting_user=acting_user, actor=actor, note=note, changes=changes)
-    if not is_new and entry.labels.exists():  # type: ignore[attr-defined]
-        record_change(kind=entry.kind, key=entry.key, list_changed=True)
-    return changes
+    row = services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=actor, note=note)
+    return row.changes if row is not None else []
 
 
 # ---------------------------------------------------------------------------------------- snapshots
@@ -318,7 +333,11 @@ def _message_from_block(role: str, block: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def snapshot_data(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    """Draft data that reproduces `snapshot` (a published version of `entry`). Tags are not versioned."""
+    """Draft data that reproduces `snapshot` (a published version of `entry`), tags included."""
+    return {**_snapshot_fields(entry, snapshot), "tags": list(snapshot.get("tags") or ())}
+
+
+def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(entry, Prompt):
         arguments = [
             {"name": a["name"], "title": a.get("title", ""), "description": a.get("description", ""),
@@ -344,7 +363,7 @@ def snapshot_data(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict[st
 
 
 def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> VersionedEntry:
-    """Overwrite the draft of `entry` with a published version's content (tags are kept).
+    """Overwrite the draft of `entry` with a published version's content, tags included.
 
     Embedded resources and links become links to the registry resource again when that
     reproduces the version's content exactly; otherwise they are restored inline.
@@ -358,7 +377,9 @@ def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: An
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")
+    lock_draft(entry)
     before = snapshot_of(entry)
+    entry.updated_by = services.actor_name(acting_user)
     apply_snapshot(entry, version.snapshot)
     services.write_audit(
         entry=entry, action=AuditAction.RESTORE_DRAFT, acting_user=acting_user, note=note,

@@ -81,6 +81,14 @@ class SelfApproval(RegistryError):
     """The requester tried to approve (or reject) their own review request."""
 
 
+class DraftConflict(RegistryError):
+    """A save based on an older revision of a draft: someone else saved it in between."""
+
+    def __init__(self, message: str, *, current_revision: int) -> None:
+        super().__init__(message)
+        self.current_revision = current_revision
+
+
 class StaleReview(RegistryError):
     """The request no longer describes what would happen: the draft or the label changed since."""
 

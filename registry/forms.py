@@ -86,10 +86,53 @@ def _strip_where(message: str, where: str) -> str | None:
     return message[:1].upper() + message[1:]
 
 
+class DraftRevisionMixin:
+    """Optimistic concurrency for people: the form remembers the draft revision it was opened at.
+
+    The admin locks and re-reads the row before validating a POST (VersionedEntryAdmin.get_object),
+    so `instance.revision` is the current one; a save based on an older revision is refused with
+    who changed it and when, and the editor's own edits stay in the re-displayed form. The hidden
+    field then carries the current revision, so saving again, having seen the warning, is a
+    deliberate replacement rather than a silent one.
+    """
+
+    instance: Any
+    data: Any
+
+    def _init_revision(self) -> None:
+        if self.instance.pk is not None:
+            self.fields["draft_revision"].initial = self.instance.revision  # type: ignore[attr-defined]
+
+    def check_revision(self) -> None:
+        from registry.drafts import conflict_message
+
+        expected = self.cleaned_data.get("draft_revision")  # type: ignore[attr-defined]
+        if self.instance.pk is None or expected is None or expected == self.instance.revision:
+            return
+        self.add_error(None, ValidationError(  # type: ignore[attr-defined]
+            conflict_message(self.instance, expected) + " Your edits are still in the form below: copy what you "
+            "need and reload, or save again to replace their version with yours.", code="draft_conflict"))
+        self.data = self.data.copy()
+        self.data[self.add_prefix("draft_revision")] = str(self.instance.revision)  # type: ignore[attr-defined]
+
+
+class EntryForm(DraftRevisionMixin, forms.ModelForm):
+    draft_revision = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._init_revision()
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        self.check_revision()
+        return cleaned
+
+
 # --------------------------------------------------------------------------------------- prompts
 
 
-class PromptForm(forms.ModelForm):
+class PromptForm(EntryForm):
     class Meta:
         model = Prompt
         fields = ["name", "title", "description", "tags"]
@@ -243,7 +286,7 @@ class PromptMessageFormSet(BaseInlineFormSet):
 # ------------------------------------------------------------------------------------- resources
 
 
-class ResourceForm(UploadMixin, forms.ModelForm):
+class ResourceForm(UploadMixin, EntryForm):
     upload = forms.FileField(
         required=False, label="File", help_text="Upload binary content (e.g. an image or a PDF) instead of text."
     )
@@ -283,7 +326,7 @@ class ResourceForm(UploadMixin, forms.ModelForm):
 # ------------------------------------------------------------------------------------- templates
 
 
-class ResourceTemplateForm(forms.ModelForm):
+class ResourceTemplateForm(EntryForm):
     class Meta:
         model = ResourceTemplate
         fields = ["uri_template", "name", "title", "description", "mime_type", "audience", "priority", "tags", "body"]

@@ -187,7 +187,7 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
         entry = kind.entry_model()  # type: ignore[assignment]
     if status != "unchanged":
         outcome.changes = save_draft(entry, wanted, acting_user=acting_user, actor=ACTOR,  # type: ignore[arg-type]
-                                     note=note or f"Imported from {source}", list_tags_when_created=True)
+                                     note=note or f"Imported from {source}")
     entry_problems = list(spec.warnings)  # placeholder syntax, already naming file, line, entry and field
     report = validate_entry(entry)  # type: ignore[arg-type]
     if not entry_problems:  # placeholder syntax problems already say where; skip the same ones worded generally

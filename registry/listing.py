@@ -6,7 +6,7 @@ so building a label's catalog reads a few hundred bytes per entry and never the 
 bodies, resource text or template bodies (those are loaded on demand, registry/catalog.py).
 
     prompt:   {"item": {name, title, description, arguments: [{name, title, description, required}]},
-               "suggestions": {argument: [value, ...]}}
+               "suggestions": {argument: [value, ...]}, "tags": [...]}
     resource: {"item": {uri, name, title, description, mimeType, size, annotations},
                "content": {uri, mimeType, sha256, size, encoding}}
     template: {"item": {uriTemplate, name, title, description, mimeType, annotations},
@@ -26,6 +26,10 @@ def _pick(snapshot: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {k: snapshot[k] for k in keys if k in snapshot and snapshot[k] not in ("", None, {}, [])}
 
 
+def _tags(snapshot: Mapping[str, Any]) -> list[str]:
+    return sorted(snapshot.get("tags") or ())
+
+
 def prompt_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     item = _pick(snapshot, ("name", "title", "description"))
     item["arguments"] = [
@@ -33,7 +37,7 @@ def prompt_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
         for a in snapshot.get("arguments", [])
     ]
     suggestions = {a["name"]: list(a.get("suggestions", ())) for a in snapshot.get("arguments", [])}
-    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions}
+    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions, "tags": _tags(snapshot)}
 
 
 def resource_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -43,7 +47,7 @@ def resource_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     ref = resource_content(snapshot)
     ref.pop("text", None)
     ref.pop("blob", None)
-    return {"v": LISTING_VERSION, "item": item, "content": ref}
+    return {"v": LISTING_VERSION, "item": item, "content": ref, "tags": _tags(snapshot)}
 
 
 def template_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,7 +55,7 @@ def template_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     if snapshot.get("annotations"):
         item["annotations"] = dict(snapshot["annotations"])
     suggestions = {v["name"]: list(v.get("suggestions", ())) for v in snapshot.get("variables", [])}
-    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions}
+    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions, "tags": _tags(snapshot)}
 
 
 _BY_KIND = {"prompt": prompt_listing, "resource": resource_listing, "template": template_listing}

@@ -13,9 +13,12 @@ Rules (`set_rollout`, publisher permission):
   candidate to real clients, so it needs the same authority as moving the label: an approved
   review that asked for the rollout (`reviews.request_publication(..., percent=N)`), or an
   audited emergency override (`override_reason` + permission; the command line is an automatic
-  override). The rollout keeps that authority (`Rollout.authority`): changing the percentage
-  of the same candidate and completing it at 100 need only the publisher permission, since the
-  candidate was approved for that label. Aborting (0) is always allowed to publishers: it only
+  override). The rollout keeps that authority (`Rollout.authority`) for exactly the move it was
+  granted: changing the percentage of the same candidate and completing it at 100 need only the
+  publisher permission while the label still serves `Rollout.base_version`.
+- Any label move ends every rollout running on that label (`services._point_label`), so a
+  partial rollout approved against v3 cannot outlive a later full release of v4 and then be
+  "completed" as an unreviewed move back to v3. Aborting (0) is always allowed to publishers: it only
   returns clients to the version the label already serves.
 - Every change is audited as `rollout_changed` and recorded in the change log for the entry
   and label (list_changed), so clients are notified like for any other change.
@@ -112,20 +115,26 @@ def set_rollout(
         raise InvalidRollout(f"'{label}' already serves v{version.number} of {entry.key} to every client.")
 
     same_candidate = existing is not None and existing.candidate_version == version.number
+    # The authority a rollout keeps covers exactly the move it was granted: this candidate, on this
+    # label, from the version the label served when it started. Anything else needs a new one.
+    inherited = existing.authority if (
+        same_candidate and existing.authority and existing.base_version == current.version.number) else ""
     if percent == 100:
-        audit(100, f"Completed the rollout of v{version.number} on '{label}'")
-        if same_candidate and existing.authority:
-            with services.approved_move(entry, label, reference=existing.authority):
+        if existing is not None and not same_candidate:
+            existing.delete()  # a different candidate is completed directly: the old rollout ends
+            audit(0, f"Ended the rollout of v{existing.candidate_version} on '{label}'")
+        # _point_label audits the completion and ends the rollout with the move.
+        if inherited:
+            with services.approved_move(entry, label, reference=inherited):
                 services._point_label(entry, label, version, acting_user=acting_user, actor=None, note=note,
                                       override_reason=override_reason)
         else:
             services._point_label(entry, label, version, acting_user=acting_user, actor=None, note=note,
                                   override_reason=override_reason)
-        Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).delete()
         return None
 
-    if same_candidate:
-        authority = existing.authority
+    if inherited:
+        authority = inherited
     else:
         authority = services.authorise_protected(
             entry, label, protected=current.protected, acting_user=acting_user, override_reason=override_reason,
@@ -135,6 +144,7 @@ def set_rollout(
     rollout.entry_key = entry.key
     rollout.candidate_version = version.number
     rollout.percent = percent
+    rollout.base_version = current.version.number
     rollout.authority = authority[:200]
     rollout.note = note
     rollout.updated_by = acting_user if getattr(acting_user, "pk", None) else None

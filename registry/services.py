@@ -67,7 +67,7 @@ User = AbstractBaseUser | AnonymousUser | None
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"
 
-LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate")
+LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate", "tags")
 
 
 def actor_name(user: User, fallback: str = "command line") -> str:
@@ -281,9 +281,7 @@ def _point_label(
     authorise_protected(entry, label, protected=current.protected, acting_user=acting_user,
                         override_reason=override_reason, actor=actor,
                         from_version=before.number if before else None, to_version=version.number)
-    # A percentage rollout of this very version is complete once the whole label serves it.
-    Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label,
-                           candidate_version=version.number).delete()
+    _end_rollouts(entry, label, before, version, acting_user=acting_user, actor=actor)
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
     current.save()
@@ -299,6 +297,29 @@ def _point_label(
         list_changed=entry.kind == "prompt" or _list_changed(before.snapshot if before else None, version.snapshot),
     )
     return current
+
+
+def _end_rollouts(entry: VersionedEntry, label: str, before: EntryVersion | None, after: EntryVersion, *,
+                  acting_user: User, actor: str | None) -> None:
+    """A label move ends every rollout running on that label.
+
+    A rollout (and the approval that started it) was granted against what the label served
+    then: once the label serves something else, completing it or changing its share would be
+    a move nobody approved (e.g. back to an older candidate after a newer full release). A
+    rollout of the very version the label now serves is simply complete.
+    """
+    for rollout in Rollout.objects.select_for_update().filter(entry_kind=entry.kind, entry_id=entry.pk, label=label):
+        complete = rollout.candidate_version == after.number
+        if complete:
+            what = f"Completed the rollout of v{after.number} on '{label}'"
+        else:
+            what = (f"Ended the rollout of v{rollout.candidate_version} at {rollout.percent}% on '{label}': "
+                    f"the label moved to v{after.number}")
+        write_audit(entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, actor=actor,
+                    label=label, note=what, from_version=before.number if before else None,
+                    to_version=rollout.candidate_version,
+                    changes=[{"field": "percent", "before": rollout.percent, "after": 100 if complete else 0}])
+        rollout.delete()
 
 
 @transaction.atomic

@@ -1,11 +1,14 @@
 """Working copy -> frozen snapshot, the snapshot's content hash, and field-level diffs.
 
 A snapshot is the MCP-shaped content of one version (placeholders still unrendered), so the
-read side serves it without touching the working-copy tables. Documents are not inside it:
-a resource, an embedded resource or an image/audio block carries a reference to the content
-store instead, `{"sha256", "size", "encoding": "text"|"base64"}` (registry/content.py), so a
-version row stays small while its content hash still changes whenever the bytes do.
-`materialise` turns a reference back into the MCP `text`/`blob` item when serving.
+read side serves it without touching the working-copy tables. Its `tags` (sorted, left out when
+there are none) decide which scoped clients see the version, so a tag change is a content change:
+it is reviewed, published, diffed and audited like any other, and a draft's tags serve nothing.
+
+Documents are not inside it: a resource, an embedded resource or an image/audio block carries
+a reference to the content store instead, `{"sha256", "size", "encoding": "text"|"base64"}`
+(registry/content.py), so a version row stays small while its content hash still changes
+whenever the bytes do. `materialise` turns a reference back into the MCP `text`/`blob` item.
 """
 
 from __future__ import annotations
@@ -114,6 +117,10 @@ def _annotations(entry: Any) -> dict[str, Any]:
     return annotations
 
 
+def _tag_list(entry: VersionedEntry) -> list[str]:
+    return sorted(entry.tag_set)
+
+
 def _omit_empty(d: dict[str, Any], *keys: str) -> dict[str, Any]:
     for key in keys:
         if d.get(key) in ("", None, {}, []):
@@ -178,8 +185,8 @@ def snapshot_prompt(prompt: Prompt, payloads: Payloads | None = None) -> dict[st
     ]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
-         "arguments": arguments, "messages": messages},
-        "title",
+         "arguments": arguments, "messages": messages, "tags": _tag_list(prompt)},
+        "title", "tags",
     )
 
 
@@ -187,10 +194,10 @@ def snapshot_resource(resource: Resource, payloads: Payloads | None = None) -> d
     snap: dict[str, Any] = {
         "uri": resource.uri, "name": resource.name, "title": resource.title,
         "description": resource.description, "mimeType": resource.mime_type,
-        "annotations": _annotations(resource), "size": resource.size,
+        "annotations": _annotations(resource), "size": resource.size, "tags": _tag_list(resource),
     }
     snap.update(_bytes_ref(resource, payloads) if resource.data_sha256 else _text_ref(resource.text, payloads))
-    return _omit_empty(snap, "title", "description", "mimeType", "annotations")
+    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "tags")
 
 
 def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
@@ -203,8 +210,9 @@ def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
         "uriTemplate": template.uri_template, "name": template.name, "title": template.title,
         "description": template.description, "mimeType": template.mime_type,
         "annotations": _annotations(template), "body": template.body, "variables": variables,
+        "tags": _tag_list(template),
     }
-    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables")
+    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables", "tags")
 
 
 def snapshot_of(entry: VersionedEntry, payloads: Payloads | None = None) -> dict[str, Any]:

@@ -149,6 +149,14 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             fields.append(self.key_field)  # clients know the entry by it; it cannot change any more
         return fields
 
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None and request.method == "POST" and transaction.get_connection().in_atomic_block:
+            # changeform_view is one transaction: lock the row and validate against its current
+            # revision, so a concurrent save is refused (forms.DraftRevisionMixin), never reverted.
+            drafts.lock_draft(obj)
+        return obj
+
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["registry_can_publish"] = bool(obj is not None and obj.pk and services.can_publish(request.user, obj))
         context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
@@ -167,6 +175,7 @@ class VersionedEntryAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # The database still holds the previous draft (with its child rows) at this point.
         obj._registry_before = snapshot_of(type(obj).objects.get(pk=obj.pk)) if change else None
+        obj.updated_by = request.user.get_username()
         super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):

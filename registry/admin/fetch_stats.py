@@ -61,7 +61,10 @@ def served_by_version(entry: VersionedEntry) -> list[dict[str, Any]]:
 
 def _clients_served_from(entry: VersionedEntry, label: str) -> list[McpClient]:
     """Active clients whose catalog serves `entry` from `label` (their own label, or production as fallback)."""
-    own = set(kind_of(entry).label_model.objects.filter(entry=entry).values_list("name", flat=True))  # type: ignore[attr-defined]
+    rows = kind_of(entry).label_model.objects.filter(entry=entry).select_related("version")  # type: ignore[attr-defined]
+    own = {row.name for row in rows}
+    served = next((row for row in rows if row.name == label), None)
+    tags = frozenset(served.version.snapshot.get("tags") or ()) if served else frozenset()  # the published tags
     chosen = []
     for client in McpClient.objects.filter(active=True).order_by("name"):
         if not client.usable:
@@ -69,7 +72,7 @@ def _clients_served_from(entry: VersionedEntry, label: str) -> list[McpClient]:
         served_label = client.label if client.label in own else PRODUCTION
         if served_label != label:
             continue
-        if client.scope and not (client.scope & entry.tag_set):
+        if client.scope and not (client.scope & tags):
             continue
         chosen.append(client)
     return chosen

@@ -109,7 +109,7 @@ class PromptAdmin(VersionedEntryAdmin):
     list_display = ["name", "title", "production_version", "updated_at"]
     search_fields = ["name", "title", "description", "tags"]
     fieldsets = [
-        (None, {"fields": ["name", "title", "description", "tags", "published_versions"]}),
+        (None, {"fields": ["name", "title", "description", "tags", "published_versions", "draft_revision"]}),
     ]
 
     def _create_formsets(self, request, obj, change):

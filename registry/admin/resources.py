@@ -31,7 +31,7 @@ class ResourceAdmin(VersionedEntryAdmin):
     search_fields = ["uri", "name", "title", "description", "tags"]
     readonly_fields = ["published_versions", "content_preview"]
     fieldsets = [
-        (None, {"fields": ["uri", "name", "title", "description", "tags", "published_versions"]}),
+        (None, {"fields": ["uri", "name", "title", "description", "tags", "published_versions", "draft_revision"]}),
         ("Content", {
             "fields": ["mime_type", "text", ("upload", "clear_file"), "content_preview"],
             "description": "Type the text, or upload a file for binary content; not both.",
@@ -94,7 +94,8 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
     list_display = ["uri_template", "name", "mime_type", "production_version", "updated_at"]
     search_fields = ["uri_template", "name", "title", "description", "tags"]
     fieldsets = [
-        (None, {"fields": ["uri_template", "name", "title", "description", "tags", "published_versions"]}),
+        (None, {"fields": ["uri_template", "name", "title", "description", "tags", "published_versions",
+                           "draft_revision"]}),
         ("Content", {"fields": ["mime_type", "body"]}),
         ("Hints for clients", {"fields": ["audience", "priority"], "classes": ["collapse"]}),
     ]

@@ -34,6 +34,10 @@ class VersionedEntry(models.Model):
     archived_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    revision = models.PositiveIntegerField(
+        default=0, editable=False,
+        help_text="Draft revision, bumped by every save of the working copy: a save based on an older one is refused.")
+    updated_by = models.CharField(max_length=150, blank=True, editable=False, help_text="Who saved the draft last.")
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
@@ -51,6 +55,8 @@ class VersionedEntry(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         self.tags = ", ".join(sorted(self.tag_set))
+        if kwargs.get("update_fields") is None:  # a save of the whole working copy is a new draft revision
+            self.revision = (self.revision or 0) + 1
         super().save(*args, **kwargs)
 
 

@@ -92,6 +92,8 @@ class Rollout(models.Model):
     label = models.CharField(max_length=40, validators=[label_name_validator])
     candidate_version = models.PositiveIntegerField()
     percent = models.PositiveSmallIntegerField()
+    base_version = models.PositiveIntegerField(
+        null=True, blank=True, help_text="What the label served when the rollout started; its authority covers only that.")
     authority = models.CharField(
         max_length=200, blank=True,
         help_text="Why a protected label may run this candidate: 'review #N' or 'override: reason'.",

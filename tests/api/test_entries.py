@@ -335,7 +335,7 @@ def test_a_tag_change_is_audited_with_the_tags_in_the_diff(as_editor):
     response = as_editor.patch("/api/v1/prompts/greet/", {"tags": ["ops", "Writing"]}, format="json")
     assert response.json()["tags"] == ["ops", "writing"]
     edit = AuditEntry.objects.get(action="edit", entry_key="greet")
-    assert edit.changes == [{"field": "tags", "before": "ops", "after": "ops, writing"}]
+    assert edit.changes == [{"field": "tags", "before": ["ops"], "after": ["ops", "writing"]}]
 
 
 def test_an_unchanged_patch_writes_no_audit_row(as_editor):

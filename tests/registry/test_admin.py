@@ -157,6 +157,42 @@ def test_editor_edits_a_message_and_the_audit_entry_has_the_field_diff(client, e
     ]
 
 
+def test_an_admin_tag_edit_is_audited_and_serves_nothing_until_published(client, editor):
+    prompt = make_prompt(name="explain", tags="public")
+    services.publish(prompt, acting_user=None, note="v1")
+    data = prompt_post(prompt)
+    data["tags"] = "internal"
+    response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)
+    assert response.status_code == 302, form_errors(response)
+    entry = AuditEntry.objects.get(entry_id=prompt.pk, action="edit")
+    assert entry.changes == [{"field": "tags", "before": ["public"], "after": ["internal"]}]
+    assert prompt.versions.get().snapshot["tags"] == ["public"]  # what clients are served is unchanged
+
+
+def test_a_second_editor_saving_an_old_form_is_refused_and_loses_nothing(client, editor):
+    """Two editors opened the same change form; the second save must not silently revert the first."""
+    prompt = make_prompt(name="explain")
+    opened = prompt_post(prompt, draft_revision=prompt.revision)  # both forms carry the revision they opened
+    first = dict(opened, description="First editor's words")
+    assert client_for(client, editor).post(url("prompt_change", prompt.pk), first).status_code == 302
+
+    other = make_user("Editors", username="second-editor")
+    second = dict(opened, title="Second editor's title")
+    response = client_for(client, other).post(url("prompt_change", prompt.pk), second)
+
+    assert response.status_code == 200  # re-displayed, not saved
+    errors = " ".join(response.context["adminform"].form.non_field_errors())
+    assert f"changed by {editor.username}" in errors
+    assert "Second editor&#x27;s title" in response.text or "Second editor's title" in response.text  # kept
+    prompt.refresh_from_db()
+    assert (prompt.title, prompt.description) == ("", "First editor's words")
+    # Having seen the warning, saving the re-displayed form again replaces the draft deliberately.
+    again = dict(second, draft_revision=response.context["adminform"].form["draft_revision"].value())
+    assert client_for(client, other).post(url("prompt_change", prompt.pk), again).status_code == 302
+    prompt.refresh_from_db()
+    assert prompt.title == "Second editor's title"
+
+
 def test_saving_an_unchanged_draft_writes_no_audit_entry(client, editor):
     prompt = make_prompt()
     response = client_for(client, editor).post(url("prompt_change", prompt.pk), prompt_post(prompt))

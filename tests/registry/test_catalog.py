@@ -60,6 +60,36 @@ def test_scoped_viewer_sees_only_entries_with_its_tags():
 
 
 @pytest.mark.django_db
+def test_scoped_visibility_follows_the_published_version_not_the_draft():
+    prompt = make_prompt("billing-help", tags="billing")
+    publish(prompt)
+    scoped = Viewer(scope_tags=frozenset({"billing"}))
+    prompt.tags = "internal"  # an editor retags the draft: nothing is served differently yet
+    prompt.save()
+    catalog = catalog_for("production")
+    assert [p["name"] for p in catalog.prompts(scoped)] == ["billing-help"]
+    assert catalog.prompts(Viewer(scope_tags=frozenset({"internal"}))) == []
+    publish(prompt)  # the new tags take effect with the version that carries them
+    from registry import changes
+
+    changes.bump_generation()
+    catalog = catalog_for("production")
+    assert catalog.prompts(scoped) == []
+    assert [p["name"] for p in catalog.prompts(Viewer(scope_tags=frozenset({"internal"})))] == ["billing-help"]
+
+
+@pytest.mark.django_db
+def test_tags_are_part_of_the_snapshot_and_its_content_hash():
+    resource = make_resource("docs://tagged", tags="b, a")
+    first = publish(resource)
+    assert first.snapshot["tags"] == ["a", "b"]
+    resource.tags = "a"
+    resource.save()
+    second = publish(resource)  # only the tags changed: still a new version
+    assert second.snapshot["tags"] == ["a"] and second.content_hash != first.content_hash
+
+
+@pytest.mark.django_db
 def test_unknown_prompt_and_missing_arguments_are_domain_errors():
     publish(make_prompt("greet"))
     catalog = catalog_for("production")

@@ -4,7 +4,7 @@ import pytest
 
 from registry import services
 from registry.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft, save_draft
-from registry.models import AuditAction, AuditEntry, PromptMessage, Resource
+from registry.models import AuditAction, AuditEntry, ChangeLogEntry, PromptMessage, Resource
 from registry.snapshots import snapshot_of
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template
 
@@ -57,18 +57,6 @@ def test_apply_snapshot_restores_a_published_version_exactly():
     assert prompt.messages.get(kind="resource").resource == style  # linked again, not copied inline
 
 
-def test_apply_snapshot_keeps_tags_which_are_not_versioned():
-    resource = make_resource("docs://tagged", text="one", tags="alpha")
-    version = services.publish(resource, acting_user=None, note="v1")
-    resource.tags = "beta"
-    resource.text = "two"
-    resource.save()
-    apply_snapshot(resource, version.snapshot)
-    resource.refresh_from_db()
-    assert resource.text == "one"
-    assert resource.tag_set == {"beta"}
-
-
 def test_apply_snapshot_restores_binary_resources_and_templates():
     blob = make_resource("docs://blob", text="", data=PNG_1X1, mime_type="image/png")
     blob_version = services.publish(blob, acting_user=None, note="v1")
@@ -104,19 +92,34 @@ def test_save_draft_audits_a_tag_change_with_the_field_diff():
                          note="retag")
 
     audit = AuditEntry.objects.get(action=AuditAction.EDIT)
-    assert changes == audit.changes == [{"field": "title", "before": "Docs", "after": "Ops"},
-                                        {"field": "tags", "before": "ops", "after": "ops, writing"}]
+    assert changes == audit.changes == [{"field": "tags", "before": ["ops"], "after": ["ops", "writing"]},
+                                        {"field": "title", "before": "Docs", "after": "Ops"}]
     assert (audit.actor_name, audit.note) == ("tool", "retag")
 
 
-def test_save_draft_lists_a_new_entry_s_tags_only_when_asked():
-    data = {"uri": "docs://new", "name": "new", "text": "Hi", "tags": ["b", "a"]}
-    save_draft(Resource(), data, acting_user=None)
-    save_draft(Resource(), {**data, "uri": "docs://imported"}, acting_user=None, list_tags_when_created=True)
+def test_a_new_entry_s_tags_are_part_of_its_create_row():
+    save_draft(Resource(), {"uri": "docs://new", "name": "new", "text": "Hi", "tags": ["b", "a"]}, acting_user=None)
 
-    created = {a.entry_key: [c["field"] for c in a.changes] for a in AuditEntry.objects.filter(action="create")}
-    assert "tags" not in created["docs://new"]
-    assert created["docs://imported"][-1] == "tags"
+    created = AuditEntry.objects.get(action="create")
+    assert {"field": "tags", "before": None, "after": ["a", "b"]} in created.changes
+
+
+def test_a_draft_tag_edit_announces_nothing(django_capture_on_commit_callbacks):
+    resource = make_resource("docs://tagged", tags="ops")
+    services.publish(resource, acting_user=None, note="v1")
+    before = ChangeLogEntry.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        save_draft(resource, {"tags": ["ops", "finance"]}, acting_user=None)
+    assert ChangeLogEntry.objects.count() == before  # drafts serve nothing; the publish will tell
+
+
+def test_restoring_a_draft_from_a_version_restores_its_tags():
+    resource = make_resource("docs://tagged", tags="ops")
+    services.publish(resource, acting_user=None, note="v1")
+    save_draft(resource, {"tags": ["finance"]}, acting_user=None)
+    restore_draft(resource, 1, acting_user=None)
+    resource.refresh_from_db()
+    assert resource.tags == "ops"
 
 
 def test_draft_data_ignores_stale_inline_fields_of_linked_messages():

@@ -219,17 +219,19 @@ def test_publishing_needs_a_note_and_the_publish_permission(tmp_path, editor):
     assert Prompt.objects.count() == 0
 
 
-def test_a_tags_only_change_is_audited_and_announced(tmp_path):
+def test_a_tags_only_change_is_published_as_a_new_version(tmp_path):
+    """Tags decide who sees a version, so changing them is a content change like any other."""
     import_documents(write(tmp_path, DOC), publish=True, note="v1")
     changes_before = ChangeLogEntry.objects.count()
 
     report = import_documents(write(tmp_path, DOC.replace("[Demo]", "[demo, public]")), publish=True, note="tags")
 
     outcome = next(o for o in report.outcomes if o.key == "greet")
-    assert (outcome.status, outcome.published) == ("updated", None)
-    assert outcome.changes == [{"field": "tags", "before": "demo", "after": "demo, public"}]
+    assert (outcome.status, outcome.published) == ("updated", 2)
+    assert outcome.changes == [{"field": "tags", "before": ["demo"], "after": ["demo", "public"]}]
     assert AuditEntry.objects.filter(action=AuditAction.EDIT, entry_key="greet").count() == 1
-    assert ChangeLogEntry.objects.count() == changes_before + 1
+    assert Prompt.objects.get(name="greet").versions.get(number=2).snapshot["tags"] == ["demo", "public"]
+    assert ChangeLogEntry.objects.count() == changes_before + 1  # the label move to v2
 
 
 def test_export_then_import_into_the_same_registry_changes_nothing(tmp_path):

@@ -136,6 +136,17 @@ def test_a_stale_request_is_refused_when_the_draft_changed(editor, publisher):
     assert ReviewRequest.objects.get().status == "pending"
 
 
+def test_a_request_goes_stale_when_the_tags_change_before_approval(editor, publisher):
+    """Tags decide who is served the version: a reviewer approves exactly the tags that were asked for."""
+    prompt = make_prompt(tags="billing")
+    review = reviews.request_publication(prompt, acting_user=editor, note="v1 for billing")
+    prompt.tags = "billing, everyone"
+    prompt.save()
+    with pytest.raises(StaleReview, match="draft .* changed"):
+        reviews.approve(review, acting_user=publisher)
+    assert not PromptVersion.objects.exists()
+
+
 def test_two_approvals_for_one_label_the_second_is_refused(editor, publisher, second_publisher):
     prompt = make_prompt()
     release(prompt, note="v1")

@@ -207,6 +207,54 @@ def test_an_approved_rollout_request_starts_the_rollout_and_completing_needs_no_
     assert ReviewRequest.objects.get().status == "approved"
 
 
+def test_a_partial_rollout_approval_does_not_outlive_a_later_full_release(editor, publisher, second_publisher):
+    """v3 approved at 10%, then v4 approved for a full release: the v3 rollout ends with the move, so
+    one publisher alone cannot later 'complete' v3 and move production from v4 back to v3."""
+    prompt = two_versions()
+    PromptMessage.objects.filter(prompt=prompt).update(text="Third take on {{ topic }}.")
+    release(prompt, note="v3", labels=())
+    partial = reviews.request_publication(prompt, acting_user=editor, note="canary v3", version_number=3, percent=10)
+    reviews.approve(partial, acting_user=publisher)
+    PromptMessage.objects.filter(prompt=prompt).update(text="Fourth take on {{ topic }}.")
+    full = reviews.request_publication(prompt, acting_user=editor, note="v4 for everyone")
+    reviews.approve(full, acting_user=second_publisher)
+    assert prompt.labels.get(name="production").version.number == 4
+    assert not Rollout.objects.exists()  # the v3 rollout ended when production moved
+    assert all(served_version(f"agent-{i}") == 4 for i in range(200))
+    ended = AuditEntry.objects.get(action="rollout_changed", note__startswith="Ended the rollout of v3")
+    assert (ended.label, ended.changes) == ("production", [{"field": "percent", "before": 10, "after": 0}])
+    with pytest.raises(ApprovalRequired):
+        rollouts.set_rollout(prompt, label="production", version_number=3, percent=100, acting_user=publisher)
+    with pytest.raises(ApprovalRequired):
+        rollouts.set_rollout(prompt, label="production", version_number=3, percent=50, acting_user=publisher)
+    assert prompt.labels.get(name="production").version.number == 4
+
+
+def test_a_rollouts_authority_covers_only_the_base_it_was_granted_on(editor, publisher):
+    """Even a rollout row left behind (e.g. written outside the services) is no authority once the
+    label serves something other than what the rollout was approved against."""
+    prompt = two_versions()
+    review = reviews.request_publication(prompt, acting_user=editor, note="canary", version_number=2, percent=10)
+    reviews.approve(review, acting_user=publisher)
+    rollout = Rollout.objects.get()
+    assert rollout.base_version == 1
+    Rollout.objects.filter(pk=rollout.pk).update(base_version=7)  # the label no longer serves the base
+    with pytest.raises(ApprovalRequired):
+        rollouts.set_rollout(prompt, label="production", version_number=2, percent=100, acting_user=publisher)
+    assert prompt.labels.get(name="production").version.number == 1
+
+
+def test_any_label_move_ends_the_rollouts_on_that_label_only(publisher):
+    prompt = two_versions(labels=("staging", "canary"))
+    rollouts.set_rollout(prompt, label="staging", version_number=2, percent=30, acting_user=publisher)
+    rollouts.set_rollout(prompt, label="canary", version_number=2, percent=30, acting_user=publisher)
+    from registry import services
+
+    PromptMessage.objects.filter(prompt=prompt).update(text="Third take on {{ topic }}.")
+    services.publish(prompt, acting_user=publisher, note="v3 to staging", labels=["staging"])
+    assert list(Rollout.objects.values_list("label", flat=True)) == ["canary"]
+
+
 def test_aborting_a_production_rollout_needs_no_review(publisher, release_manager):
     prompt = two_versions()
     rollouts.set_rollout(prompt, label="production", version_number=2, percent=10, acting_user=release_manager,

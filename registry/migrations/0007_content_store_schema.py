@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0003_reviews_and_rollouts'),
+        ('registry', '0006_draft_revision'),
     ]
 
     operations = [

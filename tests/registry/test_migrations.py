@@ -1,0 +1,47 @@
+"""Data migrations that rewrite what is recorded (never what is served)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
+
+from registry import services
+from registry.models import PromptVersion, ReviewRequest
+from registry.snapshots import content_hash, snapshot_of
+from tests.factories import make_prompt, make_user
+
+pytestmark = pytest.mark.django_db
+
+tags_in_snapshots = importlib.import_module("registry.migrations.0005_tags_in_snapshots")
+
+
+def _as_before_tags_were_versioned(version: PromptVersion) -> None:
+    old = {k: v for k, v in version.snapshot.items() if k != "tags"}
+    with connection.cursor() as cursor:  # versions are insert-only in the ORM: rewind with plain SQL
+        cursor.execute(f"UPDATE {PromptVersion._meta.db_table} SET snapshot = %s, content_hash = %s WHERE id = %s",
+                       [json.dumps(old), content_hash(old), version.pk])
+
+
+def test_existing_versions_and_pending_reviews_get_the_tags_they_were_served_with():
+    prompt = make_prompt("tagged", tags="billing, ops")
+    version = services.publish(prompt, acting_user=None, note="v1")
+    _as_before_tags_were_versioned(version)
+    prompt.description = "Changed"
+    prompt.save()
+    review = ReviewRequest.objects.create(
+        entry_kind="prompt", entry_id=prompt.pk, entry_key=prompt.key, label="production",
+        snapshot={k: v for k, v in snapshot_of(prompt).items() if k != "tags"}, content_hash="old",
+        requested_by_name=make_user("Editors").username, note="please")
+
+    historical = MigrationLoader(connection).project_state(("registry", "0005_tags_in_snapshots")).apps
+    tags_in_snapshots.forwards(historical, None)
+
+    version = PromptVersion.objects.get(pk=version.pk)
+    assert version.snapshot["tags"] == ["billing", "ops"]
+    assert version.content_hash == content_hash(version.snapshot)
+    review.refresh_from_db()
+    assert review.content_hash == content_hash(snapshot_of(prompt))  # still approvable as requested
