@@ -139,6 +139,19 @@ def resource_content(resource_snapshot: Mapping[str, Any]) -> dict[str, Any]:
     return item
 
 
+def with_content(snapshot: Mapping[str, Any], load: Loader = read_content) -> dict[str, Any]:
+    """A snapshot with its stored documents inlined (`text`, or base64 `blob`/`data`) as clients receive them."""
+    out = dict(snapshot)
+    if "sha256" in out and "uri" in out:
+        item = materialise(out, load)
+        for key in ("sha256", "encoding"):
+            out.pop(key, None)
+        out.update({k: v for k, v in item.items() if k in ("text", "blob")})
+    if "messages" in out:
+        out["messages"] = [{**m, "content": materialise_block(m["content"], load)} for m in out["messages"]]
+    return out
+
+
 def _message_block(message: Any, payloads: Payloads | None = None) -> dict[str, Any]:
     kind = message.kind
     if kind == "text":

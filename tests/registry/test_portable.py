@@ -145,3 +145,12 @@ def test_dumped_documents_read_back_to_the_same_draft_data():
     prompt_spec, resource_spec = sorted(entries(text), key=lambda s: s.kind)
     assert prompt_spec.data == data
     assert resource_spec.data == resource
+
+
+def test_inline_text_over_the_upload_limit_is_refused_at_import_with_its_size(settings):
+    settings.REGISTRY = {**settings.REGISTRY, "MAX_UPLOAD_BYTES": 10}
+    found = problems("""
+resources:
+  - {uri: docs://long, name: long, text: "twelve bytes"}
+""")
+    assert any("text: the content is 12 bytes; the limit is 10 bytes." in p for p in found)
