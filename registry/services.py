@@ -53,6 +53,8 @@ from registry.models import (
     AuditEntry,
     EntryVersion,
     ReleaseLabel,
+    ReviewRequest,
+    ReviewStatus,
     Rollout,
     VersionedEntry,
 )
@@ -296,7 +298,37 @@ def _point_label(
         kind=entry.kind, key=entry.key, label=label,
         list_changed=entry.kind == "prompt" or _list_changed(before.snapshot if before else None, version.snapshot),
     )
+    _supersede_reviews(entry, label, version, acting_user=acting_user, actor=actor)
     return current
+
+
+def _supersede_reviews(entry: VersionedEntry, label: str, version: EntryVersion, *, acting_user: User,
+                       actor: str | None) -> None:
+    """Close the pending requests for this label that the move just made stale, and tell their requesters.
+
+    Each was asked against what the label served before, so none can be approved any more
+    (reviews.approve would refuse it as stale); left pending they would wait forever. The audit
+    row (and its webhook event) is how the requester hears of it. The request whose approval is
+    making this very move is left for `reviews.approve` to close.
+    """
+    deciding = _approved.get().get((entry.kind, entry.pk, label))
+    stale = ReviewRequest.objects.select_for_update().filter(
+        entry_kind=entry.kind, entry_id=entry.pk, label=label, status=ReviewStatus.PENDING)
+    for review in stale:
+        if deciding == f"review #{review.pk}":
+            continue
+        review.status = ReviewStatus.SUPERSEDED
+        review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
+        review.decided_by_name = actor or actor_name(acting_user)
+        review.decision_comment = (f"'{label}' moved to v{version.number} ({review.decided_by_name}) after this "
+                                   "request, so it no longer describes what approving would do. Request again "
+                                   "if it is still wanted.")
+        review.decided_at = timezone.now()
+        review.save()
+        write_audit(entry=entry, action=AuditAction.REVIEW_SUPERSEDED, acting_user=acting_user, actor=actor,
+                    label=label, from_version=review.base_version, to_version=version.number,
+                    note=f"Review #{review.pk} by {review.requested_by_name} ({review.what}) superseded: "
+                         + review.decision_comment)
 
 
 def _end_rollouts(entry: VersionedEntry, label: str, before: EntryVersion | None, after: EntryVersion, *,

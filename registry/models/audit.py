@@ -22,6 +22,7 @@ class AuditAction(models.TextChoices):
     REVIEW_APPROVED = "review_approved", "Approved a review"
     REVIEW_REJECTED = "review_rejected", "Rejected a review"
     REVIEW_WITHDRAWN = "review_withdrawn", "Withdrew a review request"
+    REVIEW_SUPERSEDED = "review_superseded", "A review request was superseded"
     OVERRIDE = "override", "Emergency override of a protected label"
     ROLLOUT_CHANGED = "rollout_changed", "Changed a percentage rollout"
 

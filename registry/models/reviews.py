@@ -17,6 +17,7 @@ class ReviewStatus(models.TextChoices):
     APPROVED = "approved", "Approved"
     REJECTED = "rejected", "Rejected"
     WITHDRAWN = "withdrawn", "Withdrawn"
+    SUPERSEDED = "superseded", "Superseded (the label moved first)"
 
 
 class ReviewRequest(models.Model):

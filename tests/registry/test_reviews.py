@@ -24,6 +24,7 @@ from registry.models import (
     PromptMessage,
     PromptVersion,
     ReviewRequest,
+    ReviewStatus,
 )
 from registry.signals import audit_recorded
 from tests.factories import make_prompt, make_resource, make_user, release
@@ -155,9 +156,31 @@ def test_two_approvals_for_one_label_the_second_is_refused(editor, publisher, se
     ask_v2 = reviews.request_publication(prompt, acting_user=editor, note="v2 please", version_number=2)
     ask_v3 = reviews.request_publication(prompt, acting_user=editor, note="v3 please", version_number=3)
     reviews.approve(ask_v2, acting_user=publisher)
-    with pytest.raises(StaleReview, match="served v1 when it was requested and serves v2 now"):
+    with pytest.raises(ReviewClosed, match="already superseded"):
         reviews.approve(ask_v3, acting_user=second_publisher)
     assert production_of(prompt) == 2
+
+
+def test_a_request_made_stale_by_a_competing_approval_is_closed_as_superseded(editor, publisher):
+    """Left pending it could never be approved (its base moved) and would wait forever."""
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), labels=[], note="v2")
+    release(edited(prompt, "Three {{ topic }}"), labels=[], note="v3")
+    ask_v2 = reviews.request_publication(prompt, acting_user=editor, note="v2 please", version_number=2)
+    ask_v3 = reviews.request_publication(prompt, acting_user=editor, note="v3 please", version_number=3)
+    staging = reviews.request_publication(prompt, acting_user=editor, note="v3 on staging", label="staging",
+                                          version_number=3)
+    reviews.approve(ask_v2, acting_user=publisher)
+
+    ask_v3.refresh_from_db()
+    assert ask_v3.status == ReviewStatus.SUPERSEDED
+    assert "'production' moved to v2" in ask_v3.decision_comment and ask_v3.decided_at is not None
+    told = AuditEntry.objects.get(action="review_superseded")
+    assert (told.label, told.from_version, told.to_version) == ("production", 1, 2)
+    assert f"Review #{ask_v3.pk} by {editor.username}" in told.note
+    assert ReviewRequest.objects.get(pk=ask_v2.pk).status == ReviewStatus.APPROVED
+    assert ReviewRequest.objects.get(pk=staging.pk).status == ReviewStatus.PENDING  # another label: untouched
 
 
 def test_an_approved_request_cannot_be_approved_again(editor, publisher, second_publisher):
@@ -189,7 +212,7 @@ def test_concurrent_approvals_for_one_label_leave_exactly_one_approved_state():
             barrier.wait()
             reviews.approve(review, acting_user=user)
             outcomes.append("approved")
-        except StaleReview:
+        except (StaleReview, ReviewClosed):  # the loser finds the label moved (or its request superseded)
             outcomes.append("stale")
         finally:
             thread_connection.close()
@@ -353,16 +376,17 @@ def test_a_rollout_request_needs_a_label_to_roll_out_from(editor):
         reviews.request_publication(make_prompt(), acting_user=editor, note="all", percent=100)
 
 
-def test_the_review_page_warns_when_the_label_moved_since_the_request(client, editor, publisher, release_manager):
+def test_the_review_page_says_a_request_was_superseded_when_the_label_moved(client, editor, publisher,
+                                                                          release_manager):
     from django.urls import reverse
 
     prompt = make_prompt()
     release(prompt, note="v1")
     review = reviews.request_publication(edited(prompt), acting_user=editor, note="v2 please")
     services.publish(prompt, acting_user=release_manager, note="hotfix", override_reason="incident")
-    client.force_login(publisher)
+    client.force_login(editor)
     page = client.get(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
-    assert "it can no longer be approved" in page.text
+    assert "Superseded" in page.text and "moved to v2" in page.text
 
 
 def test_changing_label_protection_needs_the_override_permission_and_is_audited(publisher, release_manager):
