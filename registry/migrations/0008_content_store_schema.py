@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0006_draft_revision'),
+        ('registry', '0007_review_superseded'),
     ]
 
     operations = [
