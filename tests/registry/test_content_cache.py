@@ -75,3 +75,20 @@ def test_the_budget_setting_bounds_what_reads_keep(settings):
         assert loaded.read_resource(Viewer(), f"docs://doc-{i}").result["contents"][0]["text"] == f"{i}" * 9_000
     stats = content_cache.cache.stats()
     assert stats["bytes"] <= 80_000 and stats["entries"] < 10
+
+
+@pytest.mark.django_db
+def test_building_a_catalog_reads_the_listings_and_never_a_snapshot():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.factories import make_prompt, make_template
+
+    release(make_prompt("p", arguments=[], messages=[{"kind": "text", "text": "a long body " * 100}]))
+    release(make_resource("docs://r", text="document"))
+    release(make_template("items://{id}", body="Item {{ id }}"))
+    with CaptureQueriesContext(connection) as queries:
+        built = catalog.load_catalog("production")
+    assert sorted(built.prompt_items) == ["p"] and sorted(built.resource_items) == ["docs://r"]
+    assert queries.captured_queries
+    assert not any('"snapshot"' in q["sql"] for q in queries.captured_queries)
