@@ -44,6 +44,7 @@ from registry.snapshots import Payloads, content_hash, snapshot_resource, store_
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
+SNAPSHOT_TAGS = sorted(t.strip() for t in TAGS.split(","))  # as registry.snapshots records them
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
 VOCABULARY = (
@@ -155,7 +156,8 @@ def load_prompts(n: int, seed: int, note: str) -> int:
     snapshots = [
         {"name": p.name, "description": p.description, "arguments": arguments,
          "messages": [{"role": "user", "content": {"type": "text", "text": user}},
-                      {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
+                      {"role": "assistant", "content": {"type": "text", "text": assistant}}],
+         "tags": SNAPSHOT_TAGS}
         for p, (user, assistant) in zip(prompts, contents)
     ]
     _publish_rows("prompt", prompts, snapshots)
@@ -201,7 +203,7 @@ def load_template(note: str) -> int:
     TemplateVariable.objects.create(template=template, name="tag", suggestions="\n".join(TAG_WORDS))
     snapshot = {"uriTemplate": template.uri_template, "name": template.name, "description": template.description,
                 "mimeType": template.mime_type, "body": template.body,
-                "variables": [{"name": "tag", "suggestions": TAG_WORDS}]}
+                "variables": [{"name": "tag", "suggestions": TAG_WORDS}], "tags": SNAPSHOT_TAGS}
     _publish_rows("template", [template], [snapshot])
     _summarise("template", [template.uri_template], note)
     return 1
