@@ -23,9 +23,14 @@ key that tells such clients apart. Without rollouts everything takes the shared 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
+
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from registry import changes, content_cache
 from registry.errors import InvalidArguments, UnknownPrompt, UnknownResource
@@ -38,6 +43,11 @@ from registry.snapshots import canonical_json, materialise, materialise_block, r
 from registry.uris import UriTemplateMatcher, validate_uri
 
 MAX_COMPLETIONS = 100
+
+try:  # several times faster than the stdlib decoder, and it shares repeated keys
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
+    _loads = json.loads
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,28 @@ class _Row(NamedTuple):
     created_at: Any
 
 
-_ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "version__listing", "version__created_at")
+_ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "listing_text", "version__created_at")
+# Listing values that recur across entries (MIME types, encodings, tags, argument schemas):
+# one shared string each instead of one per entry keeps a large catalog small.
+_SHARED_KEYS = frozenset({"mimeType", "encoding", "title", "description", "required", "name", "audience"})
+
+
+def _share(value: Any, key: str = "") -> Any:
+    if isinstance(value, str):
+        return sys.intern(value) if key in _SHARED_KEYS and len(value) <= 200 else value
+    if isinstance(value, dict):
+        return {sys.intern(k): _share(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sys.intern(v) if isinstance(v, str) and len(v) <= 200 else _share(v, key) for v in value]
+    return value
+
+
+def _decode_listing(text: str | None) -> dict[str, Any]:
+    """The listing column, decoded with short values shared (read as text: one fast decode per row)."""
+    if not text:
+        return {}
+    decoded = _loads(text)
+    return _share(decoded) if isinstance(decoded, dict) else {}
 
 
 def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
@@ -175,6 +206,7 @@ def _prompt_item(row: _Row) -> PromptItem:
 def _resource_item(row: _Row) -> ResourceItem:
     listing = _listing_of("resource", row)
     item = dict(listing["item"])
+    listing["content"]["uri"] = item["uri"]  # one string for both
     annotations = dict(item.get("annotations") or {})
     annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
     item["annotations"] = annotations
@@ -440,11 +472,13 @@ def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | No
     for kind, key in changed or ():
         wanted.setdefault(kind, set()).add(key)
 
-    def rows(model: Any, kind: str) -> list[Any]:
+    def rows(model: Any, kind: str) -> Iterable[_Row]:
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
         if base is not None:
             qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
-        return [_Row(*values) for values in qs.order_by("entry_id", "name").values_list(*_ROW_FIELDS)]
+        qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
+        return (_Row(*values[:4], _decode_listing(values[4]), values[5])
+                for values in qs.order_by("entry_id", "name").values_list(*_ROW_FIELDS).iterator(chunk_size=2000))
 
     prompts = dict(base.prompt_items) if base else {}
     resources = dict(base.resource_items) if base else {}
