@@ -150,19 +150,36 @@ class _Row(NamedTuple):
 
 
 _ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "listing_text", "version__created_at")
-# Listing values that recur across entries (MIME types, encodings, tags, argument schemas):
-# one shared string each instead of one per entry keeps a large catalog small.
-_SHARED_KEYS = frozenset({"mimeType", "encoding", "title", "description", "required", "name", "audience"})
+# Listing values that recur across entries (MIME types, encodings, tags, argument schemas,
+# suggestions): one shared string each instead of one per entry keeps a large catalog small.
 
 
-def _share(value: Any, key: str = "") -> Any:
-    if isinstance(value, str):
-        return sys.intern(value) if key in _SHARED_KEYS and len(value) <= 200 else value
-    if isinstance(value, dict):
-        return {sys.intern(k): _share(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [sys.intern(v) if isinstance(v, str) and len(v) <= 200 else _share(v, key) for v in value]
-    return value
+def _intern(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) and len(value) <= 200 else value
+
+
+def _share(listing: dict[str, Any]) -> dict[str, Any]:
+    item = listing.get("item") or {}
+    for part in (item, listing.get("content") or {}):
+        for key in ("mimeType", "encoding"):
+            if key in part:
+                part[key] = _intern(part[key])
+    for argument in item.get("arguments") or ():
+        for key in ("name", "title", "description"):
+            if key in argument:
+                argument[key] = _intern(argument[key])
+    return listing
+
+
+_frozen: dict[Any, Any] = {}  # equal tuples/frozensets of one build share one object (cleared per full build)
+
+
+def _shared(value: Any) -> Any:
+    return _frozen.setdefault(value, value)
+
+
+def _suggestions(listing: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    return {_intern(name): _shared(tuple(values)) for name, values in (listing.get("suggestions") or {}).items()}
 
 
 def _decode_listing(text: str | None) -> dict[str, Any]:
@@ -175,7 +192,7 @@ def _decode_listing(text: str | None) -> dict[str, Any]:
 
 def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
     """Visibility comes from the published version, never from the draft (registry.snapshots)."""
-    return frozenset(listing.get("tags") or ())
+    return _shared(frozenset(listing.get("tags") or ()))
 
 
 def _pick(rows: Iterable[_Row], label: str) -> dict[int, _Row]:
@@ -198,7 +215,7 @@ def _listing_of(kind: str, row: _Row) -> dict[str, Any]:
 
 def _prompt_item(row: _Row) -> PromptItem:
     listing = _listing_of("prompt", row)
-    suggestions = {name: tuple(values) for name, values in listing.get("suggestions", {}).items()}
+    suggestions = _suggestions(listing)
     item = listing["item"]
     return PromptItem(item["name"], _tags(listing), row.number, row.name, item, suggestions, row.version_id)
 
@@ -216,7 +233,7 @@ def _resource_item(row: _Row) -> ResourceItem:
 def _template_item(row: _Row) -> TemplateItem:
     listing = _listing_of("template", row)
     item = listing["item"]
-    suggestions = {name: tuple(values) for name, values in listing.get("suggestions", {}).items()}
+    suggestions = _suggestions(listing)
     return TemplateItem(item["uriTemplate"], _tags(listing), row.number, row.name, item,
                         UriTemplateMatcher.build(item["uriTemplate"]), item.get("mimeType", ""), suggestions,
                         row.version_id)
@@ -471,6 +488,9 @@ def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | No
     wanted: dict[str, set[str]] = {}
     for kind, key in changed or ():
         wanted.setdefault(kind, set()).add(key)
+
+    if base is None:
+        _frozen.clear()
 
     def rows(model: Any, kind: str) -> Iterable[_Row]:
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
