@@ -32,6 +32,7 @@ from registry.models import (
 from registry.models.base import label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
+from registry.uris import normalize_uri
 from registry.validation import DraftReport, validate_prompt, validate_resource, validate_template
 
 AUDIENCE_CHOICES = ["user", "assistant"]
@@ -163,7 +164,7 @@ class MessageSerializer(serializers.Serializer):
             if attrs.get("kind") not in (ContentKind.RESOURCE, ContentKind.RESOURCE_LINK):
                 raise serializers.ValidationError(
                     {"resource_uri": "Only resource and resource_link messages can name a registry resource."})
-            if not Resource.objects.filter(uri=uri).exists():
+            if not Resource.objects.filter(uri=normalize_uri(uri)).exists():
                 raise serializers.ValidationError({"resource_uri": f"No registry resource has the URI {uri}."})
         if attrs.get("kind") == ContentKind.TEXT:
             attrs["data"] = None
@@ -197,7 +198,8 @@ class PromptSerializer(EntryMetaMixin):
         prompt = Prompt(name=data.get("name") or "", description=data.get("description") or "")
         arguments = [PromptArgument(name=a["name"]) for a in data.get("arguments") or []]
         uris = {m["resource_uri"] for m in data.get("messages") or [] if m.get("resource_uri")}
-        resources = {r.uri: r for r in Resource.objects.filter(uri__in=uris)} if uris else {}
+        stored = {r.uri: r for r in Resource.objects.filter(uri__in={normalize_uri(u) for u in uris})} if uris else {}
+        resources = {uri: stored[normalize_uri(uri)] for uri in uris if normalize_uri(uri) in stored}
         messages = [
             PromptMessage(kind=m.get("kind") or "text", text=m.get("text") or "", uri=m.get("uri") or "",
                           resource=resources.get(m.get("resource_uri") or ""), mime_type=m.get("mime_type") or "",

@@ -38,6 +38,7 @@ from registry.drafts import lock_draft
 from registry.errors import ContentMissing
 from registry.kinds import KINDS
 from registry.snapshots import with_content
+from registry.uris import lookup_uri, normalize_uri_template
 from registry.models import Prompt, Resource, ResourceTemplate
 
 
@@ -99,7 +100,7 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         queryset = filter_entries(self.get_queryset(), params, self.search_fields)
         key_field = KINDS[self.kind].key_field
         if params.get(key_field):
-            queryset = queryset.filter(**{key_field: params[key_field]})
+            queryset = queryset.filter(**{key_field: stored_key(key_field, params[key_field])})
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(EntrySummarySerializer(page, many=True).data)
 
@@ -221,6 +222,15 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return rollout_api.put(entry, label, request)
 
 
+def stored_key(key_field: str, value: str) -> str:
+    """URIs and URI templates are stored normalised (registry.uris): look them up the same way."""
+    if key_field == "uri":
+        return lookup_uri(value)
+    if key_field == "uri_template":
+        return normalize_uri_template(value)
+    return value
+
+
 def if_match_revision(request: Request) -> int | None:
     """The draft revision an `If-Match` header names (None when absent or `*`); 400 when unreadable."""
     header = (request.headers.get("If-Match") or "").strip()
@@ -254,7 +264,7 @@ def _lookup_action(key_field: str, serializer_class: type[serializers.Serializer
     def lookup(self, request: Request) -> Response:
         params = LookupSerializer(data=request.query_params)  # also refuses NUL characters
         params.is_valid(raise_exception=True)
-        value = params.validated_data[key_field]
+        value = stored_key(key_field, params.validated_data[key_field])
         entry = get_object_or_404(self.get_queryset(), **{key_field: value})
         self.check_object_permissions(request, entry)
         return Response(serializer_class(entry, context=self.get_serializer_context()).data)

@@ -194,6 +194,10 @@ REGISTRY = {
 # The MCP endpoint; see mcp_endpoint/settings.py for every key and its default.
 MCP_ENDPOINT = {
     "ALLOW_ANONYMOUS": env_flag("MCP_ALLOW_ANONYMOUS", False),
+    # Where clients reach this server from outside (for server.json and OAuth metadata), e.g.
+    # https://registry.example.com/mcp; and its reverse-DNS name in the MCP Registry.
+    "PUBLIC_URL": os.environ.get("MCP_PUBLIC_URL", ""),
+    "REGISTRY_NAME": os.environ.get("MCP_REGISTRY_NAME", ""),
 }
 
 LOGGING = {

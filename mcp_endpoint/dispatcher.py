@@ -80,8 +80,10 @@ LEGACY_METHODS: dict[str, Handler] = dict(
 MODERN_METHODS: dict[str, Handler] = dict(_COMMON)
 
 
-def capabilities(*, modern: bool) -> dict[str, Any]:
-    """Exactly what is served. ``logging`` only where logging/setLevel exists (legacy)."""
+def capabilities(*, modern: bool, version: str | None = None) -> dict[str, Any]:
+    """Exactly what is served. ``logging`` only where logging/setLevel exists (legacy); the
+    ``completions`` capability only from 2025-03-26, which defined it (completion/complete
+    itself is answered at 2024-11-05 too)."""
     caps: dict[str, Any] = {
         "prompts": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True},
@@ -90,6 +92,8 @@ def capabilities(*, modern: bool) -> dict[str, Any]:
     }
     if not modern:
         caps["logging"] = {}
+    if version is not None and version < "2025-03-26":
+        caps.pop("completions")
     return caps
 
 
@@ -384,7 +388,7 @@ class Dispatcher:
     def initialize_result(version: str) -> dict[str, Any]:
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": capabilities(modern=False),
+            "capabilities": capabilities(modern=False, version=version),
             "serverInfo": server_info(version),
         }
         if mcp_settings.INSTRUCTIONS:
@@ -610,7 +614,7 @@ def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, by
         if len(uris) > limit:
             raise errors.InvalidParams(f"notifications.resourceSubscriptions may hold at most {limit} URIs",
                                        data={"limit": limit})
-        honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        honoured["resourceSubscriptions"] = list(dict.fromkeys(handlers.canonical_uri(u) for u in uris))
     sub_meta = {META_SUBSCRIPTION_ID: msg.id}
 
     def render(method: str, params: dict[str, Any] | None) -> bytes:

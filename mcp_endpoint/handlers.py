@@ -18,7 +18,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from registry import catalog, clients, fetches
+from registry import catalog, clients, fetches, uris
 from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
 
@@ -318,6 +318,11 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     return raw
 
 
+def canonical_uri(uri: str) -> str:
+    """The stored spelling of a client's URI, so subscriptions match what notifications name."""
+    return uris.lookup_uri(uri)
+
+
 async def _resource_exists(ctx: RequestContext, uri: str) -> None:
     catalog = await get_catalog(ctx.identity.label)
     if any(r.get("uri") == uri for r in catalog.resources(ctx.identity.viewer)):
@@ -326,7 +331,7 @@ async def _resource_exists(ctx: RequestContext, uri: str) -> None:
 
 
 async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    uri = _str_param(params, "uri")
+    uri = canonical_uri(_str_param(params, "uri"))
     await _resource_exists(ctx, uri)
     limit = int(mcp_settings.MAX_LISTEN_URIS)
     if uri not in ctx.session.subscriptions and len(ctx.session.subscriptions) >= limit:
@@ -338,7 +343,7 @@ async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> di
 
 
 async def resources_unsubscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    uri = _str_param(params, "uri")
+    uri = canonical_uri(_str_param(params, "uri"))
     await session_store.set_subscription(ctx.session, uri, False)
     await notification_hub.session_subscriptions_changed(ctx.session.session_id, ctx.session.subscriptions)
     return {}

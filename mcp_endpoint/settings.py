@@ -19,6 +19,8 @@ Keys (all optional):
     MAX_STREAMS_PER_CLIENT open notification streams per client token (anonymous callers share one budget)
     MAX_LISTEN_URIS        resourceSubscriptions accepted in one subscriptions/listen
     SERVER_NAME, SERVER_TITLE, SERVER_VERSION, SERVER_DESCRIPTION, WEBSITE_URL, INSTRUCTIONS
+    PUBLIC_URL             the endpoint's public URL (env MCP_PUBLIC_URL), for server.json
+    REGISTRY_NAME          reverse-DNS name in the MCP Registry (env MCP_REGISTRY_NAME; default from PUBLIC_URL)
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ DEFAULTS: dict[str, Any] = {
     "SERVER_DESCRIPTION": "Versioned prompts and resources, edited in the Django admin.",
     "WEBSITE_URL": None,
     "INSTRUCTIONS": None,
+    "PUBLIC_URL": "",
+    "REGISTRY_NAME": "",
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from .versions import META_SERVER_INFO, MODERN
 
+V_2024_11_05 = "2024-11-05"
 V_2025_03_26 = "2025-03-26"
 V_2025_06_18 = "2025-06-18"
 V_2025_11_25 = "2025-11-25"
@@ -55,10 +56,17 @@ def _link_as_text(block: dict[str, Any]) -> dict[str, Any]:
     return {"type": "text", "text": label}
 
 
+def _audio_as_text(block: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "text", "text": f"[audio ({block.get('mimeType') or 'audio'}) left out: this client's protocol "
+                                    "revision has no audio content]"}
+
+
 def shape_block(block: dict[str, Any], version: str) -> dict[str, Any]:
     """One content block (text, image, audio, resource, resource_link)."""
     if not _needs_downgrade(version) or not isinstance(block, dict):
         return block
+    if block.get("type") == "audio" and version < V_2025_03_26:  # audio content arrived in 2025-03-26
+        return _audio_as_text(block)
     if block.get("type") == "resource_link":
         if version < V_2025_06_18:
             return _link_as_text(block)
@@ -107,6 +115,8 @@ def shape_tool(tool: dict[str, Any], version: str) -> dict[str, Any]:
     out = _strip_item(tool, version)
     if version < V_2025_06_18:
         out.pop("outputSchema", None)
+    if version < V_2025_03_26:
+        out.pop("annotations", None)  # tool annotations arrived in 2025-03-26
     return out
 
 

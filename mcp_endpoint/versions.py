@@ -13,7 +13,8 @@ from .errors import HeaderMismatch
 
 MODERN = "2026-07-28"
 MODERN_VERSIONS: tuple[str, ...] = (MODERN,)
-LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26")  # newest first
+# newest first; 2024-11-05 is what older stdio hosts (the first SDK releases) still ask for
+LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_LEGACY = LEGACY_VERSIONS[0]
 DEFAULT_LEGACY = "2025-03-26"  # what a missing MCP-Protocol-Version header means
 SUPPORTED_VERSIONS: tuple[str, ...] = MODERN_VERSIONS + LEGACY_VERSIONS

@@ -40,7 +40,7 @@ from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_t
 from registry.rollouts import gets_candidate
 from registry.listing import listing_of
 from registry.snapshots import canonical_json, materialise, materialise_block, read_content
-from registry.uris import UriTemplateMatcher, validate_uri
+from registry.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
 
 MAX_COMPLETIONS = 100
 
@@ -223,6 +223,7 @@ def _prompt_item(row: _Row) -> PromptItem:
 def _resource_item(row: _Row) -> ResourceItem:
     listing = _listing_of("resource", row)
     item = dict(listing["item"])
+    item["uri"] = lookup_uri(item["uri"])  # versions published before URIs were normalised on save
     listing["content"]["uri"] = item["uri"]  # one string for both
     annotations = dict(item.get("annotations") or {})
     annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
@@ -232,7 +233,8 @@ def _resource_item(row: _Row) -> ResourceItem:
 
 def _template_item(row: _Row) -> TemplateItem:
     listing = _listing_of("template", row)
-    item = listing["item"]
+    item = dict(listing["item"])
+    item["uriTemplate"] = normalize_uri_template(item["uriTemplate"])
     suggestions = _suggestions(listing)
     return TemplateItem(item["uriTemplate"], _tags(listing), row.number, row.name, item,
                         UriTemplateMatcher.build(item["uriTemplate"]), item.get("mimeType", ""), suggestions,
@@ -382,6 +384,9 @@ class Catalog:
         if not isinstance(uri, str):
             raise InvalidArguments("The resource URI must be a string.")
         item = self.resource_items.get(uri)
+        if item is None:
+            uri = lookup_uri(uri)  # another spelling of a stored URI (case, escapes, an IRI's raw characters)
+            item = self.resource_items.get(uri)
         if item is not None and viewer.sees(item.tags):
             if item.rollout is not None:
                 item = self._for(viewer, item)
@@ -425,9 +430,9 @@ class Catalog:
             return _complete_from(item.suggestions[argument_name], value)
         if ref_type == "ref/resource":
             uri = ref.get("uri", "")
-            template = self.template(viewer, uri)
+            template = self.template(viewer, normalize_uri_template(uri) if isinstance(uri, str) else uri)
             if template is None:
-                resource = self.resource_items.get(uri)
+                resource = self.resource_items.get(lookup_uri(uri) if isinstance(uri, str) else uri)
                 if resource is not None and viewer.sees(resource.tags):
                     return _complete_from((), value)
                 raise UnknownResource(str(uri))

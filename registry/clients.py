@@ -11,12 +11,14 @@ import secrets
 import threading
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 
 from django.db import transaction
 from django.utils import timezone
 
 from registry.catalog import Viewer
-from registry.models import McpClient
+from registry.models import AuditAction, McpClient
+from registry.services import actor_name, write_audit
 
 TOKEN_PREFIX = "mcpr_"
 TOKEN_CACHE_S = 5.0
@@ -109,3 +111,32 @@ def client_by_name(name: str) -> Viewer | None:
     if client is None or not client.usable:
         return None
     return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+
+
+AUDITED_FIELDS = ("name", "description", "label", "scope_tags", "active", "expires_at")
+
+
+def client_state(client: McpClient | None) -> dict[str, object]:
+    """What decides what a client may receive, as audited (the token itself never is)."""
+    if client is None:
+        return {}
+    return {name: (value.isoformat() if hasattr(value, "isoformat") else value)
+            for name in AUDITED_FIELDS for value in (getattr(client, name),)}
+
+
+def audit_client_change(client: McpClient, *, before: dict[str, object] | None, acting_user, note: str = "") -> None:
+    """Audit who created, re-scoped, re-labelled, revoked or re-issued a client's token, and when.
+
+    A client's label and tags decide which versions it is served, so these are changes to what
+    clients receive like any other; the audit row is written in the caller's transaction.
+    """
+    after = client_state(client)
+    changes = [{"field": name, "before": (before or {}).get(name), "after": after[name]}
+               for name in AUDITED_FIELDS if before is None or before.get(name) != after[name]]
+    if before is not None and not changes and not note:
+        return
+    subject = SimpleNamespace(kind="client", key=client.name, pk=client.pk)  # what write_audit reads of an entry
+    write_audit(entry=subject, action=AuditAction.CLIENT_CHANGED, acting_user=acting_user,
+                actor=actor_name(acting_user), note=note or ("Created the client" if before is None else ""),
+                changes=changes)
+

@@ -41,6 +41,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.snapshots import diff_snapshots, snapshot_of
+from registry.uris import normalize_uri
 
 PROMPT_FIELDS = ("name", "title", "description")
 RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")
@@ -153,7 +154,10 @@ def _set_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[
 
 
 def _resources_by_uri(uris: set[str]) -> dict[str, Resource]:
-    found = {r.uri: r for r in Resource.objects.filter(uri__in=uris)} if uris else {}
+    """Registry resources by the URI a draft names them with (any spelling of the stored URI)."""
+    spelled = {uri: normalize_uri(uri) for uri in uris}
+    stored = {r.uri: r for r in Resource.objects.filter(uri__in=set(spelled.values()))} if uris else {}
+    found = {uri: stored[normal] for uri, normal in spelled.items() if normal in stored}
     missing = sorted(uris - set(found))
     if missing:
         raise RegistryError("No registry resource with URI " + ", ".join(missing) + ".")
@@ -293,7 +297,7 @@ def _linked_message(role: str, kind: str, block: Mapping[str, Any], uri: str) ->
     """The message linking registry resource `uri` if that reproduces `block` exactly, else None."""
     from registry.snapshots import _message_block  # the one definition of a message's content block
 
-    resource = Resource.objects.filter(uri=uri).first()
+    resource = Resource.objects.filter(uri=normalize_uri(uri)).first()
     if resource is None:
         return None
     link_name = block.get("name", "") if kind == "resource_link" else ""

@@ -37,6 +37,7 @@ from registry.portable import (
     read_entries,
 )
 from registry.snapshots import content_hash, snapshot_of
+from registry.uris import normalize_uri, normalize_uri_template
 from registry.validation import validate_entry
 
 ACTOR = "registry_import"
@@ -168,12 +169,15 @@ def import_documents(
 def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: services.User, source: str,
                   problems: list[str], override_reason: str | None = None) -> EntryOutcome | None:
     kind = KINDS[spec.kind]
-    missing = [(uri, where) for uri, where in spec.references if not Resource.objects.filter(uri=uri).exists()]
+    missing = [(uri, where) for uri, where in spec.references
+               if not Resource.objects.filter(uri=normalize_uri(uri)).exists()]
     for uri, where in missing:
         problems.append(f"{where}: no registry resource has the URI {uri}; list it under resources: or create it first.")
     if missing:
         return None
-    entry: VersionedEntry | None = kind.entry_model.objects.filter(**{kind.key_field: spec.key}).first()  # type: ignore[attr-defined]
+    key = normalize_uri(spec.key) if spec.kind == "resource" else (
+        normalize_uri_template(spec.key) if spec.kind == "template" else spec.key)
+    entry: VersionedEntry | None = kind.entry_model.objects.filter(**{kind.key_field: key}).first()  # type: ignore[attr-defined]
     wanted = normalised(spec.data)
     before = draft_data(entry) if entry is not None else None
     if before is None:

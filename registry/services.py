@@ -16,7 +16,9 @@ default ["production"], are created protected) the move needs ONE of:
    group has it; superusers have every permission, but must still pass the reason, so a
    superuser's plain API call or import cannot move production). It is audited as an
    `override` row naming who and why, next to the usual label_move/rollback row;
-3. the command line (`acting_user=None`): the operator has shell and database access anyway,
+3. an incident rollback (`rollback` only): a publisher may put the label back on a version
+   it served before, with the note as the reason, audited as `incident_rollback`;
+4. the command line (`acting_user=None`): the operator has shell and database access anyway,
    so it is treated as an automatic override and audited with the reason
    "command line (operator)" (this is how `registry_import --publish` bootstraps a registry).
 
@@ -386,7 +388,12 @@ def rollback(
     actor: str | None = None,
     override_reason: str | None = None,
 ) -> ReleaseLabel:
-    """Point `label` back at `to_version`, or at the version before the one it serves now."""
+    """Point `label` back at `to_version`, or at the version before the one it serves now.
+
+    On a protected label a publisher alone may roll back to a version that label served before
+    (an incident rollback, audited as such with the note as its reason); any other target needs an
+    approval or an override like every move of a protected label.
+    """
     require_publisher(acting_user, entry)
     if not (note or "").strip():
         raise InvalidEntry(["Say why you roll back: a note is required."])
@@ -402,8 +409,29 @@ def rollback(
     version = entry.versions.filter(number=to_version).first()  # type: ignore[attr-defined]
     if version is None:
         raise RegistryError(f"{entry.key} has no version {to_version}.")
-    return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note.strip(),
-                        action=AuditAction.ROLLBACK, override_reason=override_reason)
+    note = note.strip()
+    incident = (current.protected and not (override_reason or "").strip()
+                and (entry.kind, entry.pk, label) not in _approved.get()
+                and version.number != current.version.number and served_before(entry, label, version.number))
+    if not incident:
+        return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
+                            action=AuditAction.ROLLBACK, override_reason=override_reason)
+    # Incident rollback: one publisher may put a protected label back on a version it served before
+    # (it was approved for this label then). The reason is required above; other publishers hear of
+    # it through this audit row (webhook event, admin home page).
+    write_audit(entry=entry, action=AuditAction.INCIDENT_ROLLBACK, acting_user=acting_user, actor=actor,
+                label=label, note=note, from_version=current.version.number, to_version=version.number)
+    with approved_move(entry, label, reference=f"incident rollback by {actor or actor_name(acting_user)}"):
+        return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
+                            action=AuditAction.ROLLBACK)
+
+
+def served_before(entry: VersionedEntry, label: str, version_number: int) -> bool:
+    """Whether `label` of `entry` once served `version_number` to every client (a full move, not a rollout)."""
+    return AuditEntry.objects.filter(
+        entry_kind=entry.kind, entry_id=entry.pk, label=label, to_version=version_number,
+        action__in=[AuditAction.LABEL_MOVE, AuditAction.ROLLBACK],
+    ).exists()
 
 
 @transaction.atomic

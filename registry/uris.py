@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from uritemplate import URITemplate
 from uritemplate.variable import URIVariable
@@ -23,6 +23,64 @@ _FORBIDDEN = re.compile(r"[\x00-\x20\x7f<>\"\\^`|]")
 _TRAVERSAL = re.compile(r"(^|/)\.\.?(/|$)")
 
 
+# RFC 3986 §2: unreserved and reserved characters; anything else appears only percent-encoded.
+_UNRESERVED = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+_RESERVED = ":/?#[]@!$&'()*+,;="
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def encode_uri(text: str) -> str:
+    """Percent-encode (UTF-8) every character RFC 3986 does not allow as is, e.g. an IRI's 'é'.
+
+    Valid escapes are kept; a stray '%' becomes '%25'. This is the form suggested to editors and
+    the form clients such as pydantic's AnyUrl send for such URIs.
+    """
+    text = _BAD_ESCAPE.sub("%25", text)
+    return quote(text, safe=_UNRESERVED + _RESERVED + "%")
+
+
+def _normal_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def normalize_uri(uri: str) -> str:
+    """RFC 3986 §6.2.2 syntax-based normalisation (and §6.2.3 for http/https).
+
+    Scheme and host lower-cased, percent-escapes upper-cased and unreserved ones decoded, the
+    empty path of `https://host` written `/`, default ports dropped. Two spellings of one
+    resource then compare equal, on save and on lookup alike.
+    """
+    scheme, sep, rest = uri.partition(":")
+    if not sep:
+        return uri
+    scheme = scheme.lower()
+    rest = _ESCAPE.sub(_normal_escape, rest)
+    if rest.startswith("//"):
+        authority, tail = rest[2:], ""
+        for i, char in enumerate(authority):
+            if char in "/?#":
+                authority, tail = authority[:i], authority[i:]
+                break
+        userinfo, at, hostport = authority.rpartition("@")
+        host, colon, port = hostport.rpartition(":") if not hostport.endswith("]") else (hostport, "", "")
+        if not colon or not port.isdigit():
+            host, colon, port = hostport, "", ""
+        if (scheme, port) in (("http", "80"), ("https", "443")):
+            colon, port = "", ""
+        authority = f"{userinfo}{at}{_lower_host(host)}{colon}{port}"
+        if scheme in ("http", "https") and not tail.startswith("/"):
+            tail = "/" + tail
+        rest = "//" + authority + tail
+    return f"{scheme}:{rest}"
+
+
+def lookup_uri(uri: str) -> str:
+    """The stored form of a URI a client sent: encoded if it was an IRI, then normalised."""
+    return normalize_uri(encode_uri(uri))
+
+
 def validate_uri(uri: str) -> str:
     """Return `uri` if it is an absolute RFC 3986 URI without traversal; raise InvalidUri."""
     if not isinstance(uri, str) or not uri:
@@ -33,6 +91,9 @@ def validate_uri(uri: str) -> str:
         raise InvalidUri(uri, "it must start with a scheme such as 'docs://' or 'https://'")
     if _FORBIDDEN.search(uri):
         raise InvalidUri(uri, "spaces, quotes, backslashes and control characters are not allowed")
+    if encode_uri(uri) != uri:
+        raise InvalidUri(uri, "it is not an RFC 3986 URI: characters outside ASCII (and a '%' not followed by "
+                              f"two hex digits) must be percent-encoded; use {encode_uri(uri)}")
     path = uri.split("?", 1)[0].split("#", 1)[0]
     rest = path.split(":", 1)[1]
     if _TRAVERSAL.search(unquote(rest)):
@@ -72,6 +133,26 @@ def parse_uri_template(text: str) -> URITemplate:
     literal = re.sub(r"\{[^}]*\}", "x", text)
     validate_uri(literal)
     return template
+
+
+_TEMPLATE_HEAD = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):(//([^/?#{]*))?")
+
+
+def _lower_host(host: str) -> str:
+    return _ESCAPE.sub(lambda m: "%" + m.group(1).upper(), host.lower())
+
+
+def normalize_uri_template(text: str) -> str:
+    """A template's literal scheme and authority normalised like a URI's (`DOCS://Host/{id}` -> `docs://host/{id}`).
+
+    Matching normalises the concrete URI first (`lookup_uri`), so both sides meet in one form.
+    """
+    head = _TEMPLATE_HEAD.match(text)
+    if head is None:
+        return text
+    scheme, authority = head.group(1).lower(), head.group(3)
+    prefix = f"{scheme}:" + (f"//{_lower_host(authority)}" if authority is not None else "")
+    return prefix + text[head.end():]
 
 
 def template_variable_names(text: str) -> list[str]:

@@ -55,11 +55,15 @@ class McpClientAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
+            before = clients.client_state(McpClient.objects.get(pk=obj.pk))
             super().save_model(request, obj, form, change)
+            clients.audit_client_change(obj, before=before, acting_user=request.user)
             clients.forget_cached_tokens()  # a revoked or re-scoped token takes effect at once
             return
         obj.token_hash = secrets.token_hex(32)  # replaced by issue_token; never a usable token
         request._registry_new_tokens = [(obj, clients.issue_token(obj))]
+        clients.audit_client_change(obj, before=None, acting_user=request.user, note="Created the client and "
+                                    f"issued its token ({obj.token_prefix}…)")
 
     def _token_page(self, request, issued):
         context = {
@@ -78,7 +82,12 @@ class McpClientAdmin(admin.ModelAdmin):
 
     @admin.action(description="Regenerate token (the old one stops working)", permissions=["change"])
     def regenerate_token(self, request, queryset):
-        return self._token_page(request, [(client, clients.issue_token(client)) for client in queryset])
+        issued = []
+        for client in queryset:
+            issued.append((client, clients.issue_token(client)))
+            clients.audit_client_change(client, before=clients.client_state(client), acting_user=request.user,
+                                        note=f"Issued a new token ({client.token_prefix}…); the old one stops working")
+        return self._token_page(request, issued)
 
 
 @admin.register(FetchCounter)

@@ -557,7 +557,10 @@ class VersionedEntryAdmin(admin.ModelAdmin):
             messages.error(request, f"{obj.key} has no version to point '{label_name}' at.")
             return HttpResponseRedirect(self._url("history", obj))
         rollback = current is not None and target.number < current.version.number
-        protected = services.is_protected(obj, label_name)
+        label_protected = services.is_protected(obj, label_name)
+        # An incident rollback (a version this protected label served before) needs no second publisher.
+        incident = rollback and label_protected and services.served_before(obj, label_name, target.number)
+        protected = label_protected and not incident
         initial = {"label": label_name, "version": target.number}
         form = LabelMoveForm(request.POST if request.method == "POST" else None, initial=initial, rollback=rollback,
                              can_override=protected and services.can_override(request.user))
@@ -589,13 +592,17 @@ class VersionedEntryAdmin(admin.ModelAdmin):
                                               f"#{review.pk} was filed; another publisher must approve it.")
                 else:
                     verb = "Rolled back" if rollback else "Moved"
-                    messages.success(request, f"{verb} '{label_name}' of {obj.key} to v{target.number}.")
+                    done = f"{verb} '{label_name}' of {obj.key} to v{target.number}."
+                    if incident and not override_reason:
+                        done += " It is recorded as an incident rollback; the other publishers are told."
+                    messages.success(request, done)
                 return HttpResponseRedirect(self._url("history", obj))
         current_name = f"v{current.version.number}" if current else "nothing"
         context = self._context(
             request, obj,
             f"{'Roll back' if rollback else 'Move'} label '{label_name}' of {obj.key} to v{target.number}",
             form=form, label_name=label_name, current=current, target=target, rollback=rollback, protected=protected,
+            incident=incident,
             rows=diff_rows(current.version.snapshot if current else None, target.snapshot,
                            current_name, f"v{target.number}"),
         )

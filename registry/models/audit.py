@@ -15,6 +15,7 @@ class AuditAction(models.TextChoices):
     PUBLISH = "publish", "Published"
     LABEL_MOVE = "label_move", "Moved label"
     ROLLBACK = "rollback", "Rolled back"
+    INCIDENT_ROLLBACK = "incident_rollback", "Incident rollback of a protected label by one publisher"
     ARCHIVE = "archive", "Archived"
     UNARCHIVE = "unarchive", "Restored from archive"
     RESTORE_DRAFT = "restore_draft", "Draft restored from a version"
@@ -25,6 +26,7 @@ class AuditAction(models.TextChoices):
     REVIEW_SUPERSEDED = "review_superseded", "A review request was superseded"
     OVERRIDE = "override", "Emergency override of a protected label"
     ROLLOUT_CHANGED = "rollout_changed", "Changed a percentage rollout"
+    CLIENT_CHANGED = "client_changed", "Created, changed or revoked an MCP client, or issued its token"
 
 
 class AppendOnlyQuerySet(models.QuerySet):

@@ -9,7 +9,7 @@ from django.db import models
 from registry.errors import InvalidUri
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
 from registry.models.content import StoredBytesMixin
-from registry.uris import parse_uri_template, validate_uri
+from registry.uris import normalize_uri, normalize_uri_template, parse_uri_template, validate_uri
 
 
 def uri_field_validator(value: str) -> None:
@@ -77,6 +77,10 @@ class Resource(StoredBytesMixin, ResourceDescription):
     def key(self) -> str:
         return self.uri
 
+    def save(self, *args, **kwargs) -> None:
+        self.uri = normalize_uri(self.uri)  # one spelling per resource, as lookups normalise too
+        super().save(*args, **kwargs)
+
     @property
     def size(self) -> int:
         return self.data_size if self.data_sha256 else len(self.text.encode("utf-8"))
@@ -121,6 +125,10 @@ class ResourceTemplate(ResourceDescription):
     @property
     def key(self) -> str:
         return self.uri_template
+
+    def save(self, *args, **kwargs) -> None:
+        self.uri_template = normalize_uri_template(self.uri_template)
+        super().save(*args, **kwargs)
 
 
 class TemplateVariable(models.Model):

@@ -42,6 +42,32 @@ async def test_legacy_session_over_stdio_answers_in_order_and_stops_at_eof(regis
     assert replies[2]["result"] == {} and replies[3]["result"] == {}
 
 
+async def test_a_2024_11_05_host_connects_and_gets_only_what_that_revision_defines(registry_data):
+    """Older stdio hosts (the first SDK releases) ask for 2024-11-05 and refuse any other answer."""
+    replies = await run(lines(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "prompts/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {"name": "test_prompt_with_image"}},
+    ))
+    init = replies[0]["result"]
+    assert init["protocolVersion"] == "2024-11-05"
+    assert "completions" not in init["capabilities"] and "title" not in init["serverInfo"]
+    assert all("title" not in p for p in replies[1]["result"]["prompts"])
+    assert all("annotations" not in t and "title" not in t for t in replies[2]["result"]["tools"])
+    assert replies[3]["result"]["messages"][0]["content"]["type"] == "image"
+
+
+def test_audio_blocks_become_text_before_2025_03_26():
+    from mcp_endpoint.shapes import shape_block
+
+    audio = {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
+    assert shape_block(audio, "2024-11-05")["type"] == "text"
+    assert shape_block(audio, "2025-03-26") == audio
+
+
 async def test_modern_messages_over_stdio_carry_result_type(registry_data):
     replies = await run(lines(
         {"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": META}},

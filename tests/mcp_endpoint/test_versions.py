@@ -12,7 +12,7 @@ from mcp_endpoint.versions import (
 
 
 def test_negotiation_echoes_supported_legacy_versions():
-    for v in ("2025-11-25", "2025-06-18", "2025-03-26"):
+    for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
         assert negotiate_legacy(v) == v
 
 

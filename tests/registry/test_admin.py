@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from registry import reviews, rollouts, services
 from registry.clients import hash_token
-from registry.errors import StaleReview
+from registry.errors import ReviewClosed
 from registry.models import (
     AuditEntry,
     FetchCounter,
@@ -541,7 +541,9 @@ def test_publisher_can_publish_selected_drafts_after_confirming(client, publishe
 
 
 def test_rolling_back_production_files_a_review_or_uses_the_override(client, publisher, release_manager):
-    prompt = published_prompt(publisher)
+    """To a version production never served (v1 went to staging only): not an incident rollback."""
+    prompt = make_prompt()
+    release(prompt, note="first release", labels=("staging",))
     edit_first_message(prompt, "Version two about {{ topic }}.")
     release(prompt, note="v2")
     client_for(client, publisher)
@@ -564,8 +566,8 @@ def test_rolling_back_production_files_a_review_or_uses_the_override(client, pub
     assert (entry.actor, entry.label, entry.from_version, entry.to_version, entry.note) == (
         release_manager, "production", 2, 1, "v2 confused users")
     assert AuditEntry.objects.filter(action="override", actor=release_manager, note="incident 9").exists()
-    # The pending review is now stale: approving it is refused.
-    with pytest.raises(StaleReview):
+    # The pending review was superseded by the move: approving it is refused.
+    with pytest.raises(ReviewClosed):
         reviews.approve(review, acting_user=release_manager)
 
 

@@ -17,9 +17,9 @@ from registry.models import PromptMessage, PromptVersion, Resource, ResourceVers
 from registry.snapshots import content_hash
 from tests.factories import PNG_1X1
 
-move = importlib.import_module("registry.migrations.0009_move_bytes_to_content_store")
-BEFORE = ("registry", "0008_content_store_schema")
-AFTER = ("registry", "0010_drop_inline_bytes")
+move = importlib.import_module("registry.migrations.0011_move_bytes_to_content_store")
+BEFORE = ("registry", "0010_content_store_schema")
+AFTER = ("registry", "0012_drop_inline_bytes")
 
 
 def _old_registry() -> None:

@@ -402,3 +402,54 @@ def test_changing_label_protection_needs_the_override_permission_and_is_audited(
     release(edited(prompt), labels=[], note="v2")
     with pytest.raises(ApprovalRequired):
         services.move_label(prompt, label="staging", version_number=2, acting_user=publisher)
+
+
+# ------------------------------------------------------------------------------ incident rollback
+
+
+def test_one_publisher_may_roll_production_back_to_a_version_it_served_before(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")  # production served v1, now v2
+    services.rollback(prompt, acting_user=publisher, note="v2 breaks the support bot", to_version=1)
+    assert production_of(prompt) == 1
+    incident = AuditEntry.objects.get(action="incident_rollback")
+    assert (incident.actor, incident.label, incident.from_version, incident.to_version, incident.note) == (
+        publisher, "production", 2, 1, "v2 breaks the support bot")
+    assert actions(prompt)[-2:] == ["incident_rollback", "rollback"]
+
+
+def test_an_incident_rollback_needs_a_reason(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    with pytest.raises(InvalidEntry):
+        services.rollback(prompt, acting_user=publisher, note="  ", to_version=1)
+    assert production_of(prompt) == 2
+
+
+def test_a_rollback_to_a_version_production_never_served_still_needs_a_review(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), labels=["staging"], note="v2 on staging only")
+    release(edited(prompt, "Three {{ topic }}"), note="v3")  # production: v1 -> v3; v2 never served there
+    with pytest.raises(ApprovalRequired):
+        services.rollback(prompt, acting_user=publisher, note="go to v2", to_version=2)
+    with pytest.raises(ApprovalRequired):  # moving forward is never an incident rollback either
+        services.move_label(prompt, label="production", version_number=2, acting_user=publisher, note="x")
+    assert production_of(prompt) == 3 and not AuditEntry.objects.filter(action="incident_rollback").exists()
+
+
+def test_the_admin_rolls_back_at_once_for_an_incident_and_says_so(client, publisher):
+    from django.urls import reverse
+
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    client.force_login(publisher)
+    url = reverse("admin:registry_prompt_label", args=[prompt.pk])
+    page = client.get(url, {"label": "production", "version": 1})
+    assert "Incident rollback" in page.text
+    done = client.post(url, {"label": "production", "version": 1, "note": "v2 is broken"}, follow=True)
+    assert production_of(prompt) == 1 and "incident rollback" in done.text
+    assert not ReviewRequest.objects.exists()

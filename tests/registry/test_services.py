@@ -127,8 +127,9 @@ def test_rollback_points_the_label_at_the_previous_version_and_is_audited(publis
 
 @pytest.mark.django_db
 def test_rolling_back_production_needs_approval_or_an_audited_override(publisher, release_manager):
+    """To a version production never served (v1 went to staging only): not an incident rollback."""
     prompt = make_prompt()
-    release(prompt, note="v1")
+    release(prompt, note="v1", labels=("staging",))
     PromptMessage.objects.filter(prompt=prompt).update(text="New {{ topic }}")
     release(prompt, note="v2")
     with pytest.raises(ApprovalRequired):

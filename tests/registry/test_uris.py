@@ -1,7 +1,16 @@
+import re
+
 import pytest
 
 from registry.errors import InvalidUri
-from registry.uris import UriTemplateMatcher, parse_uri_template, validate_uri
+from registry.uris import (
+    UriTemplateMatcher,
+    lookup_uri,
+    normalize_uri,
+    normalize_uri_template,
+    parse_uri_template,
+    validate_uri,
+)
 
 
 @pytest.mark.parametrize("uri", ["docs://style-guide", "https://example.com/a?b=c", "test://template/123/data", "urn:isbn:123"])
@@ -41,3 +50,38 @@ def test_query_expansion_extracts_named_values():
 def test_invalid_templates_are_rejected(template):
     with pytest.raises(InvalidUri):
         parse_uri_template(template)
+
+
+# ------------------------------------------------------------------------------ strict, normalised
+
+
+@pytest.mark.parametrize("uri, suggestion", [
+    ("docs://café/menü", "docs://caf%C3%A9/men%C3%BC"),
+    ("docs://x/100%", "docs://x/100%25"),
+])
+def test_non_rfc3986_uris_are_refused_with_the_percent_encoded_form_suggested(uri, suggestion):
+    with pytest.raises(InvalidUri, match=re.escape(suggestion)):
+        validate_uri(uri)
+
+
+@pytest.mark.parametrize("given, stored", [
+    ("HTTPS://Example.COM", "https://example.com/"),
+    ("https://example.com:443/a%7eb%2fc", "https://example.com/a~b%2Fc"),
+    ("Docs://Style-Guide/Intro", "docs://style-guide/Intro"),
+    ("docs://caf%c3%a9", "docs://caf%C3%A9"),
+    ("http://example.com:8080", "http://example.com:8080/"),
+    ("urn:ISBN:123", "urn:ISBN:123"),
+])
+def test_normalisation_follows_rfc3986_section_6(given, stored):
+    assert normalize_uri(given) == stored
+    assert normalize_uri(stored) == stored  # idempotent
+
+
+def test_lookups_accept_an_iri_and_its_encoded_form_alike():
+    assert lookup_uri("docs://café/menü") == lookup_uri("docs://caf%C3%A9/men%C3%BC") == "docs://caf%C3%A9/men%C3%BC"
+
+
+def test_template_literals_are_normalised_and_matching_meets_them_there():
+    assert normalize_uri_template("DOCS://Tickets/{id}") == "docs://tickets/{id}"
+    matcher = UriTemplateMatcher.build(normalize_uri_template("DOCS://Tickets/{id}"))
+    assert matcher.match(lookup_uri("docs://TICKETS/%41bc")) == {"id": "Abc"}

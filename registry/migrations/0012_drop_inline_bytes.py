@@ -1,10 +1,10 @@
-"""Drafts keep bytes in the content store now (0009 moved them there): drop the inline columns."""
+"""Drafts keep bytes in the content store now (0011 moved them there): drop the inline columns."""
 
 from django.db import migrations
 
 
 class Migration(migrations.Migration):
-    dependencies = [("registry", "0009_move_bytes_to_content_store")]
+    dependencies = [("registry", "0011_move_bytes_to_content_store")]
 
     operations = [
         migrations.RemoveField(model_name="promptmessage", name="data"),

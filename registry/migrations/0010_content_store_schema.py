@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0007_review_superseded'),
+        ('registry', '0009_normalise_uris'),
     ]
 
     operations = [

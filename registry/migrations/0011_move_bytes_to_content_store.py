@@ -166,6 +166,6 @@ def backward(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("registry", "0008_content_store_schema")]
+    dependencies = [("registry", "0010_content_store_schema")]
 
     operations = [migrations.RunPython(forward, backward)]
