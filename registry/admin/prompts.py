@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from registry.admin.common import VersionedEntryAdmin, thumbnail_html
+from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry import argtypes
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.forms import (
@@ -20,7 +20,7 @@ from registry.forms import (
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.rendering import render_prompt
-from registry.snapshots import snapshot_of
+from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of
 from registry.validation import registry_resource_exists
 
 
@@ -55,7 +55,7 @@ class PromptMessageInline(admin.StackedInline):
 
     @admin.display(description="Current file")
     def current_file(self, obj: PromptMessage) -> str:
-        return thumbnail_html(obj.mime_type, obj.data) if obj and obj.pk else "—"
+        return stored_thumbnail(obj) if obj and obj.pk else "—"
 
 
 class PreviewArgumentsForm(forms.Form):
@@ -166,14 +166,17 @@ class PromptAdmin(VersionedEntryAdmin):
         return formsets, inline_instances
 
     def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
-        snapshot = snapshot_of(obj)
+        payloads: Payloads = {}
+        snapshot = snapshot_of(obj, payloads)
         # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
         form = PreviewArgumentsForm(request.GET if "preview" in request.GET else None, prefix="arg",
                                     arguments=snapshot.get("arguments", []))
         values = form.values()
         context: dict[str, Any] = {"form": form, "values": values}
         try:
-            result = render_prompt(snapshot, values, registry_resource_exists)
+            load = draft_loader(payloads)
+            result = render_prompt(snapshot, values, lambda block: materialise_block(block, load),
+                                   registry_resource_exists)
         except MissingArguments as exc:
             message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
             # Before the first "Render preview" that is an invitation, not a mistake.
