@@ -151,7 +151,7 @@ class PromptArgumentForm(forms.ModelForm):
         }
 
 
-def _live_forms(formset: BaseInlineFormSet) -> list[forms.ModelForm]:
+def live_forms(formset: BaseInlineFormSet) -> list[forms.ModelForm]:
     """Forms that will exist after saving: valid, filled in and not marked for deletion."""
     live = []
     for form in formset.forms:
@@ -176,7 +176,7 @@ def _number_positions(live: list[forms.ModelForm]) -> None:
 
 class PromptArgumentFormSet(BaseInlineFormSet):
     def clean(self) -> None:
-        live = _live_forms(self)
+        live = live_forms(self)
         names: dict[str, int] = {}
         for form in live:
             name = form.cleaned_data.get("name")
@@ -198,7 +198,7 @@ class PromptArgumentFormSet(BaseInlineFormSet):
         super().clean()
 
     def live_arguments(self) -> list[PromptArgument]:
-        return [form.instance for form in _live_forms(self) if form.cleaned_data.get("name")]
+        return [form.instance for form in live_forms(self) if form.cleaned_data.get("name")]
 
 
 class PromptMessageForm(UploadMixin, forms.ModelForm):
@@ -268,7 +268,7 @@ class PromptMessageFormSet(BaseInlineFormSet):
         super().clean()
         if any(self.errors):
             return
-        live = _live_forms(self)
+        live = live_forms(self)
         _number_positions(live)
         messages = [f.instance for f in sorted(live, key=lambda f: f.cleaned_data["position"])]
         report = validate_prompt(self.instance, arguments=self.declared_arguments(), messages=messages)
@@ -363,7 +363,7 @@ class TemplateVariableFormSet(BaseInlineFormSet):
         super().clean()
         if any(self.errors):
             return
-        variables = [f.instance for f in _live_forms(self)]
+        variables = [f.instance for f in live_forms(self)]
         report = validate_template(self.instance, variables=variables)
         errors = [e for e in report.errors if e.startswith("Suggestions are given")]
         if errors:

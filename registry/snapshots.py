@@ -85,23 +85,25 @@ def _message_block(message: Any) -> dict[str, Any]:
     return _omit_empty(block, "title", "description", "mimeType")
 
 
-def snapshot_prompt(prompt: Prompt) -> dict[str, Any]:
-    arguments = []
-    for arg in prompt.arguments.all():
+def snapshot_prompt(prompt: Prompt, *, arguments: Any = None, messages: Any = None) -> dict[str, Any]:
+    """The prompt's snapshot; `arguments` / `messages` (ordered rows) stand in for the saved ones.
+
+    The admin's unsaved-edit preview passes the rows of the submitted form, which are never saved.
+    """
+    items = []
+    for arg in prompt.arguments.all() if arguments is None else arguments:
         item = {"name": arg.name, "title": arg.title, "description": arg.description, "required": arg.required}
         _omit_empty(item, "title", "description")
         if not arg.required and arg.default:
             item["default"] = arg.default
         if arg.suggestion_list:
             item["suggestions"] = arg.suggestion_list
-        arguments.append(item)
-    messages = [
-        {"role": m.role, "content": _message_block(m)}
-        for m in prompt.messages.select_related("resource").all()
-    ]
+        items.append(item)
+    rows = prompt.messages.select_related("resource").all() if messages is None else messages
+    blocks = [{"role": m.role, "content": _message_block(m)} for m in rows]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
-         "arguments": arguments, "messages": messages, "tags": _tag_list(prompt)},
+         "arguments": items, "messages": blocks, "tags": _tag_list(prompt)},
         "title", "tags",
     )
 

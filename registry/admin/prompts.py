@@ -7,6 +7,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from registry.admin.common import VersionedEntryAdmin, thumbnail_html
 from registry.errors import MissingArguments, RegistryError
@@ -16,10 +20,11 @@ from registry.forms import (
     PromptForm,
     PromptMessageForm,
     PromptMessageFormSet,
+    live_forms,
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.rendering import render_prompt
-from registry.snapshots import snapshot_of
+from registry.snapshots import snapshot_of, snapshot_prompt
 
 
 class PromptArgumentInline(admin.TabularInline):
@@ -121,26 +126,91 @@ class PromptAdmin(VersionedEntryAdmin):
                 formset.argument_formset = arguments
         return formsets, inline_instances
 
-    def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
-        snapshot = snapshot_of(obj)
-        # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
-        form = PreviewArgumentsForm(request.GET if "preview" in request.GET else None, prefix="arg",
-                                    arguments=snapshot.get("arguments", []))
-        if form.is_bound:
-            values = {k: v for k, v in form.cleaned_data.items() if v} if form.is_valid() else {}
-        else:
-            values = {name: field.initial for name, field in form.fields.items() if field.initial}
-        context: dict[str, Any] = {"form": form, "values": values}
-        try:
-            result = render_prompt(snapshot, values)
-        except MissingArguments as exc:
-            message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
-            # Before the first "Render preview" that is an invitation, not a mistake.
-            context["error" if form.is_bound else "hint"] = message
-        except RegistryError as exc:
-            context["error"] = exc.message
-        else:
-            context["result_json"] = json.dumps(result, indent=2, ensure_ascii=False)
-            context["transcript"] = transcript(result)
-        return context
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None and obj.pk:
+            context["registry_preview_edits_url"] = self._url("preview_edits", obj)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
+    def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
+        return preview_result(snapshot_of(obj), request.GET if "preview" in request.GET else None)
+
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path("<path:object_id>/preview-edits/", self.admin_site.admin_view(self.preview_edits_view),
+                 name="%s_%s_preview_edits" % info),
+        ] + super().get_urls()
+
+    def preview_edits_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Render what is in the change form (unsaved) as `prompts/get` would. Never writes anything.
+
+        Editors want to see an edit before keeping it; the form and its inlines are validated as a
+        save would validate them, but nothing is saved: the rows are built in memory only.
+        """
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        obj = self._entry(request, object_id)
+        context: dict[str, Any] = {"errors": []}
+        with transaction.atomic():
+            snapshot = self._snapshot_of_posted_form(request, obj, context["errors"])
+            # Belt and braces: whatever a form or signal might have written is undone.
+            transaction.set_rollback(True)
+        if snapshot is not None:
+            context.update(preview_result(snapshot, request.POST if "preview" in request.POST else None))
+        context["form_url"] = self._url("preview_edits", obj)
+        if request.headers.get("X-Registry-Fragment"):
+            return TemplateResponse(request, "admin/registry/prompt/_preview_panel.html", context)
+        # Without JavaScript the page opens on its own; its form carries the edits again.
+        context["carried"] = [(key, value) for key, values in request.POST.lists() for value in values
+                              if key != "preview" and not key.startswith("arg-")]
+        context = self._context(request, obj, f"Preview of your unsaved edits of {obj.key}", **context)
+        return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
+
+    def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str]) -> dict[str, Any] | None:
+        """The snapshot the posted change form would save, or None with `errors` filled in."""
+        form = self.get_form(request, obj, change=True)(request.POST, request.FILES, instance=obj)
+        form.is_valid()
+        # Someone else's newer save does not stop a preview; saving will still warn about it.
+        errors.extend(" ".join(e.messages) for key, errs in form.errors.as_data().items() for e in errs
+                      if not (key == "__all__" and e.code == "draft_conflict"))
+        new_object = form.instance  # validation has put the posted values on it, in memory
+        formsets, _ = self._create_formsets(request, new_object, change=True)
+        for formset in formsets:
+            if not formset.is_valid():
+                errors.extend(str(e) for e in formset.non_form_errors())
+                for i, item in enumerate(formset.errors, start=1):
+                    for field, messages_ in item.items():
+                        errors.extend(f"{formset.prefix.capitalize()[:-1]} {i} › {field}: {m}" for m in messages_)
+        if errors:
+            return None
+        arguments = messages = None
+        for formset in formsets:
+            live = sorted(live_forms(formset), key=lambda f: f.cleaned_data.get("position") or 0)
+            if isinstance(formset, PromptArgumentFormSet):
+                arguments = [f.instance for f in live if f.cleaned_data.get("name")]
+            elif isinstance(formset, PromptMessageFormSet):
+                messages = [f.instance for f in live]
+        return snapshot_prompt(new_object, arguments=arguments or [], messages=messages or [])
+
+
+def preview_result(snapshot: dict[str, Any], data: Any) -> dict[str, Any]:
+    """Sample-argument boxes plus the rendering of `snapshot` with them (`data` None: the defaults)."""
+    # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
+    form = PreviewArgumentsForm(data, prefix="arg", arguments=snapshot.get("arguments", []))
+    if form.is_bound:
+        values = {k: v for k, v in form.cleaned_data.items() if v} if form.is_valid() else {}
+    else:
+        values = {name: field.initial for name, field in form.fields.items() if field.initial}
+    context: dict[str, Any] = {"form": form, "values": values}
+    try:
+        result = render_prompt(snapshot, values)
+    except MissingArguments as exc:
+        message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
+        # Before the first "Render preview" that is an invitation, not a mistake.
+        context["error" if form.is_bound else "hint"] = message
+    except RegistryError as exc:
+        context["error"] = exc.message
+    else:
+        context["result_json"] = json.dumps(result, indent=2, ensure_ascii=False)
+        context["transcript"] = transcript(result)
+    return context
