@@ -25,6 +25,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 
 from registry import drafts, reviews, rollouts, services
+from registry.admin.badges import badges_html, entry_badges
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
@@ -122,6 +123,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_filter = [ArchivedFilter]
     readonly_fields = ["published_versions"]
 
+    class Media:
+        css = {"all": ["registry/editor.css"]}
+
     # ----------------------------------------------------------------------------- list & form
 
     @admin.display(description="production")
@@ -130,6 +134,17 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         if obj.archived_at:
             return "archived"
         return f"v{label.version.number}" if label else "not published"
+
+    @admin.display(description="state")
+    def state(self, obj: VersionedEntry) -> str:
+        return badges_html(entry_badges(obj))
+
+    def get_list_display(self, request):
+        columns = list(super().get_list_display(request))
+        if "state" not in columns:
+            at = columns.index("production_version") + 1 if "production_version" in columns else len(columns)
+            columns.insert(at, "state")
+        return columns
 
     @admin.display(description="published versions")
     def published_versions(self, obj: VersionedEntry) -> str:
@@ -162,8 +177,11 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context["registry_can_publish"] = bool(obj is not None and obj.pk and services.can_publish(request.user, obj))
         context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
         if obj is not None and obj.pk:
-            context["registry_pending_reviews"] = ReviewRequest.objects.filter(
-                entry_kind=obj.kind, entry_id=obj.pk, status="pending").count()
+            pending = list(ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"))
+            context["registry_pending_reviews"] = len(pending)
+            context["registry_badges"] = badges_html(entry_badges(obj))
+            # A request for the draft as it was is approved only while the draft is unchanged.
+            context["registry_draft_reviews"] = [r for r in pending if r.version_number is None]
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 

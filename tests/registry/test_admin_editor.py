@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.urls import reverse
 
+from registry import reviews, rollouts
 from registry.models import AuditEntry, Prompt
-from tests.factories import make_prompt
-from tests.registry.test_admin import client_for, prompt_post, row_counts, url
+from tests.factories import make_prompt, release
+from tests.registry.test_admin import client_for, edit_first_message, prompt_post, row_counts, url
 
 pytestmark = pytest.mark.django_db
 
@@ -98,3 +100,85 @@ def test_preview_without_javascript_opens_a_page_that_carries_the_edits(client, 
     assert 'name="messages-0-text" value="Carried {{ topic }}"' in page
     assert AuditEntry.objects.count() == 0
     assert Prompt.objects.get().messages.get().text == "Tell me about {{ topic }}."
+
+
+# ----------------------------------------------------------------------------------------- badges
+
+
+def _state_setup():
+    """A prompt whose v1 production serves, v2 on staging, a changed draft and a pending request."""
+    prompt = make_prompt("stateful")
+    release(prompt, note="v1")
+    edit_first_message(prompt, "Second about {{ topic }}.")
+    release(prompt, note="v2", labels=("staging",))
+    return prompt
+
+
+def test_change_list_shows_draft_changed_review_rollout_and_staging_badges(client, editor, publisher):
+    prompt = _state_setup()
+    rollouts.set_rollout(prompt, label="production", version_number=2, percent=25, acting_user=None,
+                         note="try")
+    edit_first_message(prompt, "Third about {{ topic }}.")
+    review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
+    page = client_for(client, editor).get(url("prompt_changelist")).content.decode()
+    assert "draft changed since v2" in page
+    assert f"in review #{review.pk} (production)" in page
+    assert "rolling out v2 to 25%</" in page
+    assert "staging ahead of production" in page
+
+
+def test_change_page_shows_badges_and_warns_that_saving_makes_the_request_stale(client, editor):
+    prompt = _state_setup()
+    edit_first_message(prompt, "Unpublished wording about {{ topic }}.")
+    review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
+    assert review.version_number is None  # the draft itself is asked for
+    page = client_for(client, editor).get(url("prompt_change", prompt.pk)).content.decode()
+    assert f"in review #{review.pk} (production)" in page
+    assert f"Review request #{review.pk} asks a publisher to release this draft" in page
+    assert "becomes stale" in page
+
+
+def test_a_request_whose_draft_changed_is_shown_stale(client, editor):
+    prompt = _state_setup()
+    edit_first_message(prompt, "Unpublished wording about {{ topic }}.")
+    review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
+    edit_first_message(prompt, "Changed after the request {{ topic }}.")
+    page = client_for(client, editor).get(url("prompt_changelist")).content.decode()
+    assert f"review #{review.pk} (production) is stale: the draft changed" in page
+
+
+def test_an_entry_served_as_saved_has_no_badge(client, editor):
+    prompt = make_prompt("calm")
+    release(prompt, note="v1")
+    page = client_for(client, editor).get(url("prompt_changelist")).content.decode()
+    assert "registry-badge-" not in page
+
+
+def test_publisher_home_lists_requests_waiting_for_their_review(client, editor, publisher, second_publisher):
+    prompt = _state_setup()
+    review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
+    own = reviews.request_publication(prompt, acting_user=publisher, note="mine", label="staging",
+                                      version_number=1)
+    page = client_for(client, publisher).get(reverse("admin:index")).content.decode()
+    assert "Waiting for your review (1)" in page
+    assert url("reviewrequest_change", review.pk) in page
+    assert f'href="{url("reviewrequest_change", own.pk)}">#{own.pk}</a></td><td>' not in page  # not their own
+    editor_page = client_for(client, editor).get(reverse("admin:index")).content.decode()
+    assert "Waiting for your review" not in editor_page
+
+
+def test_editor_home_shows_what_became_of_their_requests(client, editor, publisher, second_publisher):
+    prompt = _state_setup()
+    rejected = reviews.request_publication(prompt, acting_user=editor, note="first try", label="production")
+    reviews.reject(rejected, acting_user=publisher, comment="Too informal for customers")
+    approved = reviews.request_publication(prompt, acting_user=editor, note="staging", label="staging",
+                                           version_number=1)
+    reviews.approve(approved, acting_user=second_publisher)
+    edit_first_message(prompt, "Unpublished wording about {{ topic }}.")
+    pending = reviews.request_publication(prompt, acting_user=editor, note="again", label="production")
+    edit_first_message(prompt, "Edited after asking {{ topic }}.")
+    page = client_for(client, editor).get(reverse("admin:index")).content.decode()
+    assert f"#{rejected.pk}</a>" in page and f"rejected by {publisher.username}" in page
+    assert "Too informal for customers" in page
+    assert f"approved by {second_publisher.username}: v1 is served" in page
+    assert f"#{pending.pk}</a>" in page and "stale: the draft changed after the request" in page
