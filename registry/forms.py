@@ -8,12 +8,14 @@ are collected on `registry_warnings` and shown by the admin through the messages
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Iterable
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.models import BaseInlineFormSet
 
+from registry.errors import TemplateSyntaxError
 from registry.models import (
     PRODUCTION,
     STAGING,
@@ -26,6 +28,7 @@ from registry.models import (
     TemplateVariable,
 )
 from registry.models.base import label_name_validator
+from registry.rendering import normalise_newlines, placeholder_lines
 from registry.validation import max_upload_bytes, validate_prompt, validate_resource, validate_template
 
 
@@ -86,6 +89,19 @@ def _strip_where(message: str, where: str) -> str | None:
     return message[:1].upper() + message[1:]
 
 
+class NewlinesMixin:
+    """Text typed in a browser arrives with CRLF; the registry stores and serves LF only."""
+
+    cleaned_data: dict[str, Any]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()  # type: ignore[misc]
+        for name, value in list(self.cleaned_data.items()):
+            if isinstance(value, str):
+                self.cleaned_data[name] = normalise_newlines(value)
+        return cleaned
+
+
 class DraftRevisionMixin:
     """Optimistic concurrency for people: the form remembers the draft revision it was opened at.
 
@@ -116,7 +132,7 @@ class DraftRevisionMixin:
         self.data[self.add_prefix("draft_revision")] = str(self.instance.revision)  # type: ignore[attr-defined]
 
 
-class EntryForm(DraftRevisionMixin, forms.ModelForm):
+class EntryForm(NewlinesMixin, DraftRevisionMixin, forms.ModelForm):
     draft_revision = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -138,7 +154,7 @@ class PromptForm(EntryForm):
         fields = ["name", "title", "description", "tags"]
 
 
-class PromptArgumentForm(forms.ModelForm):
+class PromptArgumentForm(NewlinesMixin, forms.ModelForm):
     position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
 
     class Meta:
@@ -201,7 +217,7 @@ class PromptArgumentFormSet(BaseInlineFormSet):
         return [form.instance for form in live_forms(self) if form.cleaned_data.get("name")]
 
 
-class PromptMessageForm(UploadMixin, forms.ModelForm):
+class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
     position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
     upload = forms.FileField(
         required=False,
@@ -215,6 +231,8 @@ class PromptMessageForm(UploadMixin, forms.ModelForm):
         fields = ["position", "role", "kind", "text", "uri", "resource", "link_name", "mime_type"]
         widgets = {"text": forms.Textarea(attrs={"rows": 5, "cols": 80})}
         help_texts = {
+            "role": "MCP has only two roles, user and assistant: there is no “system” role. Put standing "
+                    "instructions (tone, rules, persona) at the start of the first user message.",
             "mime_type": "File type, e.g. image/png or audio/mpeg; filled in from the upload when left empty.",
         }
 
@@ -266,21 +284,55 @@ class PromptMessageFormSet(BaseInlineFormSet):
 
     def clean(self) -> None:
         super().clean()
+        declared = self.declared_arguments()
+        # Every message that parses is checked, even when another one has errors: one pass, all problems.
+        misspelt = self._mark_undeclared_placeholders({arg.name for arg in declared})
         if any(self.errors):
             return
         live = live_forms(self)
         _number_positions(live)
         messages = [f.instance for f in sorted(live, key=lambda f: f.cleaned_data["position"])]
-        report = validate_prompt(self.instance, arguments=self.declared_arguments(), messages=messages)
+        report = validate_prompt(self.instance, arguments=declared, messages=messages)
         errors = [
             ValidationError(e, code="invalid_prompt")
             for e in report.errors
             # Per-message problems are shown on the message; duplicates on the argument inline.
             if not e.startswith("Message ") and not e.startswith("The argument name ")
+            and not any(e.startswith(f"The placeholder {{{{ {name} }}}} ") for name in misspelt)
         ]
         if errors:
             raise ValidationError(errors)
         self.registry_warnings = report.warnings
+
+    def _mark_undeclared_placeholders(self, declared: set[str]) -> set[str]:
+        """Put each unknown placeholder's error at its message's field, with the line and a suggestion."""
+        found: set[str] = set()
+        for form in self.forms:
+            if not getattr(form, "cleaned_data", None) or (self.can_delete and self._should_delete_form(form)):
+                continue
+            kind = form.cleaned_data.get("kind")
+            field = "text" if kind == ContentKind.TEXT else "uri"
+            if field in form.errors or (field == "uri" and form.cleaned_data.get("resource")):
+                continue
+            try:
+                uses = placeholder_lines(form.cleaned_data.get(field) or "")
+            except TemplateSyntaxError:  # the message's own check explains it
+                continue
+            for name, line in uses:
+                if name in declared:
+                    continue
+                found.add(name)
+                form.add_error(field, ValidationError(undeclared_message(name, line, declared),
+                                                      code="undeclared_placeholder"))
+        return found
+
+
+def undeclared_message(name: str, line: int, declared: Iterable[str]) -> str:
+    """'Line 2: {{ custmer }} is not a declared argument; did you mean `customer_name`?'"""
+    close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.6)
+    hint = f" Did you mean `{close[0]}`?" if close else (
+        " Add it as an argument above, or fix the spelling." if declared else " Add it as an argument above.")
+    return f"Line {line}: {{{{ {name} }}}} is not a declared argument.{hint}"
 
 
 # ------------------------------------------------------------------------------------- resources
@@ -348,7 +400,7 @@ class ResourceTemplateForm(EntryForm):
             self.add_error(field, ValidationError(problem, code="invalid_template"))
 
 
-class TemplateVariableForm(forms.ModelForm):
+class TemplateVariableForm(NewlinesMixin, forms.ModelForm):
     class Meta:
         model = TemplateVariable
         fields = ["name", "description", "suggestions"]

@@ -45,11 +45,14 @@ class PromptMessageInline(admin.StackedInline):
     autocomplete_fields = ["resource"]
     fieldsets = [
         (None, {"fields": [("position", "role", "kind"), "text"]}),
+        # The classes let change_form.js show only the fieldsets of the chosen content kind.
         ("Image, audio or file", {
+            "classes": ["registry-kind-file"],
             "fields": [("upload", "clear_file"), "mime_type", "current_file"],
             "description": "For image and audio messages, and embedded resources given as a file.",
         }),
         ("Embedded resource or resource link", {
+            "classes": ["registry-kind-uri"],
             "fields": ["uri", "resource", "link_name"],
             "description": "Give a URI (it may use {{ argument }} placeholders) or choose a registry resource. "
             "For an embedded resource given inline, type its text in the Text box above.",

@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 
 from registry import reviews, rollouts
-from registry.models import AuditEntry, Prompt
-from tests.factories import make_prompt, release
+from registry.models import AuditEntry, Prompt, Resource, ResourceTemplate
+from tests.factories import make_prompt, make_resource, make_template, release
 from tests.registry.test_admin import client_for, edit_first_message, prompt_post, row_counts, url
 
 pytestmark = pytest.mark.django_db
@@ -182,3 +182,66 @@ def test_editor_home_shows_what_became_of_their_requests(client, editor, publish
     assert "Too informal for customers" in page
     assert f"approved by {second_publisher.username}: v1 is served" in page
     assert f"#{pending.pk}</a>" in page and "stale: the draft changed after the request" in page
+
+
+# --------------------------------------------------------------------------------------- messages
+
+
+def test_each_unknown_placeholder_is_shown_at_its_message_with_line_and_suggestion(client, editor):
+    prompt = make_prompt("support", arguments=[{"name": "customer_name", "required": True}], messages=[
+        {"role": "user", "kind": "text", "text": "Hello {{ customer_name }}"},
+        {"role": "assistant", "kind": "text", "text": "Noted"},
+    ])
+    data = prompt_post(prompt)
+    data["messages-0-text"] = "Hello {{ customer_name }}\r\nBroken {{ topic"
+    data["messages-1-text"] = "First line\r\nDear {{ customer }},\r\nabout {{ zzz }}"
+    response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)
+    assert response.status_code == 200
+    formset = response.context["inline_admin_formsets"][1].formset
+    # Both messages' problems in one pass: the syntax error of the first, the unknown names of the second.
+    assert "never closed" in " ".join(formset.forms[0].errors["text"])
+    second = " ".join(formset.forms[1].errors["text"])
+    assert "Line 2: {{ customer }} is not a declared argument. Did you mean `customer_name`?" in second
+    assert "Line 3: {{ zzz }} is not a declared argument." in second
+    assert "Did you mean" not in second.split("zzz")[1]
+    assert not formset.non_form_errors()
+    assert prompt.messages.get(position=1).text == "Noted"
+
+
+def test_text_typed_with_crlf_is_stored_and_served_with_lf(client, editor):
+    prompt = make_prompt("lines")
+    data = prompt_post(prompt, description="One\r\nTwo")
+    data["messages-0-text"] = "Line one\r\n\r\nLine two about {{ topic }}"
+    response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)
+    assert response.status_code == 302
+    prompt.refresh_from_db()
+    assert prompt.description == "One\nTwo"
+    assert prompt.messages.get().text == "Line one\n\nLine two about {{ topic }}"
+
+
+def test_drafts_applied_from_data_store_lf(editor):
+    from registry import drafts
+
+    prompt = make_prompt("applied")
+    drafts.apply_prompt(prompt, {"description": "a\r\nb", "messages": [
+        {"role": "user", "kind": "text", "text": "x\r\ny\rz {{ topic }}"}]})
+    resource = drafts.apply_resource(make_resource("docs://crlf"), {"text": "r1\r\nr2"})
+    template = drafts.apply_template(make_template(), {"body": "b1\r\nb2 {{ id }}"})
+    assert prompt.description == "a\nb"
+    assert prompt.messages.get().text == "x\ny\nz {{ topic }}"
+    assert Resource.objects.get(pk=resource.pk).text == "r1\nr2"
+    assert ResourceTemplate.objects.get(pk=template.pk).body == "b1\nb2 {{ id }}"
+
+
+def test_role_field_explains_there_is_no_system_role(client, editor):
+    prompt = make_prompt("roles")
+    page = client_for(client, editor).get(url("prompt_change", prompt.pk)).content.decode()
+    assert "there is no “system” role" in page
+    assert "at the start of the first user message" in page
+
+
+def test_message_fieldsets_are_marked_for_content_kind_toggling(client, editor):
+    prompt = make_prompt("kinds")
+    page = client_for(client, editor).get(url("prompt_change", prompt.pk)).content.decode()
+    assert "registry-kind-file" in page and "registry-kind-uri" in page
+    assert "registry/change_form.js" in page

@@ -8,7 +8,41 @@
     if (document.readyState !== "loading") { fn(); } else { document.addEventListener("DOMContentLoaded", fn); }
   }
 
+  /* Which fieldsets of a prompt message matter for each content kind. */
+  var KIND_FIELDSETS = {
+    "text": [],
+    "image": ["registry-kind-file"],
+    "audio": ["registry-kind-file"],
+    "resource": ["registry-kind-file", "registry-kind-uri"],
+    "resource_link": ["registry-kind-uri"]
+  };
+
+  function showFieldsetsFor(select) {
+    var message = select.closest(".inline-related");
+    if (!message) { return; }
+    var wanted = KIND_FIELDSETS[select.value] || ["registry-kind-file", "registry-kind-uri"];
+    ["registry-kind-file", "registry-kind-uri"].forEach(function (cls) {
+      message.querySelectorAll("fieldset." + cls).forEach(function (fieldset) {
+        // A fieldset holding an error stays visible, so no problem is hidden from the editor.
+        var keep = wanted.indexOf(cls) !== -1 || fieldset.querySelector(".errorlist");
+        fieldset.hidden = !keep;
+      });
+    });
+  }
+
+  function kindSelects(root) {
+    return root.querySelectorAll("select[name$='-kind']");
+  }
+
   ready(function () {
+    kindSelects(document).forEach(showFieldsetsFor);
+    document.addEventListener("change", function (event) {
+      if (event.target.matches && event.target.matches("select[name$='-kind']")) { showFieldsetsFor(event.target); }
+    });
+    document.addEventListener("formset:added", function (event) {
+      kindSelects(event.target).forEach(showFieldsetsFor);
+    });
+
     var panel = document.querySelector("[data-registry-preview]");
     var form = panel ? panel.closest("form") : document.querySelector("#content-main form[method='post']");
     if (!form) { return; }
