@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "channels",
     "registry",
     "mcp_endpoint",
@@ -80,6 +81,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -197,6 +199,28 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# Content-Security-Policy on every page Django serves (django-csp). Defence in depth behind
+# auto-escaping: no inline or foreign script runs even if markup were ever injected. Scripts,
+# styles, fonts and fetches come from this origin only; thumbnails and audio previews are
+# data: URIs. style-src-attr allows style="..." attributes (admin widgets and several admin
+# templates use them; an attribute can neither run script nor match other elements), while
+# <style> elements, which could probe the page with selectors, stay blocked. /api/docs/ and
+# /api/redoc/ widen this per view (api/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "media-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
+
 # Webhooks: loopback receivers are refused (they would reach this server or its neighbours);
 # tests switch this on to run a receiver on 127.0.0.1.
 WEBHOOKS_ALLOW_LOOPBACK = env_flag("WEBHOOKS_ALLOW_LOOPBACK", False)
@@ -220,6 +244,8 @@ MCP_ENDPOINT = {
     "PUBLIC_URL": os.environ.get("MCP_PUBLIC_URL", ""),
     "REGISTRY_NAME": os.environ.get("MCP_REGISTRY_NAME", ""),
 }
+if os.environ.get("MCP_KEEPALIVE_SECONDS"):  # SSE keep-alive (and stream re-check) interval
+    MCP_ENDPOINT["KEEPALIVE_SECONDS"] = float(os.environ["MCP_KEEPALIVE_SECONDS"])
 
 LOGGING = {
     "version": 1,

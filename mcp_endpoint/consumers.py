@@ -16,6 +16,7 @@ import asyncio
 import logging
 import signal
 import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,8 +24,10 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from . import errors, jsonrpc, sse
-from .dispatcher import Dispatcher, Reply, Stream
+from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
+from .hub import DROP
+from .layer_health import health
 from .settings import mcp_settings, on_reload
 from .versions import headers_from_asgi
 
@@ -85,6 +88,35 @@ class McpHttpApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             raise ValueError(f"McpHttpApp cannot handle {scope['type']!r} connections")
+        started = False
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, tracked_send)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the server must answer, and must keep answering
+            # Nothing may escape to the server: daphne answers an application exception with an
+            # HTML 500 and, once a response has started, its application checker can stop
+            # answering anything. Before the response: a JSON-RPC error (503 when the database
+            # is unreachable); after it started (a stream): end the body so the client reconnects.
+            logger.error("MCP request failed: %r", exc, exc_info=exc)
+            try:
+                if not started:
+                    reply = error_reply(exc, modern=True)
+                    reply.status = max(reply.status, 500)  # a failure, whatever its JSON-RPC code
+                    await self._reply(send, reply)
+                else:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except Exception:  # the client is gone too
+                logger.debug("could not send the error reply", exc_info=True)
+
+    async def _handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         headers, duplicated = headers_from_asgi(scope.get("headers") or [])
         method = scope["method"]
         if method not in ("POST", "GET", "DELETE"):
@@ -205,11 +237,20 @@ class McpHttpApp:
             headers.append((b"mcp-session-id", reply.session_id.encode("ascii")))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            first = b"".join(sse.event(m) for m in stream.first) or sse.comment("stream open")
+            first = b"".join(_frame(m) for m in stream.first) or sse.comment("stream open")
             await send({"type": "http.response.body", "body": first, "more_body": True})
             await run_stream_loop(stream, receive, send)
         finally:
             _release(stream)
+
+
+def _frame(item: bytes | tuple[bytes, str]) -> bytes:
+    """One queued message as an SSE event; ``(message, id)`` carries an event id (b"" data: a
+    priming event, id only, as 2025-11-25 asks for resumable streams)."""
+    if isinstance(item, tuple):
+        data, event_id = item
+        return sse.event(data, event_id=event_id, event_name="message" if data else None)
+    return sse.event(item)
 
 
 def _release(stream: Stream) -> None:
@@ -288,6 +329,25 @@ class _OpenStreams:
 open_streams = _OpenStreams()
 
 
+_check_failures: dict[str, float] = {}
+
+
+async def _still_alive(stream: Stream) -> bool:
+    """``stream.alive()``; True (keep the stream, retry next tick) when it cannot be answered."""
+    assert stream.alive is not None
+    try:
+        return await stream.alive()
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. OperationalError: the database is down
+        now = time.monotonic()
+        kind = type(exc).__name__
+        if now - _check_failures.get(kind, -1e9) > 60:  # once a minute per kind, not per stream
+            _check_failures[kind] = now
+            logger.warning("stream re-check failed (%r); streams stay open and retry at the next keep-alive", exc)
+        return True
+
+
 async def _join_groups(stream: Stream) -> tuple[Any, str | None]:
     layer = _channel_layer() if stream.groups else None
     if layer is None:
@@ -305,15 +365,21 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
       is cancellation);
     * channel-layer events for ``stream.groups``, rendered by ``stream.render``; an event
       ``{"type": "mcp.close"}`` ends the stream from the server side;
-    * ``stream.frames``, an asyncio queue of ready JSON messages (bytes) fed by an in-process
-      notifier; ``None`` in the queue ends the stream from the server side;
+    * ``stream.frames``, an asyncio queue of ready JSON messages (bytes, or ``(bytes, event id)``)
+      fed by an in-process notifier; ``None`` in the queue ends the stream for good (sending
+      ``stream.closing``, the listen result, when there is one), ``hub.DROP`` ends it without a
+      final message (cancelled, cut off) so the client reconnects;
     * the keep-alive timer: an SSE comment, after checking ``stream.alive()`` if given.
 
-    A server-side end sends ``stream.closing`` (the listen result) when there is one."""
+    A server shutdown (restart) ends every stream without a final message: the listen result
+    would tell a client the subscription is over for good, and it would never listen again.
+    If ``stream.alive()`` cannot be answered (the database is down), the stream stays open and
+    the check is retried at the next tick: nothing can change while the database is
+    unreachable, and ending every stream would only send all clients into reconnect failures."""
     try:
         layer, channel = await _join_groups(stream)
     except Exception:  # e.g. Redis down: the hub's queue and its change-log catch-up still deliver
-        logger.warning("channel layer unavailable for this stream; continuing without it", exc_info=True)
+        health.failure(logger, "channel layer unavailable for this stream; continuing without it")
         layer, channel = None, None
     disconnect = asyncio.ensure_future(_wait_disconnect(receive))
     stop = asyncio.Event()
@@ -337,12 +403,12 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             done, _ = await asyncio.wait(waiting, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
             if disconnect in done:
                 return
-            if stopping in done:  # server shutdown
-                await end()
+            if stopping in done:  # server shutdown (a restart): the client reconnects
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
             if not done:
-                if stream.alive is not None and not await stream.alive():
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if stream.alive is not None and not await _still_alive(stream):
+                    await end()
                     return
                 await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
                 continue
@@ -357,16 +423,22 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                     frame = stream.render(event)
                     if frame is not None:
                         frames.append(frame)
+            dropped = False
             if frame_task is not None and frame_task in done:
                 item = frame_task.result()
                 frame_task = None
                 if item is None:
                     closing = True
+                elif item is DROP:
+                    dropped = True
                 else:
                     frames.append(item)
             if frames:
-                await send({"type": "http.response.body", "body": b"".join(sse.event(f) for f in frames),
+                await send({"type": "http.response.body", "body": b"".join(_frame(f) for f in frames),
                             "more_body": True})
+            if dropped:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
             if closing:
                 await end()
                 return

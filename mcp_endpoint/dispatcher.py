@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors, handlers, jsonrpc, shapes
-from .hub import Listener, StreamLimitReached, session_group
+from . import errors, handlers, jsonrpc, replay, shapes
+from .hub import DROP, Listener, StreamLimitReached, session_group
 from .hub import hub as notification_hub
 from .context import Identity, RequestContext
 from .jsonrpc import Message, RawJSON
@@ -152,7 +152,9 @@ async def _close_streams(group: str) -> None:
         if layer is not None:
             await layer.group_send(group, {"type": "mcp.close"})
     except Exception:  # streams also notice at their next keep-alive check
-        logger.warning("could not signal stream close to %s", group, exc_info=True)
+        from .layer_health import health
+
+        health.failure(logger, "could not signal stream close to %s", group)
 
 
 @dataclass(slots=True)
@@ -178,7 +180,16 @@ def error_reply(exc: BaseException, rid: Any = None, *, modern: bool = False) ->
                  authenticate=isinstance(err, errors.Unauthorized))
 
 
+def _database_error(exc: BaseException) -> bool:
+    from django.db import DatabaseError
+
+    return isinstance(exc, DatabaseError) and not isinstance(exc, errors.McpError)
+
+
 def as_mcp_error(exc: BaseException, *, modern: bool) -> errors.McpError:
+    if _database_error(exc):
+        logger.warning("database unavailable while handling an MCP request: %r", exc)
+        return errors.ServiceUnavailable()
     if not isinstance(exc, errors.McpError):
         translated = handlers.translate_domain_error(exc)
         if translated is None:
@@ -213,14 +224,22 @@ class Dispatcher:
 
     async def authenticate(self, authorization: str | None, client: Any = None) -> Identity:
         """``client``: the ASGI scope's (host, port); anonymous sessions are bounded per network."""
-        identity = await handlers.authenticate(authorization)
+        try:
+            identity = await handlers.authenticate(authorization)
+        except errors.McpError:
+            raise
+        except Exception as exc:  # the token lookup hit a database outage: 503, not a crash
+            raise as_mcp_error(exc, modern=False) from exc
         if identity.client_id is None and client is not None:
             identity = dataclasses.replace(identity, peer=peer_key(client))
         return identity
 
     async def post(self, headers: dict[str, str], body: bytes, identity: Identity, *,
                    duplicated_header: str | None = None) -> Reply:
-        """One HTTP POST body. Never raises for protocol problems: returns an error Reply."""
+        """One HTTP POST body. Never raises for protocol problems: returns an error Reply.
+
+        Anonymous callers' streams are budgeted, and may be cancelled, per network
+        (``identity.peer``, set by ``authenticate``)."""
         try:
             obj = jsonrpc.parse_body(body)
         except errors.McpError as exc:
@@ -236,10 +255,13 @@ class Dispatcher:
             return error_reply(errors.InvalidRequest(
                 f"Bad Request: unsupported MCP-Protocol-Version {version_header!r}",
                 data={"supported": list(LEGACY_VERSIONS)}), jsonrpc.request_id_of(obj))
-        return await self._modern(obj, headers, identity, duplicated_header)
+        return await self._modern(obj, headers, identity, duplicated_header, owner=stream_owner(identity))
 
     async def open_stream(self, headers: dict[str, str], identity: Identity) -> Reply:
-        """HTTP GET: the legacy session's standalone SSE stream; 405 on the modern wire."""
+        """HTTP GET: the legacy session's standalone SSE stream; 405 on the modern wire.
+
+        Its events carry change-log positions as SSE ids; a ``Last-Event-ID`` replays what
+        changed since then for this session (see :mod:`mcp_endpoint.replay`)."""
         version_header = headers.get(H_PROTOCOL_VERSION)
         sid = headers.get(H_SESSION_ID)
         if sid is None:
@@ -253,7 +275,8 @@ class Dispatcher:
         except errors.McpError as exc:
             return error_reply(exc)
         try:
-            stream = await self._session_stream(session, identity)
+            stream = await self._session_stream(session, identity, owner=stream_owner(identity),
+                                                last_event_id=headers.get("last-event-id"))
         except StreamLimitReached as exc:
             return error_reply(errors.TooManyStreams(str(exc)))
         return Reply(200, stream=stream, session_id=session.session_id)
@@ -311,7 +334,10 @@ class Dispatcher:
         return reply
 
     async def _session(self, sid: str, identity: Identity, *, fresh: bool = False) -> Session:
-        session = await session_store.get(sid, fresh=fresh)
+        try:
+            session = await session_store.get(sid, fresh=fresh)
+        except Exception as exc:  # the database is down: a JSON-RPC error (503), never a crash
+            raise as_mcp_error(exc, modern=False) from exc
         if session is None or session.client_id != identity.client_id:
             raise errors.SessionNotFound()
         return session
@@ -413,12 +439,22 @@ class Dispatcher:
             return jsonrpc.encode_error(msg.id, err), err.code
         return _encode_result(msg.id, result, ctx), None
 
-    async def _session_stream(self, session: Session, identity: Identity) -> Stream:
+    async def _session_stream(self, session: Session, identity: Identity, *, owner: Any = None,
+                              last_event_id: str | None = None) -> Stream:
         """Legacy GET stream: list_changed for what the session's credentials see, and
-        resources/updated for its subscribed URIs; the hub decides, this stream carries."""
+        resources/updated for its subscribed URIs; the hub decides, this stream carries.
+
+        Registered before the replay is read, so a change committed meanwhile is heard live
+        (perhaps twice, never not at all)."""
         listener = Listener(identity.viewer, render=_plain_notification, uris=set(session.subscriptions),
-                            session_id=session.session_id)
+                            session_id=session.session_id, owner=owner, event_ids=True)
         await notification_hub.register(listener)
+        try:
+            first = await replay.opening_frames(listener, last_event_id, session.protocol_version,
+                                                notification_hub.position)
+        except BaseException:
+            notification_hub.unregister(listener)
+            raise
 
         def render(event: dict[str, Any]) -> bytes | None:
             if event.get("type") == "mcp.subscriptions":  # (un)subscribed through another process
@@ -439,13 +475,13 @@ class Dispatcher:
                 return False
             return await session_store.get(session.session_id) is not None
 
-        return Stream(first=[], groups=[session_group(session.session_id)], render=render, alive=alive,
+        return Stream(first=first, groups=[session_group(session.session_id)], render=render, alive=alive,
                       frames=listener.queue, on_close=lambda: notification_hub.unregister(listener))
 
     # ------------------------------------------------------------------ modern wire
 
     async def _modern(self, obj: Any, headers: dict[str, str], identity: Identity,
-                      duplicated_header: str | None) -> Reply:
+                      duplicated_header: str | None, *, owner: Any = None) -> Reply:
         rid = jsonrpc.request_id_of(obj)
         try:
             if not isinstance(obj, dict):
@@ -456,6 +492,12 @@ class Dispatcher:
             if msg.kind == "notification":
                 if headers.get(H_PROTOCOL_VERSION) not in MODERN_VERSIONS:
                     raise self._unsupported(headers.get(H_PROTOCOL_VERSION))
+                if msg.method == "notifications/cancelled":
+                    # Closing the stream is the cancellation on HTTP; a client that sends this
+                    # anyway gets its own listen stream (never anyone else's) ended too.
+                    request_id = msg.params.get("requestId")
+                    if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                        notification_hub.cancel(owner, request_id)
                 return Reply(202, modern=True)
             ctx = self._modern_ctx(msg, headers, identity, duplicated_header)
         except Exception as exc:  # noqa: BLE001
@@ -463,7 +505,7 @@ class Dispatcher:
         if msg.method == "server/discover":
             return Reply(200, jsonrpc.encode_result(msg.id, self.discover_result(ctx)), modern=True)
         if msg.method == "subscriptions/listen":
-            return await self._listen(msg, ctx)
+            return await self._listen(msg, ctx, owner)
         body, code = await self._call(self.modern_methods, msg, ctx)
         return Reply(200 if code is None else _MODERN_STATUS.get(code, 200), body, modern=True)
 
@@ -512,11 +554,13 @@ class Dispatcher:
             result["instructions"] = mcp_settings.INSTRUCTIONS
         return ctx.complete(result, cacheable=True)
 
-    async def _listen(self, msg: Message, ctx: RequestContext) -> Reply:
+    async def _listen(self, msg: Message, ctx: RequestContext, owner: Any = None) -> Reply:
         """subscriptions/listen: acknowledge the honoured subset first, then only requested
-        notifications, each tagged with the subscription id (the listen request's id)."""
+        notifications, each tagged with the subscription id (the listen request's id).
+        No SSE ids: 2026-07-28 has no stream resumption; a client re-reads on reconnect."""
         try:
             listener, ack, closing = listen_subscription(msg, ctx)
+            listener.owner, listener.request_id = owner, msg.id
             await notification_hub.register(listener)
         except StreamLimitReached as exc:
             return error_reply(errors.TooManyStreams(str(exc)), msg.id, modern=True)
@@ -583,6 +627,14 @@ class Dispatcher:
         ctx = self._legacy_ctx(state.session, state.identity)
         body, _code = await self._call(self.legacy_methods, msg, ctx)
         return body
+
+
+def stream_owner(identity: Identity) -> tuple[str, Any]:
+    """Whose stream budget (and cancellation scope) a stream belongs to: the client token, or
+    for anonymous callers their network (``identity.peer``), so one cannot exhaust it for all."""
+    if identity.client_id is not None:
+        return ("client", identity.client_id)
+    return ("peer", identity.peer)
 
 
 def _plain_notification(method: str, params: dict[str, Any] | None) -> bytes:
@@ -659,7 +711,7 @@ class StdioState:
     async def _forward(self, listener: Listener, closing: bytes | None) -> None:
         while True:
             frame = await listener.queue.get()
-            if frame is None:  # server shutdown or overflow: a listen ends with its result
+            if frame is None or frame is DROP:  # overflow or shutdown: on stdio a listen ends with its result
                 if closing is not None and self.send is not None:
                     self.send(closing)
                 return

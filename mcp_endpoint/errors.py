@@ -72,6 +72,13 @@ class InternalError(McpError):
     default_message = "Internal error"
 
 
+class ServiceUnavailable(InternalError):
+    """A dependency (the database) is unreachable: -32603 with HTTP 503, so clients retry."""
+
+    http_status = 503
+    default_message = "Service Unavailable: the registry database is unreachable; retry shortly"
+
+
 class ResourceNotFound(McpError):
     """Unknown resource URI. The dispatcher picks the code per era (-32002 legacy, -32602 modern)."""
 

@@ -6,7 +6,9 @@ arrives first:
   2. another process committed it and sent it over the channel layer (Redis when scaled out);
   3. the catch-up poller reads the change log every POLL_SECONDS, so a change made while the
      channel layer was down, or by a process with no layer at all (a management command on
-     the embedded default), still arrives.
+     the embedded default), still arrives. It asks for every id it has not applied, not just
+     those after the newest (see applied.py: ids are not commit order), and a periodic
+     consistency check rebuilds any catalog entry that disagrees with the database anyway.
 
 For every batch the hub rebuilds the catalog of each label its listeners are bound to and
 compares it with the catalog it last judged them against: a listener hears about a change
@@ -29,10 +31,13 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
-from registry.catalog import Catalog, Viewer, forget_catalogs, load_catalog, refresh_catalog
+from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, load_catalog, refresh_catalog
 from registry.changes import Change, ChangeBatch
+from registry.consistency import served_fingerprint, stale_keys
 from registry.rollouts import gets_candidate
 
+from . import layer_health
+from .applied import AppliedIds
 from .settings import mcp_settings
 
 log = logging.getLogger(__name__)
@@ -64,7 +69,19 @@ def session_group(session_id: str) -> str:
 PROMPTS_CHANGED = "notifications/prompts/list_changed"
 RESOURCES_CHANGED = "notifications/resources/list_changed"
 RESOURCE_UPDATED = "notifications/resources/updated"
-CLOSE = None  # queue sentinel: the server ends the stream
+CLOSE = None  # queue sentinel: the server ends the stream for good (a listen sends its result)
+
+
+class _Drop:
+    """Queue sentinel: end the stream without a final message (restart, cancellation, overflow),
+    so the client treats it as a disconnect and reconnects."""
+
+    def __repr__(self) -> str:
+        return "DROP"
+
+
+DROP = _Drop()
+INITIAL_WINDOW = 2000  # ids below the newest at start that may still be in flight
 
 
 @dataclass(eq=False)
@@ -77,11 +94,14 @@ class Listener:
     resources: bool = True
     uris: set[str] = field(default_factory=set)
     session_id: str | None = None  # legacy GET streams: one delivering stream per session
+    owner: Any = None  # whose stream budget it uses (client token, or the anonymous peer address)
+    request_id: Any = None  # a listen stream's request id, so its owner can cancel it
+    event_ids: bool = False  # frames carry the change-log position (legacy GET resumption)
     queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(mcp_settings.LISTENER_QUEUE_SIZE))
     overflowed: bool = False
     opened_at: float = field(default_factory=time.monotonic)
 
-    def offer(self, frame: bytes | None) -> None:
+    def offer(self, frame: Any) -> None:
         if self.overflowed:
             return
         try:
@@ -90,7 +110,7 @@ class Listener:
             self.overflowed = True
             while not self.queue.empty():
                 self.queue.get_nowait()
-            self.queue.put_nowait(CLOSE)
+            self.queue.put_nowait(DROP)  # it may reconnect (and a legacy stream resume)
 
 
 def _visible(item: Any, viewer: Viewer) -> bool:
@@ -228,14 +248,19 @@ class Hub:
     def __init__(self) -> None:
         self.listeners: set[Listener] = set()
         self.catalogs: dict[str, Catalog] = {}
-        self.seen: OrderedDict[int, None] = OrderedDict()
-        self.high_water = 0
+        self.ids = AppliedIds()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: list[asyncio.Task] = []
         self.lock: asyncio.Lock | None = None
         self.delivered = 0
+        self.rebuilt = 0  # entries a consistency check found stale and rebuilt
+        self.last_check = time.monotonic()
         self.starting: asyncio.Task | None = None
-        self.floor = 0
+
+    @property
+    def position(self) -> int:
+        """The change-log position this process has applied: every id at or below it is in."""
+        return self.ids.floor
 
     # ----------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -253,12 +278,19 @@ class Hub:
         await asyncio.shield(self.starting)
 
     async def _start_tasks(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.high_water = await database_sync_to_async(_latest_change_id)()
-        self.floor = self.high_water  # what was committed before this process listened is not news
+        top, present = await database_sync_to_async(_recent_ids)(INITIAL_WINDOW)
+        # What was committed before this process listened is not news; ids missing just below
+        # the newest may be transactions still open, so they are watched as gaps.
+        ids = AppliedIds(max(0, top - INITIAL_WINDOW))
+        ids.seed(present, top)
+        self.ids = ids
         tasks = [loop.create_task(self._poll_forever(), name="mcp-hub-poller", context=contextvars.Context())]
         layer = _layer()
         if layer is not None and not _in_memory(layer):
+            layer_health.install_filter()
             tasks.append(loop.create_task(self._read_layer(layer), name="mcp-hub-layer", context=contextvars.Context()))
+            tasks.append(loop.create_task(self._watch_layer(layer), name="mcp-hub-layer-health",
+                                          context=contextvars.Context()))
         self.tasks = tasks
 
     async def stop(self) -> None:
@@ -267,12 +299,18 @@ class Hub:
         self.tasks = []
         self.starting = None
 
+    @staticmethod
+    def budget_key(listener: Listener) -> Any:
+        """Whose stream budget a listener uses: its client token, or (anonymous) its peer address."""
+        if listener.owner is not None:
+            return listener.owner
+        return (listener.viewer.client_id, listener.viewer.client_name)
+
     async def register(self, listener: Listener) -> None:
         """Add a stream's listener; raises StreamLimitReached past the configured limits."""
         if len(self.listeners) >= int(mcp_settings.MAX_STREAMS):
             raise StreamLimitReached(f"this server holds its limit of {mcp_settings.MAX_STREAMS} open streams")
-        key = (listener.viewer.client_id, listener.viewer.client_name)
-        if self.count_for(key) >= int(mcp_settings.MAX_STREAMS_PER_CLIENT):
+        if self.count_for(self.budget_key(listener)) >= int(mcp_settings.MAX_STREAMS_PER_CLIENT):
             raise StreamLimitReached(
                 f"a client may hold at most {mcp_settings.MAX_STREAMS_PER_CLIENT} open streams; close some first")
         await self.start()
@@ -282,14 +320,27 @@ class Hub:
         if listener.session_id is not None:  # one delivering GET stream per legacy session
             for other in [l for l in self.listeners if l.session_id == listener.session_id]:
                 self.listeners.discard(other)
-                other.offer(CLOSE)
+                other.offer(DROP)
         self.listeners.add(listener)
 
     def unregister(self, listener: Listener) -> None:
         self.listeners.discard(listener)
 
-    def count_for(self, client_key: Any) -> int:
-        return sum(1 for l in self.listeners if (l.viewer.client_id, l.viewer.client_name) == client_key)
+    def count_for(self, budget_key: Any) -> int:
+        return sum(1 for l in self.listeners if self.budget_key(l) == budget_key)
+
+    def cancel(self, owner: Any, request_id: Any) -> bool:
+        """``notifications/cancelled`` for a listen request: end that stream without a result.
+
+        Only the caller's own streams match (request ids are unique per client only)."""
+        found = False
+        for listener in [l for l in self.listeners
+                         if l.request_id is not None and l.owner == owner and l.request_id == request_id
+                         and type(l.request_id) is type(request_id)]:
+            self.listeners.discard(listener)
+            listener.offer(DROP)
+            found = True
+        return found
 
     def set_session_subscriptions(self, session_id: str, uris: Iterable[str]) -> None:
         for listener in self.listeners:
@@ -297,7 +348,10 @@ class Hub:
                 listener.uris = set(uris)
 
     async def session_subscriptions_changed(self, session_id: str, uris: Iterable[str]) -> None:
-        """A legacy session (un)subscribed: update its stream here and in every other process."""
+        """A legacy session (un)subscribed: update its stream here and in every other process.
+
+        The channel layer is the fast path; without it, the other process re-reads the
+        session's row before it delivers the next change (see ``_deliver``)."""
         uris = sorted(uris)
         self.set_session_subscriptions(session_id, uris)
         layer = _layer()
@@ -305,12 +359,13 @@ class Hub:
             try:
                 await layer.group_send(session_group(session_id), {"type": "mcp.subscriptions", "uris": uris})
             except Exception:
-                log.warning("could not share session subscriptions over the channel layer", exc_info=True)
+                layer_health.health.failure(log, "could not share session subscriptions over the channel layer")
 
     def close_all(self) -> None:
-        """Server shutdown: every stream ends gracefully (a listen stream sends its result)."""
+        """Server shutdown for a restart: every stream ends without a final result, so clients
+        treat it as a disconnect and reconnect (to this server once back, or another worker)."""
         for listener in list(self.listeners):
-            listener.offer(CLOSE)
+            listener.offer(DROP)
         self.listeners.clear()
 
     # ----------------------------------------------------------- intake
@@ -328,14 +383,10 @@ class Hub:
                                       context=contextvars.Context())
 
     async def process(self, batch: list[Change]) -> None:
-        fresh = [c for c in batch if c.id not in self.seen]
-        if not fresh:
+        claimed = set(self.ids.claim(c.id for c in batch))
+        if not claimed:
             return
-        for change in fresh:
-            self.seen[change.id] = None
-            self.high_water = max(self.high_water, change.id)
-        while len(self.seen) > 50_000:
-            self.seen.popitem(last=False)
+        fresh = list({c.id: c for c in batch if c.id in claimed}.values())
         registry_changes.bump_generation()  # perhaps committed elsewhere: retire cached catalogs
         assert self.lock is not None
         async with self.lock:
@@ -344,54 +395,129 @@ class Hub:
             except Exception:
                 # E.g. the database was briefly unavailable. Serve nothing built on a partial
                 # refresh, and let the catch-up poller bring these changes again.
-                log.warning("could not deliver changes %s; retrying from the change log", [c.id for c in fresh],
+                log.warning("could not deliver changes %s; retrying from the change log", sorted(claimed),
                             exc_info=True)
                 forget_catalogs()
-                for change in fresh:
-                    self.seen.pop(change.id, None)
+                self.ids.release(claimed)
+                return
+        self.ids.done(claimed)
+
+    async def _refresh_session_subscriptions(self) -> None:
+        """Re-read the subscriptions of this process's legacy GET streams from their rows.
+
+        A ``resources/subscribe`` served by another worker reaches this one over the channel
+        layer; when that is down, this read (before every delivery) still picks it up."""
+        sessions = {l.session_id for l in self.listeners if l.session_id is not None}
+        if not sessions:
+            return
+        stored = await database_sync_to_async(_stored_subscriptions)(sorted(sessions))
+        for listener in self.listeners:
+            uris = stored.get(listener.session_id) if listener.session_id is not None else None
+            if uris is not None:
+                listener.uris = set(uris)
 
     async def _deliver(self, batch: list[Change]) -> None:
         started = time.perf_counter()
         delivered_before = self.delivered
+        await self._refresh_session_subscriptions()
+        position = self.ids.floor_if_done(c.id for c in batch)
         labels = {l.viewer.label for l in self.listeners} | set(self.catalogs)
         for label in labels:
-            old = self.catalogs.get(label)
             new = await database_sync_to_async(refresh_catalog)(label, [(c.kind, c.key) for c in batch])
-            self.catalogs[label] = new
-            diff = diff_catalogs(old, new, batch)
-            if diff.empty():
-                continue
-            # Listeners that want the same things judge alike: decide once per kind of listener.
-            decided: dict[tuple, list[tuple[str, dict[str, Any] | None]]] = {}
-            for listener in [l for l in self.listeners if l.viewer.label == label]:
-                interest = (listener.viewer, listener.prompts, listener.resources, frozenset(listener.uris))
-                notes = decided.get(interest)
-                if notes is None:
-                    notes = decided[interest] = notifications_for(listener, diff, new)
-                for method, params in notes:
-                    listener.offer(listener.render(method, params))
-                    self.delivered += 1
+            self._announce(label, new, batch, position)
         log.info("changes %s: %d notifications queued for %d listeners in %.1f ms", [c.id for c in batch],
                  self.delivered - delivered_before, len(self.listeners), (time.perf_counter() - started) * 1000)
 
+    def _announce(self, label: str, new: Catalog, batch: list[Change], position: int) -> None:
+        """Judge `label`'s listeners on the catalog they were last served against `new`."""
+        old = self.catalogs.get(label)
+        self.catalogs[label] = new
+        diff = diff_catalogs(old, new, batch)
+        if diff.empty():
+            return
+        # Listeners that want the same things judge alike: decide once per kind of listener.
+        decided: dict[tuple, list[tuple[str, dict[str, Any] | None]]] = {}
+        for listener in [l for l in self.listeners if l.viewer.label == label]:
+            interest = (listener.viewer, listener.prompts, listener.resources, frozenset(listener.uris))
+            notes = decided.get(interest)
+            if notes is None:
+                notes = decided[interest] = notifications_for(listener, diff, new)
+            for method, params in notes:
+                frame = listener.render(method, params)
+                listener.offer((frame, str(position)) if listener.event_ids else frame)
+                self.delivered += 1
+
+    async def check_consistency(self) -> int:
+        """Compare every cached catalog with what the database serves; rebuild (and announce)
+        the entries that disagree. Returns how many entries were stale.
+
+        Nothing should ever be stale: this is the net under the change log (a gap given up on,
+        a transaction still open past the gap bound, a refresh that failed half-way)."""
+        assert self.lock is not None
+        stale_total = 0
+        async with self.lock:
+            for label in sorted({l.viewer.label for l in self.listeners} | set(self.catalogs)):
+                served = await database_sync_to_async(served_fingerprint)(label)
+                current = cached_catalog(label) or await database_sync_to_async(refresh_catalog)(label, [])
+                stale = stale_keys(current, served)
+                if not stale:
+                    continue
+                stale_total += len(stale)
+                log.warning("catalog of label %r disagreed with the database on %d entries (e.g. %s); rebuilt",
+                            label, len(stale), stale[:5])
+                await self._refresh_session_subscriptions()
+                registry_changes.bump_generation()
+                new = await database_sync_to_async(refresh_catalog)(label, stale)
+                batch = [Change(0, kind, key, label, True) for kind, key in stale]
+                self._announce(label, new, batch, self.ids.floor)
+        self.rebuilt += stale_total
+        return stale_total
+
+    async def poll_once(self) -> None:
+        """One catch-up tick: read what this process has not applied, deliver it, give up on
+        gaps older than the bound, and check the catalogs when that is due (or in doubt)."""
+        # Everything after the newest id applied, plus every id still missing below it:
+        # a long transaction commits its low ids after shorter ones with higher ids.
+        rows = await database_sync_to_async(_changes_wanted)(self.ids.top, sorted(self.ids.gaps))
+        missed = [c for c in rows if self.ids.is_new(c.id)]
+        if missed:
+            await self.process(missed)
+        given_up = self.ids.expire(float(mcp_settings.CHANGE_GAP_SECONDS))
+        now = time.monotonic()
+        if given_up:  # a rolled-back id, or a transaction open for longer than the bound
+            log.info("change-log ids %s never committed within %s s; checking the catalogs",
+                     given_up[:10], mcp_settings.CHANGE_GAP_SECONDS)
+        doubt = self.ids.take_doubt()
+        if given_up or doubt or now - self.last_check > float(mcp_settings.CONSISTENCY_CHECK_SECONDS):
+            self.last_check = now
+            await self.check_consistency()
+
     async def _poll_forever(self) -> None:
         interval = float(mcp_settings.CHANGE_POLL_SECONDS)
-        last_prune = time.monotonic()
+        last_prune = self.last_check = time.monotonic()
+        failing_since: float | None = None
+        last_report = 0.0
         while True:
             await asyncio.sleep(interval)
             try:
-                # Look back a little: PostgreSQL may commit a lower id after a higher one.
-                rows = await database_sync_to_async(_changes_after)(max(self.floor, self.high_water - 200))
-                missed = [c for c in rows if c.id not in self.seen]
-                if missed:
-                    await self.process(missed)
+                await self.poll_once()
                 if time.monotonic() - last_prune > 600:
                     last_prune = time.monotonic()
                     await database_sync_to_async(prune_change_log)()
             except asyncio.CancelledError:
                 raise
             except Exception:  # the database may be briefly unavailable; try again next tick
-                log.warning("change-log catch-up failed", exc_info=True)
+                now = time.monotonic()
+                if failing_since is None:
+                    failing_since = last_report = now
+                    log.warning("change-log catch-up failed; retrying every %s s", interval, exc_info=True)
+                elif now - last_report >= 30:
+                    last_report = now
+                    log.warning("change-log catch-up still failing after %d s", now - failing_since)
+            else:
+                if failing_since is not None:
+                    log.warning("change-log catch-up works again after %d s", time.monotonic() - failing_since)
+                failing_since = None
 
     async def _read_layer(self, layer: Any) -> None:
         while True:
@@ -405,8 +531,23 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception:  # Redis down: the poller keeps changes flowing; reconnect shortly
-                log.warning("channel layer unavailable; relying on change-log catch-up", exc_info=True)
+                layer_health.health.failure(log, "channel layer unavailable")
                 await asyncio.sleep(1.0)
+
+    async def _watch_layer(self, layer: Any) -> None:
+        """Probe the layer (one publish nobody listens to) to log an outage's start, a summary
+        while it lasts and its end: one line each, not a traceback per second."""
+        probe = changes_group() + ".probe"
+        while True:
+            try:
+                await asyncio.wait_for(layer.group_send(probe, {"type": "mcp.probe"}), 5.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                layer_health.health.probe_failed()
+            else:
+                layer_health.health.probe_ok()
+            await asyncio.sleep(1.0 if layer_health.health.down else 5.0)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -432,18 +573,44 @@ def _in_memory(layer: Any) -> bool:
     return isinstance(layer, InMemoryChannelLayer)
 
 
-def _latest_change_id() -> int:
+def _recent_ids(window: int) -> tuple[int, list[int]]:
+    """The newest change-log id and the ids present in the ``window`` below it."""
     from registry.models import ChangeLogEntry
 
-    row = ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True).first()
-    return row or 0
+    top = ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    present = list(ChangeLogEntry.objects.filter(id__gt=top - window).values_list("id", flat=True))
+    return top, present
+
+
+def _row(r: Any) -> Change:
+    return Change(r.id, r.entry_kind, r.entry_key, r.label, r.list_changed)
 
 
 def _changes_after(after_id: int) -> list[Change]:
     from registry.models import ChangeLogEntry
 
     rows = ChangeLogEntry.objects.filter(id__gt=after_id).order_by("id")[:5000]
-    return [Change(r.id, r.entry_kind, r.entry_key, r.label, r.list_changed) for r in rows]
+    return [_row(r) for r in rows]
+
+
+def _changes_wanted(after_id: int, gaps: list[int]) -> list[Change]:
+    """Rows after ``after_id`` (at most 5,000 per call) and the rows of any ``gaps`` now present."""
+    from registry.models import ChangeLogEntry
+
+    found = _changes_after(after_id)
+    for start in range(0, len(gaps), 500):
+        found.extend(_row(r) for r in ChangeLogEntry.objects.filter(id__in=gaps[start:start + 500]))
+    return sorted(found, key=lambda c: c.id)
+
+
+def _stored_subscriptions(session_ids: list[str]) -> dict[str, list[str]]:
+    from .models import McpSession
+
+    out: dict[str, list[str]] = {}
+    for start in range(0, len(session_ids), 500):
+        rows = McpSession.objects.filter(pk__in=session_ids[start:start + 500]).values_list("pk", "subscriptions")
+        out.update((pk, list(subs or ())) for pk, subs in rows)
+    return out
 
 
 def prune_change_log() -> int:
@@ -470,10 +637,19 @@ def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> 
         return  # single process: the hub above is everyone
     event = {"type": "registry.changed", "changes": rows}
     loop = _running_loop()
+    if loop is not None:
+        loop.create_task(_publish(layer, event))
+    elif hub.loop is not None and hub.loop.is_running():
+        # The committing request's thread hands the send to the hub's loop and returns at once:
+        # waiting for Redis (and for a loop busy fanning out) would add to its latency.
+        hub.loop.call_soon_threadsafe(lambda: hub.loop.create_task(_publish(layer, event)),
+                                      context=contextvars.Context())
+    else:  # no serving loop in this process (a management command): send before returning
+        async_to_sync(_publish)(layer, event)
+
+
+async def _publish(layer: Any, event: dict[str, Any]) -> None:
     try:
-        if loop is not None:
-            loop.create_task(layer.group_send(changes_group(), event))
-        else:
-            async_to_sync(layer.group_send)(changes_group(), event)
+        await layer.group_send(changes_group(), event)
     except Exception:  # the other workers' pollers will catch up from the change log
-        log.warning("could not publish registry change on the channel layer", exc_info=True)
+        layer_health.health.failure(log, "could not publish registry change on the channel layer")

@@ -14,14 +14,22 @@ Keys (all optional):
                            (IPv4 address or IPv6 /64); initialize beyond it ends the least recently used
     MAX_ANONYMOUS_SESSIONS live legacy sessions of all anonymous callers together (same rule)
     MAX_CLIENT_INFO_BYTES  largest clientInfo, and largest capabilities, accepted by initialize (JSON bytes)
-    RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process
+    RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process (entries)
+    RESULT_CACHE_BYTES     byte budget of those results per process (default 16 MiB); only the
+                           current catalog generation's results are kept
     KEEPALIVE_SECONDS      SSE keep-alive comment interval on long-lived streams
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
+    CHANGE_GAP_SECONDS     how long a missing change-log id (a transaction still open, or rolled
+                           back) is waited for before it is given up on (default 600)
+    CONSISTENCY_CHECK_SECONDS  how often each process compares its catalogs with the database
+                           and rebuilds any entry that disagrees (default 30)
+    REPLAY_LIMIT           change-log rows a legacy GET stream replays from Last-Event-ID before
+                           it over-approximates instead (default 10000)
     LISTENER_QUEUE_SIZE    notifications buffered per stream before a non-reading client is cut off
     MAX_STREAMS            open notification streams per process (more get HTTP 429); both stream limits
                            are lowered at start to fit the open-file limit if it cannot be raised
-    MAX_STREAMS_PER_CLIENT open notification streams per client token (anonymous callers share one budget)
+    MAX_STREAMS_PER_CLIENT open notification streams per client token (anonymous callers: per peer address)
     MAX_LISTEN_URIS        resourceSubscriptions accepted in one subscriptions/listen
     SERVER_NAME, SERVER_TITLE, SERVER_VERSION, SERVER_DESCRIPTION, WEBSITE_URL, INSTRUCTIONS
     PUBLIC_URL             the endpoint's public URL (env MCP_PUBLIC_URL), for server.json
@@ -47,9 +55,13 @@ DEFAULTS: dict[str, Any] = {
     "MAX_ANONYMOUS_SESSIONS": 10_000,
     "MAX_CLIENT_INFO_BYTES": 8 * 1024,
     "RESULT_CACHE_SIZE": 4096,
+    "RESULT_CACHE_BYTES": 16 * 1024 * 1024,
     "KEEPALIVE_SECONDS": 15.0,
     "CHANGE_POLL_SECONDS": 0.5,
     "CHANGE_LOG_RETENTION_SECONDS": 7 * 24 * 3600,
+    "CHANGE_GAP_SECONDS": 600.0,
+    "CONSISTENCY_CHECK_SECONDS": 30.0,
+    "REPLAY_LIMIT": 10_000,
     "LISTENER_QUEUE_SIZE": 256,
     "MAX_STREAMS": 10_000,
     "MAX_STREAMS_PER_CLIENT": 2_000,

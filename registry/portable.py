@@ -79,6 +79,9 @@ from registry.rendering import placeholders_in
 from registry.uris import parse_uri_template, validate_uri
 from registry.validation import max_document_bytes, max_upload_bytes
 
+# libyaml's reader, when PyYAML was built with it (the pure-Python one otherwise).
+FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
+
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
 PROMPT_KEYS = ("name", "title", "description", "tags", "arguments", "messages", "labels", "released")
@@ -142,9 +145,21 @@ def _refuse_hostile(text: str, source: str) -> None:
     the first problem found is raised as FormatError naming the line."""
     if len(text.encode("utf-8", "surrogatepass")) > max_document_bytes():
         raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
+    if FAST_LOADER is not None:
+        try:
+            _scan_events(text, source, FAST_LOADER)
+            return
+        except FormatError:
+            raise
+        except yaml.YAMLError:
+            pass  # libyaml refused it: the pure-Python reader's pass names the problem as usual
+    _scan_events(text, source, yaml.SafeLoader)
+
+
+def _scan_events(text: str, source: str, loader_class: type) -> None:
     anchors: dict[str, int] = {}
     depth = 0
-    loader = yaml.SafeLoader(text)
+    loader = loader_class(text)
     try:
         while loader.check_event():
             event = loader.get_event()
@@ -173,22 +188,40 @@ def _refuse_hostile(text: str, source: str) -> None:
         loader.dispose()
 
 
+def _compose(text: str, loader_class: type) -> tuple[Any, Any]:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
+
+
 def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None) -> Loaded:
-    """Parse YAML text; malformed or hostile YAML raises FormatError naming the line and column."""
-    loader = yaml.SafeLoader(text)
+    """Parse YAML text; malformed or hostile YAML raises FormatError naming the line and column.
+
+    Hostile documents are refused before anything is composed (`_refuse_hostile`). libyaml
+    (when PyYAML has it) then reads a large file tens of times faster; a document it refuses is
+    read again by the pure-Python reader, whose messages name the problem the same way whichever
+    reader is installed.
+    """
     try:
         _refuse_hostile(text, source)
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        try:
+            if FAST_LOADER is None:
+                raise yaml.YAMLError("no libyaml")
+            node, data = _compose(text, FAST_LOADER)
+        except yaml.YAMLError:
+            node, data = _compose(text, yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
         raise FormatError([f"{where}: malformed YAML: {detail}"]) from exc
+    except yaml.reader.ReaderError:
+        raise  # characters YAML cannot carry at all: callers word this themselves
     except yaml.YAMLError as exc:
         raise FormatError([f"{source}: malformed YAML: {exc}"]) from exc
-    finally:
-        loader.dispose()
     loaded = Loaded(data, source, base_dir or Path.cwd())
     if node is not None:
         duplicates: list[tuple[Path_, int]] = []
@@ -773,9 +806,12 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
 _Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(list, _represent_list)
 
-
 def dump_document(document: Mapping[str, list[dict[str, Any]]], header: str = "") -> str:
-    """The document as YAML; loading the result gives back exactly `document`."""
+    """The document as YAML; loading the result gives back exactly `document`.
+
+    Written by the pure-Python writer, which indents list items under their key as people write
+    them (libyaml's writer is faster but would change every exported file's layout).
+    """
     if not document:
         return header
     body = yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,

@@ -85,6 +85,13 @@ def _message_block(message: Any) -> dict[str, Any]:
     return _omit_empty(block, "title", "description", "mimeType")
 
 
+def _messages(prompt: Prompt) -> Any:
+    """The prompt's messages with their linked resources: prefetched ones as they are, else one query."""
+    if "messages" in getattr(prompt, "_prefetched_objects_cache", {}):
+        return prompt.messages.all()
+    return prompt.messages.select_related("resource").all()
+
+
 def snapshot_prompt(prompt: Prompt, *, arguments: Any = None, messages: Any = None) -> dict[str, Any]:
     """The prompt's snapshot; `arguments` / `messages` (ordered rows) stand in for the saved ones.
 
@@ -99,8 +106,7 @@ def snapshot_prompt(prompt: Prompt, *, arguments: Any = None, messages: Any = No
         if arg.suggestion_list:
             item["suggestions"] = arg.suggestion_list
         items.append(item)
-    rows = prompt.messages.select_related("resource").all() if messages is None else messages
-    blocks = [{"role": m.role, "content": _message_block(m)} for m in rows]
+    blocks = [{"role": m.role, "content": _message_block(m)} for m in (_messages(prompt) if messages is None else messages)]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
          "arguments": items, "messages": blocks, "tags": _tag_list(prompt)},

@@ -244,6 +244,7 @@ class SseStream:
         self.reader, self.writer, self.status, self.headers = reader, writer, status, headers
         self.buffer = b""
         self.ended = False
+        self.last_event_id: str | None = None
 
     @classmethod
     async def open(cls, port: int, method: str, *, headers: dict[str, str], json_body: Any = None,
@@ -273,11 +274,27 @@ class SseStream:
             while True:
                 while b"\n\n" in self.buffer:
                     block, self.buffer = self.buffer.split(b"\n\n", 1)
-                    data = [line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:")]
-                    if data:
+                    lines = block.split(b"\n")
+                    for line in lines:
+                        if line.startswith(b"id:"):
+                            self.last_event_id = line[3:].strip().decode()
+                    data = [line[5:].strip() for line in lines if line.startswith(b"data:")]
+                    if any(data):  # an id-only (priming) event carries no message
                         return json.loads(b"\n".join(data))
                 await self._more()
         return await asyncio.wait_for(one(), timeout)
+
+    async def raw(self, timeout: float) -> bytes:
+        """The next bytes the server sends, comments included (b"" once the stream has ended)."""
+        if self.buffer:
+            data, self.buffer = self.buffer, b""
+            return data
+        try:
+            await asyncio.wait_for(self._more(), timeout)
+        except EOFError:
+            return b""
+        data, self.buffer = self.buffer, b""
+        return data
 
     async def expect_silence(self, seconds: float) -> None:
         """Assert that no message arrives for ``seconds`` (keep-alive comments are fine)."""
@@ -324,9 +341,13 @@ async def modern_call(port: int, method: str, params: dict[str, Any] | None = No
     return reply["result"]
 
 
-async def open_listen(port: int, uris: list[str], rid: int = 7) -> tuple[SseStream, dict[str, Any]]:
+async def open_listen(port: int, uris: list[str], rid: int = 7,
+                      token: str | None = None) -> tuple[SseStream, dict[str, Any]]:
     """A 2026-07-28 subscriptions/listen stream for ``uris``; returns it and its acknowledgement."""
-    stream = await SseStream.open(port, "POST", headers=modern_headers("subscriptions/listen"),
+    headers = modern_headers("subscriptions/listen")
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    stream = await SseStream.open(port, "POST", headers=headers,
                                   json_body=modern_body("subscriptions/listen",
                                                         {"notifications": {"resourceSubscriptions": uris}}, rid))
     ack = await stream.next_message(5)

@@ -1,0 +1,64 @@
+"""A cheap check that a cached catalog still matches what the database serves.
+
+Catalogs are refreshed incrementally, one changed key at a time, so a change that never
+reached a process (a change-log gap given up on, a refresh that failed half-way) would leave
+its catalog stale for good. This module reads, per label, only the few columns that decide
+what is served (which version of each entry, from which label row, and any running rollout;
+a version's content, tags included, never changes) and compares them with a catalog's items:
+any difference means "rebuild".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+
+# (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
+Fingerprint = dict[tuple[str, str], tuple[int, str, tuple[int, int] | None]]
+
+# The key as the catalog has it: from the served version's snapshot (a draft may be renamed).
+_MODELS = (("prompt", PromptLabel, "version__snapshot__name"), ("resource", ResourceLabel, "version__snapshot__uri"),
+           ("template", ResourceTemplateLabel, "version__snapshot__uriTemplate"))
+
+
+def served_fingerprint(label: str) -> Fingerprint:
+    """What the database says `label` serves, in the catalog's terms (sync; four small queries)."""
+    names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
+    out: Fingerprint = {}
+    for kind, model, key_field in _MODELS:
+        chosen: dict[int, tuple[str, int, str]] = {}
+        rows = (model.objects.filter(name__in=names, entry__archived_at__isnull=True)
+                .order_by("entry_id", "name")
+                .values_list("entry_id", "name", key_field, "version__number"))
+        for entry_id, name, key, number in rows:
+            if entry_id not in chosen or name == label:
+                chosen[entry_id] = (name, number, key)
+        for name, number, key in chosen.values():
+            out[(kind, key)] = (number, name, None)
+    for kind, key, rollout_label, candidate, percent in Rollout.objects.filter(label__in=names).values_list(
+            "entry_kind", "entry_key", "label", "candidate_version", "percent"):
+        served = out.get((kind, key))
+        if served is None or served[1] != rollout_label or served[0] == candidate:
+            continue
+        out[(kind, key)] = served[:2] + ((percent, candidate),)
+    return out
+
+
+def catalog_fingerprint(catalog: Any) -> Fingerprint:
+    """The same facts as :func:`served_fingerprint`, read from a built catalog."""
+    out: Fingerprint = {}
+    pools = (("prompt", catalog.prompt_items.values()), ("resource", catalog.resource_items.values()),
+             ("template", catalog.template_items))
+    for kind, items in pools:
+        for item in items:
+            rollout = getattr(item, "rollout", None)
+            running = (rollout.percent, rollout.candidate.version) if rollout is not None else None
+            out[(kind, item.key)] = (item.version, item.label, running)
+    return out
+
+
+def stale_keys(catalog: Any, served: Fingerprint) -> list[tuple[str, str]]:
+    """The (kind, key) pairs on which `catalog` and the database disagree (empty: consistent)."""
+    built = catalog_fingerprint(catalog)
+    return sorted(k for k in set(built) | set(served) if built.get(k) != served.get(k))
