@@ -539,8 +539,12 @@ class ReviewDecisionForm(forms.Form):
 
 
 class RolloutForm(forms.Form):
-    label = forms.CharField(max_length=40, initial=PRODUCTION, validators=[label_name_validator])
-    version = forms.IntegerField(min_value=1, label="Candidate version")
+    """Label and candidate are chosen from what the entry has: nothing to mistype."""
+
+    label = forms.ChoiceField(choices=[], initial=PRODUCTION,
+                              error_messages={"invalid_choice": "Choose one of the entry's labels."})
+    version = forms.TypedChoiceField(choices=[], coerce=int, label="Candidate version",
+                                     error_messages={"invalid_choice": "Choose one of the published versions."})
     percent = forms.IntegerField(
         label="Share of clients (%)", min_value=0, max_value=100,
         help_text="0 stops the rollout (everyone gets the label's version again); 100 completes it (the label "
@@ -553,7 +557,10 @@ class RolloutForm(forms.Form):
         help_text="Only for protected labels without an approved review; recorded in the audit log.",
     )
 
-    def __init__(self, *args: Any, can_override: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, can_override: bool = False, labels: Iterable[str] = (),
+                 versions: Iterable[tuple[int, str]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["label"].choices = [(name, name) for name in labels]
+        self.fields["version"].choices = [(number, text) for number, text in versions]
         if not can_override:
             del self.fields["override_reason"]

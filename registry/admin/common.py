@@ -69,6 +69,17 @@ def add_refusal(form: forms.BaseForm, exc: RegistryError) -> None:
         form.add_error(None, problem)
 
 
+def can_roll_back(entry: VersionedEntry, label: str = PRODUCTION) -> bool:
+    """True when `label` serves a version and an older one exists to go back to."""
+    current = entry.labels.filter(name=label).select_related("version").first()
+    return current is not None and entry.versions.filter(number__lt=current.version.number).exists()
+
+
+def version_choices(entry: VersionedEntry) -> list[tuple[int, str]]:
+    """Published versions as 'v3 — change note' choices, newest first."""
+    return [(v.number, f"v{v.number} — {v.change_note[:60]}") for v in entry.versions.all()]
+
+
 class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     """Base ModelAdmin for Prompt, Resource and ResourceTemplate."""
 
@@ -139,6 +150,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             # A request for the draft as it was is approved only while the draft is unchanged.
             context["registry_draft_reviews"] = [r for r in pending if r.version_number is None]
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
+        context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     # ------------------------------------------------------------------------- audited saving
@@ -373,6 +385,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             by_client=served_by_client(obj), by_version=served_by_version(obj),
             rollouts=Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk),
             pending_reviews=ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"),
+            can_roll_back=can_roll_back(obj),
             **(extra_context or {}),
         )
         return TemplateResponse(request, "admin/registry/history.html", context)
@@ -481,7 +494,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                    "version": request.GET.get("version") or (first.candidate_version if first else None),
                    "percent": first.percent if first else 10}
         form = RolloutForm(request.POST if request.method == "POST" else None, initial=initial,
-                           can_override=services.can_override(request.user))
+                           can_override=services.can_override(request.user),
+                           labels=[label.name for label in obj.labels.all()], versions=version_choices(obj))
         if request.method == "POST":
             if not can_publish:
                 return self._denied(request, obj, "You may not change rollouts. Ask a publisher, or request a "

@@ -48,12 +48,31 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
     list_filter = [StatusFilter, "entry_kind", "label"]
     search_fields = ["entry_key", "note", "requested_by_name", "decided_by_name"]
     list_display_links = ["number"]
+    actions = ["approve_selected"]
 
     def get_queryset(self, request):
         pending_first = Case(When(status=ReviewStatus.PENDING, then=Value(0)), default=Value(1),
                              output_field=IntegerField())
         return super().get_queryset(request).annotate(_pending_first=pending_first).order_by(
             "_pending_first", "-created_at", "-id")
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if not any(request.user.has_perm(kind.publish_permission) for kind in KINDS.values()):
+            actions.pop("approve_selected", None)
+        return actions
+
+    @admin.action(description="Approve selected requests (each is checked on its own)")
+    def approve_selected(self, request, queryset):
+        """Approve each request through registry.reviews, so each meets the four-eyes and staleness rules."""
+        for review in queryset.order_by("id"):
+            try:
+                reviews.approve(review, acting_user=request.user)
+            except RegistryError as exc:
+                messages.error(request, f"Review #{review.pk} was not approved: {exc.message}")
+            else:
+                messages.success(request, f"Approved review #{review.pk}: '{review.label}' of {review.entry_key} "
+                                          f"gets {review.what}.")
 
     @admin.display(description="#", ordering="id")
     def number(self, obj: ReviewRequest) -> str:

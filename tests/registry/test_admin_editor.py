@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from registry import reviews, rollouts
-from registry.models import AuditEntry, Prompt, Resource, ResourceTemplate
+from registry.models import AuditEntry, Prompt, Resource, ResourceTemplate, ReviewRequest, Rollout
 from tests.factories import make_prompt, make_resource, make_template, release
 from tests.registry.test_admin import client_for, edit_first_message, prompt_post, row_counts, url
 
@@ -245,3 +245,78 @@ def test_message_fieldsets_are_marked_for_content_kind_toggling(client, editor):
     page = client_for(client, editor).get(url("prompt_change", prompt.pk)).content.decode()
     assert "registry-kind-file" in page and "registry-kind-uri" in page
     assert "registry/change_form.js" in page
+
+
+# --------------------------------------------------------------------------------------- releases
+
+
+def test_roll_back_is_offered_only_when_there_is_an_older_version(client, publisher):
+    prompt = make_prompt("once")
+    release(prompt, note="v1")
+    client_for(client, publisher)
+    assert "Roll back production" not in client.get(url("prompt_change", prompt.pk)).content.decode()
+    assert "Roll back production" not in client.get(url("prompt_history", prompt.pk)).content.decode()
+    edit_first_message(prompt, "Second {{ topic }}")
+    release(prompt, note="v2")
+    assert "Roll back production" in client.get(url("prompt_change", prompt.pk)).content.decode()
+    assert "Roll back production" in client.get(url("prompt_history", prompt.pk)).content.decode()
+
+
+def test_header_buttons_are_grouped_in_view_and_release_menus(client, publisher):
+    prompt = make_prompt("menus")
+    release(prompt, note="v1")
+    page = client_for(client, publisher).get(url("prompt_change", prompt.pk)).content.decode()
+    tools = page.split('class="object-tools"')[1].split("</ul>\n")[0]
+    view_menu, release_menu = tools.split("Release ▾")
+    assert "View ▾" in view_menu and "Preview saved draft" in view_menu and "History" in view_menu
+    assert "Publish…" in release_menu and "Rollout…" in release_menu
+
+
+def test_approve_is_the_primary_button_and_reject_a_danger_button(client, editor, publisher):
+    prompt = make_prompt("decide")
+    review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
+    page = client_for(client, publisher).get(url("reviewrequest_change", review.pk)).content.decode()
+    assert 'class="button default registry-approve" name="decision" value="approve"' in page
+    assert 'class="button registry-danger" name="decision" value="reject"' in page
+
+
+def test_bulk_approve_approves_each_request_and_reports_each(client, editor, publisher, second_publisher):
+    first, second = make_prompt("bulk-one"), make_prompt("bulk-two")
+    ok = reviews.request_publication(first, acting_user=editor, note="one", label="production")
+    stale = reviews.request_publication(second, acting_user=editor, note="two", label="production")
+    own = reviews.request_publication(first, acting_user=publisher, note="mine", label="staging")
+    edit_first_message(second, "Changed after asking {{ topic }}")
+    response = client_for(client, publisher).post(url("reviewrequest_changelist"), {
+        "action": "approve_selected", "_selected_action": [ok.pk, stale.pk, own.pk]}, follow=True)
+    shown = [str(m) for m in response.context["messages"]]
+    assert any(f"Approved review #{ok.pk}" in m for m in shown)
+    assert any(f"Review #{stale.pk} was not approved" in m and "stale" in m for m in shown)
+    assert any(f"Review #{own.pk} was not approved" in m and "another publisher" in m for m in shown)
+    statuses = dict(ReviewRequest.objects.values_list("pk", "status"))
+    assert statuses == {ok.pk: "approved", stale.pk: "pending", own.pk: "pending"}
+    assert first.labels.get(name="production").version.number == 1
+
+
+def test_editors_have_no_bulk_approve(client, editor):
+    page = client_for(client, editor).get(url("reviewrequest_changelist")).content.decode()
+    assert "approve_selected" not in page
+
+
+def test_history_starts_a_rollout_of_a_version_with_a_label_chosen_from_a_list(client, publisher):
+    prompt = make_prompt("roll")
+    release(prompt, note="v1", labels=("production", "staging"))
+    edit_first_message(prompt, "Second {{ topic }}")
+    release(prompt, note="better wording", labels=())
+    client_for(client, publisher)
+    page = client.get(url("prompt_history", prompt.pk)).content.decode()
+    assert "Roll v2 out" in page and '<option value="staging">staging (serves v1)</option>' in page
+    response = client.post(url("prompt_rollout", prompt.pk), {"label": "staging", "version": "2", "percent": "10",
+                                                             "note": "try"})
+    assert response.status_code == 302
+    rollout = Rollout.objects.get()
+    assert (rollout.label, rollout.candidate_version, rollout.percent) == ("staging", 2, 10)
+    typo = client.post(url("prompt_rollout", prompt.pk), {"label": "stagign", "version": "2", "percent": "20"})
+    assert typo.status_code == 200 and "Choose one of the entry&#x27;s labels." in typo.content.decode()
+    assert Rollout.objects.get().percent == 10
+    form = client.get(url("prompt_rollout", prompt.pk)).content.decode()
+    assert '<option value="2" selected>v2 — better wording</option>' in form
