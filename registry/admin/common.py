@@ -26,6 +26,7 @@ from registry.admin.fetch_stats import rollout_progress, served_by_client, serve
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
 from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
+from registry.kinds import KINDS
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.models.base import label_name_validator
 from registry.snapshots import snapshot_of
@@ -61,6 +62,21 @@ class ReadOnlyAdminMixin:
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+def sees_internals(user: Any) -> bool:
+    """Publishers and auditors oversee versions, labels, rollouts and fetches; editors work on drafts."""
+    if not user.is_active:
+        return False
+    return bool(user.is_superuser or user.has_perm("registry.export_auditentry")
+                or any(user.has_perm(kind.publish_permission) for kind in KINDS.values()))
+
+
+class InternalsMixin:
+    """Keeps a ModelAdmin off an editor's home page and sidebar (its pages stay reachable by link)."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return sees_internals(request.user) and super().has_module_permission(request)  # type: ignore[misc]
 
 
 def add_refusal(form: forms.BaseForm, exc: RegistryError) -> None:

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from registry import diffview, reviews
-from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
 from registry.forms import ReviewDecisionForm
@@ -185,7 +185,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
 
 
 @admin.register(Rollout)
-class RolloutAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
+class RolloutAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     # Started from an entry's "Rollout…" page, through registry.rollouts.
     list_display = ["entry_link", "label", "candidate_version", "percent", "authority", "updated_by_name",
                     "updated_at"]

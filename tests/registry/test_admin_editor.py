@@ -320,3 +320,35 @@ def test_history_starts_a_rollout_of_a_version_with_a_label_chosen_from_a_list(c
     assert Rollout.objects.get().percent == 10
     form = client.get(url("prompt_rollout", prompt.pk)).content.decode()
     assert '<option value="2" selected>v2 — better wording</option>' in form
+
+
+# ------------------------------------------------------------------------------------------- home
+
+
+def _home_models(client, user) -> set[str]:
+    response = client_for(client, user).get(reverse("admin:index"))
+    return {model["object_name"] for app in response.context["app_list"] for model in app["models"]}
+
+
+def test_editor_home_lists_only_what_editors_work_on(client, editor):
+    assert _home_models(client, editor) == {"Prompt", "Resource", "ResourceTemplate", "ReviewRequest"}
+
+
+def test_publisher_and_auditor_homes_keep_the_internals(client, publisher, auditor):
+    internals = {"PromptVersion", "PromptLabel", "FetchCounter", "Rollout"}
+    assert internals <= _home_models(client, publisher)
+    assert internals | {"AuditEntry"} <= _home_models(client, auditor)
+
+
+def test_internal_pages_stay_reachable_by_link_for_editors(client, editor):
+    client_for(client, editor)
+    assert client.get(url("promptversion_changelist")).status_code == 200
+
+
+def test_audit_list_gives_notes_room_from_a_static_stylesheet(client, auditor):
+    page = client_for(client, auditor).get(url("auditentry_changelist")).content.decode()
+    assert "registry/audit.css" in page
+    from django.contrib.staticfiles import finders
+
+    css = open(finders.find("registry/audit.css")).read()
+    assert "td.field-note" in css and "min-width" in css
