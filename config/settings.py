@@ -221,9 +221,10 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
-# Webhooks: loopback receivers are refused (they would reach this server or its neighbours);
-# tests switch this on to run a receiver on 127.0.0.1.
-WEBHOOKS_ALLOW_LOOPBACK = env_flag("WEBHOOKS_ALLOW_LOOPBACK", False)
+# Webhooks go to global addresses only; networks listed here (comma-separated CIDRs, e.g.
+# "10.20.0.0/16" for internal receivers, "127.0.0.0/8,::1/128" for a local one in development
+# and tests) are allowed too. See docs/webhooks.md.
+WEBHOOKS_ALLOWED_NETWORKS = env_list("WEBHOOKS_ALLOWED_NETWORKS", "")
 
 # Registry limits that editors meet in the admin and importers meet in YAML.
 REGISTRY = {

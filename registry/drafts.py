@@ -25,10 +25,10 @@ from __future__ import annotations
 import base64
 from typing import Any, Iterable, Mapping
 
-from django.db import transaction
 from django.utils import timezone
 
 from registry import services
+from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
 from registry.rendering import normalise_newlines
 from registry.models import (
@@ -191,7 +191,7 @@ def _remember_children(entry: VersionedEntry, relation: str, rows: list[Any]) ->
     cache[name] = cached
 
 
-@transaction.atomic
+@service_transaction
 def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
     _set_fields(prompt, data, PROMPT_FIELDS)
     if "arguments" in data:
@@ -222,13 +222,13 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
     return prompt
 
 
-@transaction.atomic
+@service_transaction
 def apply_resource(resource: Resource, data: Mapping[str, Any]) -> Resource:
     _set_fields(resource, data, RESOURCE_FIELDS)
     return resource
 
 
-@transaction.atomic
+@service_transaction
 def apply_template(template: ResourceTemplate, data: Mapping[str, Any]) -> ResourceTemplate:
     _set_fields(template, data, TEMPLATE_FIELDS)
     if "variables" in data:
@@ -276,7 +276,7 @@ def lock_draft(entry: VersionedEntry, *, expected_revision: int | None = None) -
     return entry
 
 
-@transaction.atomic
+@service_transaction
 def save_draft(
     entry: VersionedEntry,
     data: Mapping[str, Any],
@@ -395,7 +395,7 @@ def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> Versio
     return apply_data(entry, snapshot_data(entry, snapshot))
 
 
-@transaction.atomic
+@service_transaction
 def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: Any, note: str = "") -> VersionedEntry:
     """Replace the draft with version `version_number` and audit it (action restore_draft)."""
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]

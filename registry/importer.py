@@ -1,6 +1,6 @@
-"""Prompts as code: import a YAML file into the registry, and export the registry's drafts.
+"""Prompts as code: import a YAML file (or a folder of them) into the registry, and export the registry's drafts.
 
-`import_documents` makes each listed entry's draft what the file says, in ONE transaction
+`import_documents` makes each listed entry's draft what the files say, in ONE transaction
 (any error: nothing is saved), and with `publish=True` publishes drafts that differ from
 their newest version and points the entry's labels at it. Re-importing the same file writes
 nothing: no drafts, versions, label moves or audit rows. The format is in `registry.portable`.
@@ -35,6 +35,7 @@ from registry.portable import (
     dump_document,
     entry_document,
     load_file,
+    load_path,
     read_entries,
 )
 from registry.snapshots import content_hash, snapshot_of
@@ -49,9 +50,10 @@ PLURAL = {kind: section for section, kind in SECTIONS.items()}
 class ImportFailed(RegistryError):
     """The import was refused and rolled back; `problems` names file, entry and field for each."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], side_files: frozenset[Path] = frozenset()) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+        self.side_files = side_files  # the `file:` paths named by the files read, as far as they were read
 
 
 @dataclass
@@ -75,6 +77,7 @@ class ImportReport:
     dry_run: bool
     publish: bool
     outcomes: list[EntryOutcome] = field(default_factory=list)
+    side_files: frozenset[Path] = frozenset()  # the `file:` paths the imported files named
 
     def counts(self, kind: str) -> Counter[str]:
         return Counter(o.status for o in self.outcomes if o.kind == kind)
@@ -114,10 +117,32 @@ class _DryRun(Exception):
         self.report = report
 
 
-def _load(path_or_data: str | Path | Mapping[str, Any], source: str | None, base_dir: Path | None) -> Loaded:
+def _load(path_or_data: str | Path | Mapping[str, Any], source: str | None, base_dir: Path | None) -> list[Loaded]:
     if isinstance(path_or_data, (str, Path)):
-        return load_file(path_or_data, source)
-    return Loaded(dict(path_or_data), source or "<data>", base_dir or Path.cwd())
+        documents = load_path(path_or_data)
+        if source and len(documents) == 1:  # errors name the file as the caller calls it
+            documents = [load_file(path_or_data, source)] if Path(path_or_data).is_file() else documents
+        return documents
+    return [Loaded(dict(path_or_data), source or "<data>", base_dir or Path.cwd())]
+
+
+def _read_all(documents: list[Loaded]) -> list[EntrySpec]:
+    """Every file's entries; each entry may be defined once across all files (FormatError otherwise)."""
+    specs: list[EntrySpec] = []
+    problems: list[str] = []
+    for loaded in documents:
+        try:
+            specs.extend(read_entries(loaded))
+        except FormatError as exc:
+            problems.extend(exc.problems)
+    first: dict[tuple[str, str], EntrySpec] = {}
+    for spec in specs:
+        seen = first.setdefault((spec.kind, spec.key), spec)
+        if seen is not spec:
+            problems.append(f"{spec.location}: already defined by {seen.location}; define each entry in one file.")
+    if problems:
+        raise FormatError(problems)
+    return specs
 
 
 def import_documents(
@@ -140,11 +165,16 @@ def import_documents(
     if publish and not note:
         raise ImportFailed(["A change note is required to publish: say what changed and why."])
     try:
-        loaded = _load(path_or_data, source, base_dir)
-        specs = read_entries(loaded)
+        documents = _load(path_or_data, source, base_dir)
     except FormatError as exc:
         raise ImportFailed(exc.problems) from exc
-    report = ImportReport(loaded.source, dry_run, publish)
+    try:
+        specs = _read_all(documents)
+    except FormatError as exc:
+        raise ImportFailed(exc.problems, frozenset().union(*(d.side_files for d in documents))) from exc
+    side_files = frozenset().union(*(d.side_files for d in documents))
+    label = documents[0].source if len(documents) == 1 else (source or str(path_or_data))
+    report = ImportReport(label, dry_run, publish, side_files=side_files)
     try:
         with transaction.atomic(durable=True):
             problems: list[str] = []
@@ -153,12 +183,12 @@ def import_documents(
                 known = _Known.read(kind, kind_specs)  # after the kinds before it were imported
                 for spec in kind_specs:
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
-                                            source=loaded.source, problems=problems,
+                                            source=spec.source, problems=problems,
                                             override_reason=override_reason, known=known)
                     if outcome is not None:
                         report.outcomes.append(outcome)
             if problems:
-                raise ImportFailed(problems)
+                raise ImportFailed(problems, side_files)
             if dry_run:
                 raise _DryRun(report)
     except _DryRun:

@@ -118,6 +118,7 @@ class Loaded:
     base_dir: Path  # where `file:` paths are resolved
     lines: dict[Path_, int] = field(default_factory=dict)  # path -> 1-based line, when parsed from YAML
     problems: list[str] = field(default_factory=list)  # found while parsing (duplicate keys)
+    side_files: set[Path] = field(default_factory=set)  # `file:` paths the entries named (read_entries fills it)
 
 
 def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: list[tuple[Path_, int]]) -> None:
@@ -242,6 +243,49 @@ def load_file(path: str | Path, source: str | None = None) -> Loaded:
     except (OSError, UnicodeDecodeError) as exc:
         raise FormatError([f"{source}: cannot read the file: {exc}"]) from exc
     return parse_yaml(text, source, path.resolve().parent)
+
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_hidden(path: Path, root: Path) -> bool:
+    """Inside a dot-folder or a dot-file below `root` (.git, editor swap files)."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = path.parts
+    return any(part.startswith(".") for part in parts)
+
+
+def yaml_files(folder: str | Path) -> list[Path]:
+    """The YAML files of a folder and its sub-folders (hidden ones skipped), in a stable order."""
+    root = Path(folder)
+    return sorted(p for p in root.rglob("*")
+                  if p.suffix.lower() in YAML_SUFFIXES and p.is_file() and not is_hidden(p, root))
+
+
+def load_path(path: str | Path) -> list[Loaded]:
+    """One YAML file, or every YAML file of a folder; raise FormatError listing every unreadable one.
+
+    Each file keeps its own name in messages and its own folder for `file:` side files."""
+    path = Path(path)
+    if not path.exists():
+        raise FormatError([f"{path}: no such file or folder."])
+    if not path.is_dir():
+        return [load_file(path)]
+    files = yaml_files(path)
+    if not files:
+        raise FormatError([f"{path}: the folder holds no YAML file (*.yaml, *.yml)."])
+    loaded: list[Loaded] = []
+    problems: list[str] = []
+    for file in files:
+        try:
+            loaded.append(load_file(file))
+        except FormatError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise FormatError(problems)
+    return loaded
 
 
 # ------------------------------------------------------------------------------------------ checking
@@ -460,6 +504,7 @@ class _Checker:
         if Path(name).is_absolute() or not target.is_relative_to(base):
             self.error(path, f"'{name}' must be a path inside {base} (relative to the YAML file).")
             return None
+        self.loaded.side_files.add(target)
         if not target.is_file():
             self.error(path, f"the file {target} does not exist.")
             return None

@@ -28,7 +28,7 @@ from typing import Any, Callable
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from registry.changes import record_change
+from registry.changes import record_change, service_scope
 from registry.kinds import KINDS
 from registry.models import (
     PRODUCTION,
@@ -251,7 +251,8 @@ class Command(BaseCommand):
             ("blobs", lambda: load_blobs(blobs, seed, note)),
         ]
         added = {}
-        with transaction.atomic(durable=True):
+        # It audits and records its own summary rows, like a service: one per kind.
+        with service_scope(), transaction.atomic(durable=True):
             for label, step in steps:
                 added[label] = step()
         elapsed = time.monotonic() - started
