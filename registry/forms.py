@@ -14,6 +14,8 @@ from typing import Any, Iterable
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.models import BaseInlineFormSet
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from registry.errors import TemplateSyntaxError
 from registry.models import (
@@ -231,8 +233,9 @@ class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
         fields = ["position", "role", "kind", "text", "uri", "resource", "link_name", "mime_type"]
         widgets = {"text": forms.Textarea(attrs={"rows": 5, "cols": 80})}
         help_texts = {
-            "role": "MCP has only two roles, user and assistant: there is no “system” role. Put standing "
-                    "instructions (tone, rules, persona) at the start of the first user message.",
+            "role": gettext_lazy("MCP has only two roles, user and assistant: there is no “system” role. Put "
+                                 "standing instructions (tone, rules, persona) at the start of the first user "
+                                 "message."),
             "mime_type": "File type, e.g. image/png or audio/mpeg; filled in from the upload when left empty.",
         }
 
@@ -330,9 +333,13 @@ class PromptMessageFormSet(BaseInlineFormSet):
 def undeclared_message(name: str, line: int, declared: Iterable[str]) -> str:
     """'Line 2: {{ custmer }} is not a declared argument; did you mean `customer_name`?'"""
     close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.6)
-    hint = f" Did you mean `{close[0]}`?" if close else (
-        " Add it as an argument above, or fix the spelling." if declared else " Add it as an argument above.")
-    return f"Line {line}: {{{{ {name} }}}} is not a declared argument.{hint}"
+    if close:
+        hint = _("Did you mean `%(name)s`?") % {"name": close[0]}
+    elif declared:
+        hint = _("Add it as an argument above, or fix the spelling.")
+    else:
+        hint = _("Add it as an argument above.")
+    return _("Line %(line)s: {{ %(name)s }} is not a declared argument.") % {"line": line, "name": name} + " " + hint
 
 
 # ------------------------------------------------------------------------------------- resources
@@ -542,9 +549,9 @@ class RolloutForm(forms.Form):
     """Label and candidate are chosen from what the entry has: nothing to mistype."""
 
     label = forms.ChoiceField(choices=[], initial=PRODUCTION,
-                              error_messages={"invalid_choice": "Choose one of the entry's labels."})
+                              error_messages={"invalid_choice": gettext_lazy("Choose one of the entry's labels.")})
     version = forms.TypedChoiceField(choices=[], coerce=int, label="Candidate version",
-                                     error_messages={"invalid_choice": "Choose one of the published versions."})
+                                     error_messages={"invalid_choice": gettext_lazy("Choose one of the published versions.")})
     percent = forms.IntegerField(
         label="Share of clients (%)", min_value=0, max_value=100,
         help_text="0 stops the rollout (everyone gets the label's version again); 100 completes it (the label "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
@@ -29,20 +30,24 @@ def entry_badges(entry: VersionedEntry) -> list[Badge]:
     latest = entry.versions.first()
     draft_hash = content_hash(snapshot_of(entry)) if latest is not None else ""
     if latest is not None and draft_hash != latest.content_hash:
-        badges.append(Badge(f"draft changed since v{latest.number}", "changed"))
+        badges.append(Badge(_("draft changed since v%(number)s") % {"number": latest.number}, "changed"))
     pending = ReviewRequest.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, status=ReviewStatus.PENDING)
     for review in pending.order_by("id"):
         url = reverse("admin:registry_reviewrequest_change", args=[review.pk])
         if review.version_number is None and review.content_hash and draft_hash and draft_hash != review.content_hash:
-            badges.append(Badge(f"review #{review.pk} ({review.label}) is stale: the draft changed", "stale", url))
+            badges.append(Badge(_("review #%(pk)s (%(label)s) is stale: the draft changed")
+                                % {"pk": review.pk, "label": review.label}, "stale", url))
         else:
-            badges.append(Badge(f"in review #{review.pk} ({review.label})", "review", url))
+            badges.append(Badge(_("in review #%(pk)s (%(label)s)") % {"pk": review.pk, "label": review.label}, "review", url))
     for rollout in Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk).order_by("label"):
-        where = "" if rollout.label == PRODUCTION else f" ({rollout.label})"
-        badges.append(Badge(f"rolling out v{rollout.candidate_version} to {rollout.percent}%{where}", "rollout"))
+        text = _("rolling out v%(number)s to %(percent)s%%") % {
+            "number": rollout.candidate_version, "percent": rollout.percent}
+        if rollout.label != PRODUCTION:
+            text += f" ({rollout.label})"
+        badges.append(Badge(text, "rollout"))
     versions = {label.name: label.version.number for label in entry.labels.all()}
     if STAGING in versions and versions[STAGING] > versions.get(PRODUCTION, 0):
-        badges.append(Badge("staging ahead of production", "ahead"))
+        badges.append(Badge(_("staging ahead of production"), "ahead"))
     return badges
 
 

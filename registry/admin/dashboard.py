@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from registry import reviews
 from registry.admin.badges import badges_html, entry_badges
@@ -33,18 +34,20 @@ def _waiting_for(user: AbstractBaseUser | AnonymousUser) -> list[ReviewRequest]:
 
 def _request_outcome(review: ReviewRequest) -> str:
     if review.status == ReviewStatus.APPROVED:
-        served = f": v{review.result_version} is served" if review.result_version else ""
-        return f"approved by {review.decided_by_name}{served}"
+        if review.result_version:
+            return _("approved by %(name)s: v%(number)s is served") % {
+                "name": review.decided_by_name, "number": review.result_version}
+        return _("approved by %(name)s") % {"name": review.decided_by_name}
     if review.status == ReviewStatus.REJECTED:
-        return f"rejected by {review.decided_by_name}"
+        return _("rejected by %(name)s") % {"name": review.decided_by_name}
     if review.status == ReviewStatus.SUPERSEDED:
-        return "superseded: the label moved before anyone decided"
+        return _("superseded: the label moved before anyone decided")
     if review.status == ReviewStatus.WITHDRAWN:
-        return "withdrawn by you"
+        return _("withdrawn by you")
     entry = reviews.entry_of(review)
     if entry is not None and any(b.tone == "stale" and f"#{review.pk} " in b.text for b in entry_badges(entry)):
-        return "stale: the draft changed after the request, file a new one"
-    return "waiting for a reviewer"
+        return _("stale: the draft changed after the request, file a new one")
+    return _("waiting for a reviewer")
 
 
 def _my_entries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]]:

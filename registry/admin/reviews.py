@@ -14,6 +14,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext, gettext_lazy
 
 from registry import diffview, reviews
 from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
@@ -62,17 +63,19 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             actions.pop("approve_selected", None)
         return actions
 
-    @admin.action(description="Approve selected requests (each is checked on its own)")
+    @admin.action(description=gettext_lazy("Approve selected requests (each is checked on its own)"))
     def approve_selected(self, request, queryset):
         """Approve each request through registry.reviews, so each meets the four-eyes and staleness rules."""
         for review in queryset.order_by("id"):
             try:
                 reviews.approve(review, acting_user=request.user)
             except RegistryError as exc:
-                messages.error(request, f"Review #{review.pk} was not approved: {exc.message}")
+                messages.error(request, gettext("Review #%(pk)s was not approved: %(reason)s")
+                               % {"pk": review.pk, "reason": exc.message})
             else:
-                messages.success(request, f"Approved review #{review.pk}: '{review.label}' of {review.entry_key} "
-                                          f"gets {review.what}.")
+                messages.success(request, gettext("Approved review #%(pk)s: '%(label)s' of %(key)s gets %(what)s.")
+                                 % {"pk": review.pk, "label": review.label, "key": review.entry_key,
+                                    "what": review.what})
 
     @admin.display(description="#", ordering="id")
     def number(self, obj: ReviewRequest) -> str:
