@@ -17,7 +17,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from registry import catalog, clients, fetches, uris
+from registry import argtypes, catalog, clients, fetches, uris
 from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
 
@@ -156,6 +156,9 @@ def translate_domain_error(exc: BaseException) -> errors.McpError | None:
         return errors.InvalidParams(exc.message, data={"name": exc.name})
     if isinstance(exc, registry_errors.MissingArguments):
         return errors.InvalidParams(exc.message, data={"missing": list(exc.names)})
+    if isinstance(exc, registry_errors.ArgumentErrors):
+        return errors.InvalidParams(exc.message, data={"invalid": [dict(i) for i in exc.invalid],
+                                                       "missing": list(exc.missing)})
     if isinstance(exc, registry_errors.UnknownResource):
         return errors.ResourceNotFound(exc.uri)
     if isinstance(exc, registry_errors.InvalidUri):
@@ -257,13 +260,68 @@ async def resource_templates_list(ctx: RequestContext, params: dict[str, Any]) -
 # --------------------------------------------------------------------------- prompts / resources
 
 
+ARGUMENTS_INPUT = "prompt_arguments"  # our key in inputRequests / inputResponses
+
+
 async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Render a prompt. At 2026-07-28, a client that declared form elicitation and left out
+    required arguments gets an InputRequiredResult asking for them (typed form fields), and
+    its retry carrying ``inputResponses`` renders; a declined form, or any other client, gets
+    the -32602 error that names the missing arguments."""
     name = _str_param(params, "name")
     arguments = _string_map(params.get("arguments"), "params.arguments")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
-    source.record_fetch(served, ctx.identity.viewer)
+    viewer = ctx.identity.viewer
+    declined = False
+    if ctx.modern and params.get("inputResponses") is not None:
+        arguments, declined = _with_input_responses(catalog.prompt(viewer, name), arguments,
+                                                    params["inputResponses"])
+    try:
+        served = catalog.get_prompt(viewer, name, arguments)
+    except registry_errors.MissingArguments as exc:
+        if declined or not ctx.elicits_forms:
+            raise
+        return _ask_for_arguments(ctx, catalog.prompt(viewer, name), exc.names)
+    source.record_fetch(served, viewer)
     return ctx.complete(shapes.shape_prompt_result(served.result, ctx.version))
+
+
+def _with_input_responses(item: Any, arguments: dict[str, Any], responses: Any) -> tuple[dict[str, Any], bool]:
+    """(arguments plus the values the user entered in our form, whether the user declined it).
+
+    Keys other than ours are ignored, as the spec asks; form values (strings, numbers,
+    booleans) become the strings MCP would have sent, and the render checks them like any."""
+    if not isinstance(responses, dict):
+        raise errors.InvalidParams("params.inputResponses must be an object of responses")
+    answer = responses.get(ARGUMENTS_INPUT)
+    if answer is None:
+        return arguments, False
+    if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+        raise errors.InvalidParams(f"params.inputResponses.{ARGUMENTS_INPUT} must be an elicitation result "
+                                   "with action accept, decline or cancel")
+    if answer["action"] != "accept":
+        return arguments, True
+    content = answer.get("content") or {}
+    if not isinstance(content, dict):
+        raise errors.InvalidParams(f"params.inputResponses.{ARGUMENTS_INPUT}.content must be an object")
+    merged: dict[str, Any] = dict(arguments)
+    for spec in item.compiled.arguments:
+        if spec["name"] in content and spec["name"] not in arguments:
+            value = content[spec["name"]]
+            text = argtypes.from_form(spec, value)
+            merged[spec["name"]] = value if text is None else text
+    return merged, False
+
+
+def _ask_for_arguments(ctx: RequestContext, item: Any, missing: list[str]) -> dict[str, Any]:
+    specs = [spec for spec in item.compiled.arguments if spec["name"] in missing]
+    title = item.listing.get("title") or item.name
+    request = {"method": "elicitation/create", "params": {
+        "mode": "form",
+        "message": f"The prompt {title!r} needs: " + ", ".join(s.get("title") or s["name"] for s in specs) + ".",
+        "requestedSchema": argtypes.form_schema(specs),
+    }}
+    return ctx.input_required({ARGUMENTS_INPUT: request})
 
 
 async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any] | RawJSON:

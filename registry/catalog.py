@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any, Iterable, Mapping
 
-from registry import changes
-from registry.errors import InvalidArguments, UnknownPrompt, UnknownResource
+from registry import argtypes, changes
+from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
@@ -75,6 +75,7 @@ class PromptItem:
     compiled: CompiledPrompt
     suggestions: Mapping[str, tuple[str, ...]]
     rollout: ItemRollout | None = None
+    resource_arguments: frozenset[str] = frozenset()  # arguments whose values are registry resource URIs
 
     @property
     def key(self) -> str:
@@ -136,12 +137,27 @@ def _prompt_item(row: Any) -> PromptItem:
     snap = row.version.snapshot
     listing = _listing(snap, ("name", "title", "description"))
     listing["arguments"] = [
-        _listing(a, ("name", "title", "description")) | {"required": bool(a.get("required"))}
+        _listing(a | {"description": argtypes.listed_description(a)}, ("name", "title", "description"))
+        | {"required": bool(a.get("required"))}
         for a in snap.get("arguments", [])
     ]
-    suggestions = {a["name"]: tuple(a.get("suggestions", ())) for a in snap.get("arguments", [])}
+    suggestions = {a["name"]: _argument_pool(a) for a in snap.get("arguments", [])}
+    resource_arguments = frozenset(a["name"] for a in snap.get("arguments", [])
+                                   if argtypes.type_of(a) == argtypes.RESOURCE)
     return PromptItem(snap["name"], _tags(snap), row.version.number, row.name, listing,
-                      compile_prompt(snap), suggestions)
+                      compile_prompt(snap), suggestions, resource_arguments=resource_arguments)
+
+
+def _argument_pool(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Completion values an argument's type allows: its choices, true/false, else its suggestions."""
+    kind = argtypes.type_of(spec)
+    if kind == argtypes.ENUM:
+        choices = list(spec.get("choices") or ())
+        suggested = [s for s in spec.get("suggestions", ()) if s in choices]
+        return tuple(dict.fromkeys(suggested + choices))  # editors' suggestions first
+    if kind == argtypes.BOOLEAN:
+        return ("true", "false")
+    return tuple(spec.get("suggestions", ()))
 
 
 def _annotations(snap: Mapping[str, Any], published_at: Any) -> dict[str, Any]:
@@ -258,7 +274,20 @@ class Catalog:
         item = self.prompt(viewer, name)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArguments("Prompt arguments must be an object mapping names to strings.")
-        return Served(render_compiled(item.compiled, arguments), "prompt", item.name, item.version, item.label)
+        is_resource = (lambda uri: self.readable(viewer, uri)) if item.resource_arguments else None
+        return Served(render_compiled(item.compiled, arguments, is_resource), "prompt", item.name, item.version,
+                      item.label)
+
+    def readable(self, viewer: Viewer, uri: str) -> bool:
+        """Whether `resources/read` of `uri` would succeed for this viewer (a resource or a template match)."""
+        try:
+            self.read_resource(viewer, uri)
+        except (UnknownResource, InvalidArguments, InvalidUri):
+            return False
+        return True
+
+    def _resource_uris(self, viewer: Viewer) -> list[str]:
+        return [uri for uri in sorted(self.resource_items) if viewer.sees(self.resource_items[uri].tags)]
 
     def read_resource(self, viewer: Viewer, uri: str) -> Served:
         if not isinstance(uri, str):
@@ -305,7 +334,10 @@ class Catalog:
             item = self.prompt(viewer, ref.get("name", ""))
             if argument_name not in item.suggestions:
                 raise InvalidArguments(f"Prompt {item.name!r} has no argument {argument_name!r}.")
-            return _complete_from(item.suggestions[argument_name], value)
+            offered = list(item.suggestions[argument_name])
+            if argument_name in item.resource_arguments:
+                offered += self._resource_uris(viewer)
+            return _complete_from(offered, value)
         if ref_type == "ref/resource":
             uri = ref.get("uri", "")
             template = self.template(viewer, normalize_uri_template(uri) if isinstance(uri, str) else uri)

@@ -4,7 +4,8 @@
 exporter and "restore draft from vN" in the admin:
 
     prompt:   {name, title, description, tags: [str],
-               arguments: [{name, title, description, required, default, suggestions: [str]}],
+               arguments: [{name, title, description, required, default, suggestions: [str],
+                            type, choices: [str], min_length, max_length, pattern, minimum, maximum}],
                messages:  [{role, kind, ...}]}                       (see MESSAGE_FIELDS)
     resource: {uri, name, title, description, mime_type, tags, audience, priority, text, data}
     template: {uri_template, name, title, description, mime_type, tags, audience, priority, body,
@@ -28,6 +29,7 @@ from typing import Any, Iterable, Mapping
 from django.utils import timezone
 
 from registry import services
+from registry.argtypes import plain_number
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
 from registry.rendering import normalise_newlines
@@ -47,7 +49,13 @@ from registry.uris import normalize_uri
 PROMPT_FIELDS = ("name", "title", "description")
 RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")
 TEMPLATE_FIELDS = ("uri_template", "name", "title", "description", "mime_type", "audience", "priority", "body")
-ARGUMENT_FIELDS = ("name", "title", "description", "required", "default", "suggestions")
+# An argument's type and bounds, with the values an untyped argument has (see registry/argtypes.py).
+ARGUMENT_TYPE_DEFAULTS: dict[str, Any] = {"type": "text", "choices": [], "min_length": None, "max_length": None,
+                                          "pattern": "", "minimum": None, "maximum": None}
+ARGUMENT_FIELDS = ("name", "title", "description", "required", "default", "suggestions", *ARGUMENT_TYPE_DEFAULTS)
+# Draft-data key -> the key of the argument's snapshot spec.
+_SNAPSHOT_BOUNDS = {"choices": "choices", "min_length": "minLength", "max_length": "maxLength", "pattern": "pattern",
+                    "minimum": "minimum", "maximum": "maximum"}
 VARIABLE_FIELDS = ("name", "description", "suggestions")
 # Which message fields carry meaning for each kind of content (inline / linked to a registry resource).
 MESSAGE_FIELDS: dict[tuple[str, bool], tuple[str, ...]] = {
@@ -116,7 +124,9 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
     if isinstance(entry, Prompt):
         arguments = [
             {"name": a.name, "title": a.title, "description": a.description, "required": a.required,
-             "default": a.default, "suggestions": a.suggestion_list}
+             "default": a.default, "suggestions": a.suggestion_list, "type": a.type or "text",
+             "choices": a.choice_list, "min_length": a.min_length, "max_length": a.max_length, "pattern": a.pattern,
+             "minimum": plain_number(a.minimum), "maximum": plain_number(a.maximum)}
             for a in entry.arguments.all()
         ]
         messages = list(entry.messages.all())
@@ -202,6 +212,9 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
                 description=normalise_newlines(arg.get("description") or ""),
                 required=bool(arg.get("required", True)), default=normalise_newlines(arg.get("default") or ""),
                 suggestions=_lines(arg.get("suggestions") or ()),
+                type=arg.get("type") or "text", choices=_lines(arg.get("choices") or ()),
+                min_length=arg.get("min_length"), max_length=arg.get("max_length"), pattern=arg.get("pattern") or "",
+                minimum=arg.get("minimum"), maximum=arg.get("maximum"),
             )
             for position, arg in enumerate(data["arguments"])
         ])
@@ -365,7 +378,9 @@ def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict
         arguments = [
             {"name": a["name"], "title": a.get("title", ""), "description": a.get("description", ""),
              "required": bool(a.get("required")), "default": a.get("default", ""),
-             "suggestions": list(a.get("suggestions", ()))}
+             "suggestions": list(a.get("suggestions", ())), "type": a.get("type", "text"),
+             **{key: a.get(spec_key, ARGUMENT_TYPE_DEFAULTS[key]) for key, spec_key in _SNAPSHOT_BOUNDS.items()},
+             "choices": list(a.get("choices", ()))}
             for a in snapshot.get("arguments", [])
         ]
         messages = [_message_from_block(m["role"], m["content"]) for m in snapshot.get("messages", [])]
@@ -424,6 +439,13 @@ def normalised(data: Mapping[str, Any]) -> dict[str, Any]:
             out[children] = [
                 {**child, "suggestions": _suggestions(_lines(child.get("suggestions") or ()))} for child in out[children]
             ]
+    if "arguments" in out:
+        out["arguments"] = [
+            {**ARGUMENT_TYPE_DEFAULTS, **arg, "type": arg.get("type") or "text",
+             "choices": _suggestions(_lines(arg.get("choices") or ())), "pattern": arg.get("pattern") or "",
+             "minimum": plain_number(arg.get("minimum")), "maximum": plain_number(arg.get("maximum"))}
+            for arg in out["arguments"]
+        ]
     if "variables" in out:
         out["variables"] = sorted(out["variables"], key=lambda v: v["name"])
     return out

@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from registry import argtypes
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 
 
@@ -92,21 +93,39 @@ def _messages(prompt: Prompt) -> Any:
     return prompt.messages.select_related("resource").all()
 
 
+def snapshot_argument(arg: Any) -> dict[str, Any]:
+    """One argument (a saved or unsaved PromptArgument row) as its snapshot spec.
+
+    The type and its bounds are written only for typed arguments, so an untyped argument's
+    snapshot (and so its version's content hash) is the same as before types existed.
+    """
+    item: dict[str, Any] = {"name": arg.name, "title": arg.title, "description": arg.description,
+                            "required": arg.required}
+    _omit_empty(item, "title", "description")
+    if not arg.required and arg.default:
+        item["default"] = arg.default
+    if arg.suggestion_list:
+        item["suggestions"] = arg.suggestion_list
+    kind = arg.type or argtypes.TEXT
+    if kind != argtypes.TEXT:
+        item["type"] = kind
+    bounds = {"choices": arg.choice_list, "minLength": arg.min_length, "maxLength": arg.max_length,
+              "pattern": arg.pattern, "minimum": argtypes.plain_number(arg.minimum),
+              "maximum": argtypes.plain_number(arg.maximum)}
+    for key in argtypes.ALL_BOUNDS:
+        if bounds[key] not in (None, "", []):
+            item[key] = bounds[key]
+    return item
+
+
 def snapshot_prompt(prompt: Prompt, *, arguments: Any = None, messages: Any = None) -> dict[str, Any]:
     """The prompt's snapshot; `arguments` / `messages` (ordered rows) stand in for the saved ones.
 
     The admin's unsaved-edit preview passes the rows of the submitted form, which are never saved.
     """
-    items = []
-    for arg in prompt.arguments.all() if arguments is None else arguments:
-        item = {"name": arg.name, "title": arg.title, "description": arg.description, "required": arg.required}
-        _omit_empty(item, "title", "description")
-        if not arg.required and arg.default:
-            item["default"] = arg.default
-        if arg.suggestion_list:
-            item["suggestions"] = arg.suggestion_list
-        items.append(item)
-    blocks = [{"role": m.role, "content": _message_block(m)} for m in (_messages(prompt) if messages is None else messages)]
+    items = [snapshot_argument(arg) for arg in (prompt.arguments.all() if arguments is None else arguments)]
+    rows = _messages(prompt) if messages is None else messages
+    blocks = [{"role": m.role, "content": _message_block(m)} for m in rows]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
          "arguments": items, "messages": blocks, "tags": _tag_list(prompt)},

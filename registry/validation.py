@@ -11,9 +11,11 @@ from typing import Any
 
 from django.conf import settings
 
+from registry.argtypes import spec_problems
 from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 from registry.rendering import placeholders_in
+from registry.snapshots import snapshot_argument
 from registry.uris import template_variable_names, validate_uri
 
 
@@ -50,6 +52,11 @@ def template_placeholders(text: str, where: str, report: DraftReport) -> list[st
         return []
 
 
+def registry_resource_exists(uri: str) -> bool:
+    """Whether a resource argument's default or suggestion names a resource of the registry."""
+    return Resource.objects.filter(uri=uri, archived_at__isnull=True).exists()
+
+
 def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages: list[Any] | None = None) -> DraftReport:
     """Check a prompt draft; `arguments`/`messages` may be unsaved rows from a form."""
     report = DraftReport()
@@ -63,6 +70,9 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages
     for name, count in declared.items():
         if count > 1:
             report.errors.append(f"The argument name '{name}' is used {count} times; names must be unique.")
+    for arg in arguments:
+        for problem in spec_problems(snapshot_argument(arg), registry_resource_exists):
+            report.errors.append(f"Argument '{arg.name}': {problem}")
     if not messages:
         report.errors.append("A prompt needs at least one message.")
     used: set[str] = set()

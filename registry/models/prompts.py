@@ -43,6 +43,18 @@ class Prompt(VersionedEntry):
         return self.name
 
 
+class ArgumentType(models.TextChoices):
+    """What values an argument accepts; MCP sends them all as strings, the registry checks them."""
+
+    TEXT = "text", "Text (any, may span lines)"
+    STRING = "string", "Single line of text"
+    ENUM = "enum", "One of a list of choices"
+    INTEGER = "integer", "Whole number"
+    NUMBER = "number", "Number"
+    BOOLEAN = "boolean", "Yes/no (true or false)"
+    RESOURCE = "resource", "URI of a registry resource"
+
+
 class PromptArgument(models.Model):
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="arguments")
     position = models.PositiveIntegerField(default=0)
@@ -54,6 +66,19 @@ class PromptArgument(models.Model):
     suggestions = models.TextField(
         blank=True, help_text="Suggested values, one per line; clients offer them as completions."
     )
+    type = models.CharField(
+        max_length=16, choices=ArgumentType.choices, default=ArgumentType.TEXT,
+        help_text="What values are accepted; clients that send anything else get an error naming the argument.",
+    )
+    choices = models.TextField(blank=True, help_text="One of a list: the allowed values, one per line.")
+    min_length = models.PositiveIntegerField(null=True, blank=True, help_text="Text: fewest characters.")
+    max_length = models.PositiveIntegerField(null=True, blank=True, help_text="Text: most characters.")
+    pattern = models.CharField(
+        max_length=500, blank=True,
+        help_text="Text: a regular expression the whole value must match, e.g. [A-Z]{3}-[0-9]+.",
+    )
+    minimum = models.FloatField(null=True, blank=True, help_text="Numbers: the smallest value allowed.")
+    maximum = models.FloatField(null=True, blank=True, help_text="Numbers: the largest value allowed.")
 
     class Meta:
         ordering = ["position", "id"]
@@ -65,6 +90,10 @@ class PromptArgument(models.Model):
     @property
     def suggestion_list(self) -> list[str]:
         return [line.strip() for line in self.suggestions.splitlines() if line.strip()]
+
+    @property
+    def choice_list(self) -> list[str]:
+        return [line.strip() for line in self.choices.splitlines() if line.strip()]
 
 
 class MessageRole(models.TextChoices):
