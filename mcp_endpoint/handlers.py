@@ -165,6 +165,8 @@ def translate_domain_error(exc: BaseException) -> errors.McpError | None:
         return errors.InvalidParams(exc.message, data={"uri": exc.uri})
     if isinstance(exc, registry_errors.InvalidArguments):
         return errors.InvalidParams(exc.message)
+    if isinstance(exc, registry_errors.ContentMissing):
+        return errors.InternalError(exc.message, data={"sha256": exc.sha256})
     return None
 
 
@@ -187,6 +189,14 @@ async def get_catalog(label: str) -> Any:
         _loading[label] = task
         task.add_done_callback(lambda t, lbl=label: _loading.pop(lbl, None) if _loading.get(lbl) is t else None)
     return await asyncio.shield(task)
+
+
+async def _content_call(method: Any, *args: Any) -> Any:
+    """Run a catalog read; content not in memory yet is loaded in a worker thread (one read)."""
+    try:
+        return method(*args)
+    except catalog.ContentNotLoaded:
+        return await database_sync_to_async(method)(*args)
 
 
 def _str_param(params: dict[str, Any], name: str) -> str:
@@ -274,19 +284,20 @@ async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     viewer = ctx.identity.viewer
     declined = False
     if ctx.modern and params.get("inputResponses") is not None:
-        arguments, declined = _with_input_responses(catalog.prompt(viewer, name), arguments,
-                                                    params["inputResponses"])
+        specs = await _content_call(catalog.argument_specs, viewer, name)
+        arguments, declined = _with_input_responses(specs, arguments, params["inputResponses"])
     try:
-        served = catalog.get_prompt(viewer, name, arguments)
+        served = await _content_call(catalog.get_prompt, viewer, name, arguments)
     except registry_errors.MissingArguments as exc:
         if declined or not ctx.elicits_forms:
             raise
-        return _ask_for_arguments(ctx, catalog.prompt(viewer, name), exc.names)
+        specs = await _content_call(catalog.argument_specs, viewer, name)
+        return _ask_for_arguments(ctx, catalog.prompt(viewer, name), specs, exc.names)
     source.record_fetch(served, viewer)
     return ctx.complete(shapes.shape_prompt_result(served.result, ctx.version))
 
 
-def _with_input_responses(item: Any, arguments: dict[str, Any], responses: Any) -> tuple[dict[str, Any], bool]:
+def _with_input_responses(specs: Any, arguments: dict[str, Any], responses: Any) -> tuple[dict[str, Any], bool]:
     """(arguments plus the values the user entered in our form, whether the user declined it).
 
     Keys other than ours are ignored, as the spec asks; form values (strings, numbers,
@@ -305,7 +316,7 @@ def _with_input_responses(item: Any, arguments: dict[str, Any], responses: Any) 
     if not isinstance(content, dict):
         raise errors.InvalidParams(f"params.inputResponses.{ARGUMENTS_INPUT}.content must be an object")
     merged: dict[str, Any] = dict(arguments)
-    for spec in item.compiled.arguments:
+    for spec in specs:
         if spec["name"] in content and spec["name"] not in arguments:
             value = content[spec["name"]]
             text = argtypes.from_form(spec, value)
@@ -313,8 +324,8 @@ def _with_input_responses(item: Any, arguments: dict[str, Any], responses: Any) 
     return merged, False
 
 
-def _ask_for_arguments(ctx: RequestContext, item: Any, missing: list[str]) -> dict[str, Any]:
-    specs = [spec for spec in item.compiled.arguments if spec["name"] in missing]
+def _ask_for_arguments(ctx: RequestContext, item: Any, all_specs: Any, missing: list[str]) -> dict[str, Any]:
+    specs = [spec for spec in all_specs if spec["name"] in missing]
     title = item.listing.get("title") or item.name
     request = {"method": "elicitation/create", "params": {
         "mode": "form",
@@ -334,7 +345,7 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
         served, raw = hit
         source.record_fetch(served, ctx.identity.viewer)
         return raw
-    served = catalog.read_resource(ctx.identity.viewer, uri)
+    served = await _content_call(catalog.read_resource, ctx.identity.viewer, uri)
     if not served.result.get("contents"):
         raise errors.ResourceNotFound(uri)  # never answer with empty contents
     raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True,
@@ -354,7 +365,7 @@ async def _resource_exists(ctx: RequestContext, uri: str) -> None:
     catalog = await get_catalog(ctx.identity.label)
     if any(r.get("uri") == uri for r in catalog.resources(ctx.identity.viewer)):
         return
-    catalog.read_resource(ctx.identity.viewer, uri)  # templated URIs: raises UnknownResource if no match
+    await _content_call(catalog.read_resource, ctx.identity.viewer, uri)  # templated URIs: UnknownResource if none
 
 
 async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -477,7 +488,7 @@ async def _tool_get_prompt(ctx: RequestContext, args: dict[str, Any]) -> dict[st
     if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
         return _tool_error("Argument 'arguments' must be an object of string values.")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
+    served = await _content_call(catalog.get_prompt, ctx.identity.viewer, name, arguments)
     source.record_fetch(served, ctx.identity.viewer)
     content: list[dict[str, Any]] = []
     if served.result.get("description"):
@@ -496,7 +507,7 @@ async def _tool_read_resource(ctx: RequestContext, args: dict[str, Any]) -> dict
     if not isinstance(uri, str) or not uri:
         return _tool_error("Argument 'uri' must be a non-empty string.")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.read_resource(ctx.identity.viewer, uri)
+    served = await _content_call(catalog.read_resource, ctx.identity.viewer, uri)
     contents = served.result.get("contents") or []
     if not contents:
         return _tool_error(f"Resource not found: {uri}")

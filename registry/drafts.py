@@ -11,7 +11,8 @@ exporter and "restore draft from vN" in the admin:
     template: {uri_template, name, title, description, mime_type, tags, audience, priority, body,
                variables: [{name, description, suggestions: [str]}]}
 
-Bytes are `bytes` (or None); a message that embeds or links a registry resource names it by
+Bytes are `bytes` (or None, or a `registry.content.Stored` reference to bytes already in the
+content store: restoring a version copies nothing); a message that embeds or links a registry resource names it by
 URI in `resource_uri`. `apply_*` set the keys present in `data` and leave the others alone;
 a list given for arguments, messages or variables replaces the child rows in order.
 
@@ -23,12 +24,11 @@ same snapshot. `apply_*` write no audit rows; `save_draft` (importer, REST API) 
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Iterable, Mapping
 
 from django.utils import timezone
 
-from registry import services
+from registry import content, services
 from registry.argtypes import plain_number
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
@@ -70,7 +70,9 @@ MESSAGE_FIELDS: dict[tuple[str, bool], tuple[str, ...]] = {
 
 
 # ---------------------------------------------------------------------------------------- helpers
-def _bytes(value: bytes | memoryview | None) -> bytes | None:
+def _bytes(value: bytes | memoryview | content.Stored | None) -> bytes | content.Stored | None:
+    if isinstance(value, content.Stored):
+        return value
     return bytes(value) if value else None
 
 
@@ -109,7 +111,7 @@ def _message_data(message: PromptMessage, resource_uris: Mapping[int, str]) -> d
             item[name] = _bytes(message.data)
         else:
             item[name] = getattr(message, name)
-    if item.get("data") and "text" in item:  # bytes win over text, as in the snapshot
+    if message.data_sha256 and "text" in item:  # bytes win over text, as in the snapshot
         item["text"] = ""
     return item
 
@@ -138,7 +140,7 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
         return {"name": entry.name, "title": entry.title, "description": entry.description, "tags": tags,
                 "arguments": arguments, "messages": [_message_data(m, uris) for m in messages]}
     if isinstance(entry, Resource):
-        data = _bytes(entry.data)
+        data = entry.data
         return {"uri": entry.uri, "name": entry.name, "title": entry.title, "description": entry.description,
                 "mime_type": entry.mime_type, "tags": tags, "audience": entry.audience, "priority": entry.priority,
                 "text": "" if data else entry.text, "data": data}
@@ -231,6 +233,8 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
                 mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
                 link_name=message.get("link_name") or "",
             ))
+        for row in rows:
+            row.store_pending()  # bytes go to the content store before the rows that reference them
         _remember_children(prompt, "messages", PromptMessage.objects.bulk_create(rows))
     return prompt
 
@@ -317,8 +321,17 @@ def save_draft(
 
 
 # ---------------------------------------------------------------------------------------- snapshots
-def _unb64(text: str | None) -> bytes | None:
-    return base64.b64decode(text) if text else None
+def _stored(ref: Mapping[str, Any]) -> content.Stored | None:
+    """Stored bytes named by a snapshot's reference (None when it holds text)."""
+    if ref.get("sha256") and ref.get("encoding", "base64") == "base64":
+        return content.Stored(ref["sha256"], int(ref.get("size") or 0))
+    return None
+
+
+def _stored_text(ref: Mapping[str, Any]) -> str:
+    if ref.get("sha256"):
+        return content.text(ref["sha256"]) if ref.get("encoding") == "text" else ""
+    return ref.get("text", "")
 
 
 def _annotation_fields(snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -350,14 +363,15 @@ def _message_from_block(role: str, block: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "text":
         return {"role": role, "kind": "text", "text": block.get("text", "")}
     if kind in ("image", "audio"):
-        return {"role": role, "kind": kind, "mime_type": block.get("mimeType", ""), "data": _unb64(block.get("data"))}
+        return {"role": role, "kind": kind, "mime_type": block.get("mimeType", ""),
+                "data": _stored({"encoding": "base64", **block})}
     if kind == "resource":
         inner = block["resource"]
         linked = _linked_message(role, kind, block, inner.get("uri", ""))
         if linked is not None:
             return linked
         return {"role": role, "kind": kind, "uri": inner.get("uri", ""), "mime_type": inner.get("mimeType", ""),
-                "text": "" if "blob" in inner else inner.get("text", ""), "data": _unb64(inner.get("blob"))}
+                "text": _stored_text(inner), "data": _stored(inner)}
     if kind == "resource_link":
         linked = _linked_message(role, kind, block, block.get("uri", ""))
         if linked is not None:
@@ -389,8 +403,7 @@ def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict
     if isinstance(entry, Resource):
         return {"uri": snapshot["uri"], "name": snapshot.get("name", ""), "title": snapshot.get("title", ""),
                 "description": snapshot.get("description", ""), "mime_type": snapshot.get("mimeType", ""),
-                **_annotation_fields(snapshot), "text": "" if "blob" in snapshot else snapshot.get("text", ""),
-                "data": _unb64(snapshot.get("blob"))}
+                **_annotation_fields(snapshot), "text": _stored_text(snapshot), "data": _stored(snapshot)}
     if isinstance(entry, ResourceTemplate):
         variables = [{"name": v["name"], "description": v.get("description", ""),
                       "suggestions": list(v.get("suggestions", ()))} for v in snapshot.get("variables", [])]

@@ -119,3 +119,20 @@ class InvalidRollout(RegistryError):
 
 class BulkUpdateRefused(RegistryError):
     """A QuerySet.update() would change what clients are served without notifying or auditing."""
+
+
+class ContentMissing(RegistryError):
+    """Bytes a draft or version references by hash are not in the content store (or do not match it)."""
+
+    def __init__(self, sha256: str, detail: str = "is missing from the content store") -> None:
+        super().__init__(f"Content {sha256[:12]} {detail}.")
+        self.sha256 = sha256
+
+
+class ContentTooLarge(RegistryError):
+    """Bytes larger than REGISTRY_MAX_UPLOAD_BYTES."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"The content is {size} bytes; the limit (REGISTRY_MAX_UPLOAD_BYTES) is {limit} bytes.")
+        self.size = size
+        self.limit = limit

@@ -439,7 +439,7 @@ class ResourceForm(UploadMixin, EntryForm):
                 field = "name"
             else:
                 field = None
-                if resource.data and resource.text:
+                if resource.data_sha256 and resource.text:
                     problem += " Tick “Remove the uploaded file” to use the text, or empty the text box."
             if field is not None and field in self.errors:
                 continue  # already explained by the field's own check

@@ -476,7 +476,9 @@ class _Checker:
             return "", None
         key = given[0]
         if key == "text":
-            return self.string(m, "text", path), None
+            value = self.string(m, "text", path)
+            self._check_size(len(value.encode("utf-8")), path + ("text",))
+            return value, None
         if key == "base64":
             encoded = self.string(m, "base64", path)
             try:

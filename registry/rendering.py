@@ -186,9 +186,20 @@ def compile_prompt(snapshot: Mapping[str, Any]) -> CompiledPrompt:
     )
 
 
-def render_compiled(prompt: CompiledPrompt, arguments: Mapping[str, Any] | None,
-                    is_resource: Callable[[str], bool] | None = None) -> dict[str, Any]:
-    """Turn a compiled version plus string arguments into an MCP GetPromptResult."""
+# Fills a content block's stored bytes in (image/audio data, embedded resource text or blob).
+BlockFiller = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def render_compiled(
+    prompt: CompiledPrompt, arguments: Mapping[str, Any] | None, fill: BlockFiller | None = None,
+    is_resource: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
+    """Turn a compiled version plus string arguments into an MCP GetPromptResult.
+
+    Snapshots reference documents by hash; `fill` (from the caller, which knows the content
+    store) turns such a block into what clients receive. Without it blocks pass unchanged.
+    `is_resource` answers whether a resource-typed argument names a readable registry URI.
+    """
     values = resolve_arguments(prompt.arguments, arguments, is_resource)
     messages = []
     for role, block, template in prompt.messages:
@@ -196,14 +207,14 @@ def render_compiled(prompt: CompiledPrompt, arguments: Mapping[str, Any] | None,
         if kind == "text":
             content: dict[str, Any] = {"type": "text", "text": template.render(values)}  # type: ignore[union-attr]
         elif kind == "resource":
-            resource = dict(block["resource"])
+            resource = dict((fill(block) if fill else block)["resource"])
             resource["uri"] = _render_uri(template, values)  # type: ignore[arg-type]
             content = {"type": "resource", "resource": resource}
         elif kind == "resource_link":
             content = dict(block)
             content["uri"] = _render_uri(template, values)  # type: ignore[arg-type]
-        else:  # image, audio: bytes are already base64 in the snapshot
-            content = dict(block)
+        else:  # image, audio
+            content = fill(block) if fill else dict(block)
         messages.append({"role": role, "content": content})
     result: dict[str, Any] = {"messages": messages}
     if prompt.description:
@@ -211,10 +222,12 @@ def render_compiled(prompt: CompiledPrompt, arguments: Mapping[str, Any] | None,
     return result
 
 
-def render_prompt(snapshot: Mapping[str, Any], arguments: Mapping[str, Any] | None,
-                  is_resource: Callable[[str], bool] | None = None) -> dict[str, Any]:
+def render_prompt(
+    snapshot: Mapping[str, Any], arguments: Mapping[str, Any] | None, fill: BlockFiller | None = None,
+    is_resource: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
     """One published prompt version plus string arguments -> exactly the MCP GetPromptResult."""
-    return render_compiled(compile_prompt(snapshot), arguments, is_resource)
+    return render_compiled(compile_prompt(snapshot), arguments, fill, is_resource)
 
 
 def render_body(body: str, variables: Mapping[str, str]) -> str:

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from registry.admin.common import VersionedEntryAdmin, thumbnail_html
+from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry import argtypes
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.forms import (
@@ -25,7 +25,7 @@ from registry.forms import (
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.rendering import render_prompt
-from registry.snapshots import snapshot_of, snapshot_prompt
+from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
 from registry.validation import registry_resource_exists
 
 
@@ -63,7 +63,7 @@ class PromptMessageInline(admin.StackedInline):
 
     @admin.display(description="Current file")
     def current_file(self, obj: PromptMessage) -> str:
-        return thumbnail_html(obj.mime_type, obj.data) if obj and obj.pk else "—"
+        return stored_thumbnail(obj) if obj and obj.pk else "—"
 
 
 class PreviewArgumentsForm(forms.Form):
@@ -179,7 +179,9 @@ class PromptAdmin(VersionedEntryAdmin):
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
-        return preview_result(snapshot_of(obj), request.GET if "preview" in request.GET else None)
+        payloads: Payloads = {}
+        snapshot = snapshot_of(obj, payloads)
+        return preview_result(snapshot, payloads, request.GET if "preview" in request.GET else None)
 
     def get_urls(self):
         info = self.opts.app_label, self.opts.model_name
@@ -198,12 +200,13 @@ class PromptAdmin(VersionedEntryAdmin):
             return HttpResponseNotAllowed(["POST"])
         obj = self._entry(request, object_id)
         context: dict[str, Any] = {"errors": []}
+        payloads: Payloads = {}
         with transaction.atomic():
-            snapshot = self._snapshot_of_posted_form(request, obj, context["errors"])
+            snapshot = self._snapshot_of_posted_form(request, obj, context["errors"], payloads)
             # Belt and braces: whatever a form or signal might have written is undone.
             transaction.set_rollback(True)
         if snapshot is not None:
-            context.update(preview_result(snapshot, request.POST if "preview" in request.POST else None))
+            context.update(preview_result(snapshot, payloads, request.POST if "preview" in request.POST else None))
         context["form_url"] = self._url("preview_edits", obj)
         if request.headers.get("X-Registry-Fragment"):
             return TemplateResponse(request, "admin/registry/prompt/_preview_panel.html", context)
@@ -213,8 +216,12 @@ class PromptAdmin(VersionedEntryAdmin):
         context = self._context(request, obj, f"Preview of your unsaved edits of {obj.key}", **context)
         return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
 
-    def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str]) -> dict[str, Any] | None:
-        """The snapshot the posted change form would save, or None with `errors` filled in."""
+    def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str],
+                                 payloads: Payloads) -> dict[str, Any] | None:
+        """The snapshot the posted change form would save, or None with `errors` filled in.
+
+        `payloads` collects the bytes of files it references (uploads included), so the preview
+        can show them without anything being written to the content store."""
         form = self.get_form(request, obj, change=True)(request.POST, request.FILES, instance=obj)
         form.is_valid()
         # Someone else's newer save does not stop a preview; saving will still warn about it.
@@ -237,17 +244,21 @@ class PromptAdmin(VersionedEntryAdmin):
                 arguments = [f.instance for f in live if f.cleaned_data.get("name")]
             elif isinstance(formset, PromptMessageFormSet):
                 messages = [f.instance for f in live]
-        return snapshot_prompt(new_object, arguments=arguments or [], messages=messages or [])
+        return snapshot_prompt(new_object, payloads, arguments=arguments or [], messages=messages or [])
 
 
-def preview_result(snapshot: dict[str, Any], data: Any) -> dict[str, Any]:
-    """Sample-argument boxes plus the rendering of `snapshot` with them (`data` None: the defaults)."""
+def preview_result(snapshot: dict[str, Any], payloads: Payloads, data: Any) -> dict[str, Any]:
+    """Sample-argument boxes plus the rendering of `snapshot` with them (`data` None: the defaults).
+
+    `payloads` holds the draft's own unpublished bytes; anything else comes from the content store."""
     # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
     form = PreviewArgumentsForm(data, prefix="arg", arguments=snapshot.get("arguments", []))
     values = form.values()
     context: dict[str, Any] = {"form": form, "values": values}
     try:
-        result = render_prompt(snapshot, values, registry_resource_exists)
+        load = draft_loader(payloads)
+        result = render_prompt(snapshot, values, lambda block: materialise_block(block, load),
+                               registry_resource_exists)
     except MissingArguments as exc:
         message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
         # Before the first "Render preview" that is an invitation, not a mistake.

@@ -2,6 +2,7 @@
 
 from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
+from registry.models.content import ContentObject
 from registry.models.clients import FetchCounter, McpClient
 from registry.models.prompts import (
     ArgumentType,
@@ -34,6 +35,7 @@ __all__ = [
     "AuditEntry",
     "ChangeLogEntry",
     "ContentKind",
+    "ContentObject",
     "EntryVersion",
     "FetchCounter",
     "McpClient",

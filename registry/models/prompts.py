@@ -6,6 +6,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
+from registry.models.content import StoredBytesMixin
 
 prompt_name_validator = RegexValidator(
     r"^[A-Za-z0-9_.\-]{1,128}$",
@@ -109,7 +110,7 @@ class ContentKind(models.TextChoices):
     RESOURCE_LINK = "resource_link", "Resource link"
 
 
-class PromptMessage(models.Model):
+class PromptMessage(StoredBytesMixin, models.Model):
     """One message of the prompt body; each carries exactly one content block."""
 
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="messages")
@@ -133,7 +134,9 @@ class PromptMessage(models.Model):
         help_text="Embed or link a registry resource (its published content is frozen into the version).",
     )
     mime_type = models.CharField(max_length=100, blank=True)
-    data = models.BinaryField(null=True, blank=True, help_text="Uploaded bytes (images, audio, binary embeds).")
+    data_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False,
+                                   help_text="SHA-256 of the uploaded bytes (images, audio, binary embeds).")
+    data_size = models.PositiveBigIntegerField(default=0, editable=False)
     link_name = models.CharField(max_length=200, blank=True, help_text="Resource links: the name shown.")
 
     class Meta:

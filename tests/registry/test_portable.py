@@ -310,3 +310,12 @@ prompts:
     messages: [{text: "Hello {{ who }}"}]
 """)
     assert entry_document("prompt", spec.data)["arguments"] == [{"name": "who", "required": True}]
+
+
+def test_inline_text_over_the_upload_limit_is_refused_at_import_with_its_size(settings):
+    settings.REGISTRY = {**settings.REGISTRY, "MAX_UPLOAD_BYTES": 10}
+    found = problems("""
+resources:
+  - {uri: docs://long, name: long, text: "twelve bytes"}
+""")
+    assert any("text: the content is 12 bytes; the limit is 10 bytes." in p for p in found)
