@@ -129,10 +129,12 @@ def anonymous() -> Identity:
     return _anonymous[0]
 
 
-async def authenticate(authorization: str | None) -> Identity:
+async def authenticate(authorization: str | None, resource: str | None = None) -> Identity:
     """``Authorization`` header -> Identity, or :class:`errors.Unauthorized` (HTTP 401).
     No header is accepted only while ALLOW_ANONYMOUS is on; a bad token is never anonymous.
-    The registry caches token lookups in memory, so the hot path makes no query."""
+    Pre-shared ``mcpr_`` tokens are the registry's; any other token is an OAuth access token,
+    which must have been issued for ``resource`` (this endpoint's public URL, RFC 8707).
+    Both kinds are cached in memory, so the hot path makes no query."""
     if not authorization:
         if mcp_settings.ALLOW_ANONYMOUS:
             return anonymous()
@@ -140,13 +142,30 @@ async def authenticate(authorization: str | None) -> Identity:
     scheme, _, token = authorization.strip().partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
-        raise errors.Unauthorized("Unauthorized: use Authorization: Bearer <token>")
+        raise errors.InvalidToken("Unauthorized: use Authorization: Bearer <token>")
+    if not token.startswith(clients.TOKEN_PREFIX):
+        return identity_of(await _oauth_viewer(token, resource or ""))
     known, viewer = source.cached_viewer(token)
     if not known:
         viewer = await database_sync_to_async(source.load_viewer)(token)
     if viewer is None:
-        raise errors.Unauthorized("Unauthorized: invalid, expired or revoked token")
+        raise errors.InvalidToken("Unauthorized: invalid, expired or revoked token")
     return identity_of(viewer)
+
+
+async def _oauth_viewer(token: str, resource: str) -> Any:
+    from oauth import bearer  # the OAuth app is optional to the transport; imported on first use
+
+    known, result = bearer.cached(token, resource)
+    if not known:
+        try:
+            result = await database_sync_to_async(bearer.resolve)(token, resource)
+        except bearer.OAuthRefusal as refusal:
+            result = refusal
+    if isinstance(result, bearer.OAuthRefusal):
+        kind = errors.InsufficientScope if result.error == "insufficient_scope" else errors.InvalidToken
+        raise kind(f"{'Forbidden' if kind is errors.InsufficientScope else 'Unauthorized'}: {result.description}")
+    return result
 
 
 async def still_authorised(identity: Identity) -> bool:

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class OAuthConfig(AppConfig):
+    name = "oauth"
+    label = "oauth"
+    verbose_name = "OAuth connections"
+    default_auto_field = "django.db.models.BigAutoField"

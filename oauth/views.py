@@ -1,0 +1,108 @@
+"""OAuth HTTP views: our resource metadata, the consent page, registration and JSON 404s.
+
+The authorization server's endpoints are django-oauth-toolkit's; these subclasses only add
+what the MCP setup needs (the /mcp resource, admin-styled consent naming what the client will
+be served, authorization-code-only registration, JSON instead of the HTML 404 page)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.views import AuthorizationView, DynamicClientRegistrationView
+from oauth2_provider.views import OAuthProtectedResourceMetadataView
+
+from .bearer import defaults_for
+from .models import OAuthConnection
+from .resource import SCOPE, resource_url
+
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+_ALLOWED_GRANTS = {"authorization_code", "refresh_token"}
+
+
+class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
+    """RFC 9728 document for /mcp, at the root and the path-suffixed well-known URI."""
+
+    def get_resource(self, request: HttpRequest) -> str:
+        return resource_url(request.scheme, request.get_host())
+
+    def get_authorization_servers(self, request: HttpRequest) -> list[str]:
+        return [oauth2_settings.oauth2_authorization_server_issuer(request)]
+
+    def get_scopes_supported(self) -> list[str]:
+        return [SCOPE]
+
+
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Unknown /.well-known/* and /oauth/* paths: a JSON error, which OAuth clients can read."""
+    return JsonResponse({"error": "not_found", "error_description": f"No OAuth endpoint at {request.path}"},
+                        status=404)
+
+
+def _redirect_uri_problem(uri: str) -> str | None:
+    """OAuth 2.1 §2.3.1 / RFC 8252 §7.3: https anywhere, plain http only to a loopback host."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return f"redirect_uri {uri!r} is not a URI"
+    if parts.fragment:
+        return f"redirect_uri {uri!r} must not have a fragment"
+    if parts.scheme == "http" and (parts.hostname or "") not in _LOOPBACK:
+        return f"redirect_uri {uri!r}: plain http is allowed only to 127.0.0.1, [::1] or localhost"
+    return None
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ClientRegistration(DynamicClientRegistrationView):
+    """RFC 7591 registration, limited to what this server issues: authorization code (+ refresh)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            data = json.loads(request.body or b"null")
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            grants = data.get("grant_types", ["authorization_code"])
+            if isinstance(grants, list) and not set(map(str, grants)) <= _ALLOWED_GRANTS:
+                return _metadata_error("only the authorization_code and refresh_token grant types are offered")
+            uris = data.get("redirect_uris")
+            if isinstance(uris, list):
+                for uri in uris:
+                    problem = isinstance(uri, str) and _redirect_uri_problem(uri)
+                    if problem:
+                        return JsonResponse({"error": "invalid_redirect_uri", "error_description": problem},
+                                            status=400)
+        return super().post(request, *args, **kwargs)
+
+
+def _metadata_error(description: str) -> JsonResponse:
+    return JsonResponse({"error": "invalid_client_metadata", "error_description": description}, status=400)
+
+
+class Consent(AuthorizationView):
+    """The consent page in the admin's style: which client, which user, what it will be served."""
+
+    template_name = "oauth/authorize.html"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        application = context.get("application")
+        user = self.request.user
+        link = None
+        if application is not None and user.is_authenticated:
+            link = OAuthConnection.objects.select_related("client").filter(application=application, user=user).first()
+        if link is not None:
+            label, tags = link.client.label, link.client.scope_tags
+        elif user.is_authenticated:
+            label, tags = defaults_for(user)
+        else:
+            label, tags = "", ""
+        context.update(served_label=label, served_tags=[t.strip() for t in tags.split(",") if t.strip()],
+                       title="Connect an assistant", site_header="MCP Prompt Registry",
+                       redirect_host=urlsplit(context.get("redirect_uri") or "").netloc)
+        return context
