@@ -89,6 +89,15 @@ class Consent(AuthorizationView):
 
     template_name = "oauth/authorize.html"
 
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # The toolkit refuses "plain" only when it issues the code, after the user consented;
+        # refuse it before asking anyone anything (OAuth 2.1 §4.1.1: S256 only here).
+        if request.GET.get("code_challenge_method") == "plain":
+            error = {"error": "invalid_request",
+                     "description": 'The "plain" PKCE method is not accepted; use "S256".'}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+        return super().get(request, *args, **kwargs)
+
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)
         application = context.get("application")

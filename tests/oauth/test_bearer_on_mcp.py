@@ -142,6 +142,15 @@ async def test_inactive_user_token_is_refused(mcp_app, registry_data):
     assert (await list_prompts(mcp_app, await sync_to_async(setup)())).status == 401
 
 
+async def test_registration_access_token_does_not_open_mcp(mcp_app, registry_data):
+    from django.test import Client
+
+    from tests.oauth.conftest import HOST, register
+
+    _status, app = await sync_to_async(register)(Client(HTTP_HOST=HOST))
+    assert (await list_prompts(mcp_app, app["registration_access_token"])).status == 401
+
+
 async def test_pre_shared_tokens_keep_working_next_to_oauth(mcp_app, registry_data):
     _client, raw = await sync_to_async(create_client)(name="ci-agent")
     assert (await list_prompts(mcp_app, raw)).status == 200
