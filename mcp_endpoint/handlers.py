@@ -10,6 +10,7 @@ Hot path (list/get/read with the label's catalog in memory): no database query, 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 from collections import OrderedDict
@@ -144,7 +145,8 @@ async def authenticate(authorization: str | None, resource: str | None = None) -
     if scheme.lower() != "bearer" or not token:
         raise errors.InvalidToken("Unauthorized: use Authorization: Bearer <token>")
     if not token.startswith(clients.TOKEN_PREFIX):
-        return identity_of(await _oauth_viewer(token, resource or ""))
+        viewer = await _oauth_viewer(token, resource or "")
+        return dataclasses.replace(identity_of(viewer), oauth_token=hashlib.sha256(token.encode()).hexdigest())
     known, viewer = source.cached_viewer(token)
     if not known:
         viewer = await database_sync_to_async(source.load_viewer)(token)
@@ -172,6 +174,11 @@ async def still_authorised(identity: Identity) -> bool:
     """For long-lived streams: is the client behind this identity still allowed (not revoked)?"""
     if identity.client_id is None:
         return True
+    if identity.oauth_token:  # an OAuth token revoked or expired ends its streams too
+        from oauth import bearer
+
+        if not await database_sync_to_async(bearer.token_live)(identity.oauth_token):
+            return False
     return await database_sync_to_async(clients.client_usable)(identity.client_id)
 
 

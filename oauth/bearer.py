@@ -44,6 +44,7 @@ class OAuthRefusal(Exception):
 def forget_cached() -> None:
     with _lock:
         _cache.clear()
+        _live.clear()
 
 
 def cached(token: str, resource: str) -> tuple[bool, "Viewer | OAuthRefusal | None"]:
@@ -88,6 +89,24 @@ def _resolve(checksum: str, resource: str) -> Viewer:
     if client.last_seen_at is None or (now - client.last_seen_at).total_seconds() > 60:
         McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
     return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+
+
+_live: dict[str, tuple[float, bool]] = {}
+
+
+def token_live(checksum: str) -> bool:
+    """Whether the access token with this checksum still exists and has not expired (cached)."""
+    entry = _live.get(checksum)
+    now = time.monotonic()
+    if entry is not None and entry[0] > now:
+        return entry[1]
+    access = get_access_token_model().objects.filter(token_checksum=checksum).only("expires").first()
+    live = access is not None and not access.is_expired()
+    with _lock:
+        if len(_live) >= CACHE_SIZE:
+            _live.clear()
+        _live[checksum] = (now + CACHE_S, live)
+    return live
 
 
 def client_name(application, user) -> str:

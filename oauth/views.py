@@ -96,7 +96,21 @@ class Consent(AuthorizationView):
             error = {"error": "invalid_request",
                      "description": 'The "plain" PKCE method is not accepted; use "S256".'}
             return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+        ours = resource_url(request.scheme, request.get_host())
+        asked = request.GET.getlist("resource")
+        if not asked:  # RFC 8707 §2: the server may bind a default audience; ours is the only one
+            request.GET = request.GET.copy()
+            request.GET["resource"] = ours
+        elif any(value != ours for value in asked):
+            error = {"error": "invalid_target",
+                     "description": f"This server issues tokens only for {ours}, not for {', '.join(asked)}."}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
         return super().get(request, *args, **kwargs)
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        if not form.cleaned_data.get("resource"):
+            form.cleaned_data["resource"] = resource_url(self.request.scheme, self.request.get_host())
+        return super().form_valid(form)
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         context = super().get_context_data(**kwargs)

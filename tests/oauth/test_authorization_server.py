@@ -211,3 +211,26 @@ def test_denied_consent_redirects_with_access_denied_and_issues_nothing(web, edi
     response = web.post("/oauth/authorize/?" + urlencode(params), data)
     assert response.status_code == 302 and "error=access_denied" in response["Location"]
     assert not AccessToken.objects.filter(user=editor).exists()
+
+
+def test_authorization_for_another_resource_is_refused_as_invalid_target(web, editor):
+    _, app = register(web)
+    web.force_login(editor)
+    _verifier, challenge = pkce()
+    params = authorize_params(app["client_id"], challenge, resource="https://other.example.com/mcp")
+    page = web.get("/oauth/authorize/?" + urlencode(params))
+    assert page.status_code == 400 and "invalid_target" in page.content.decode()
+
+
+def test_authorization_without_a_resource_is_bound_to_the_mcp_endpoint(web, editor):
+    _, app = register(web)
+    web.force_login(editor)
+    verifier, challenge = pkce()
+    params = authorize_params(app["client_id"], challenge)
+    del params["resource"]
+    code = consent(web, params)["code"]
+    data = {"grant_type": "authorization_code", "code": code, "client_id": app["client_id"],
+            "redirect_uri": params["redirect_uri"], "code_verifier": verifier}
+    response = web.post("/oauth/token/", urlencode(data), content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 200, response.content
+    assert AccessToken.objects.get(user=editor).resource == [RESOURCE]

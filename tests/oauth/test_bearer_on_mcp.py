@@ -155,3 +155,17 @@ async def test_pre_shared_tokens_keep_working_next_to_oauth(mcp_app, registry_da
     _client, raw = await sync_to_async(create_client)(name="ci-agent")
     assert (await list_prompts(mcp_app, raw)).status == 200
     assert (await list_prompts(mcp_app, raw[:-2] + "xx")).status == 401
+
+
+async def test_open_streams_end_when_their_oauth_token_is_revoked(registry_data):
+    from oauth2_provider.models import AccessToken
+
+    from mcp_endpoint import handlers
+
+    user = await sync_to_async(make_user)("Editors")
+    token = await sync_to_async(make_token)(user)
+    identity = await handlers.authenticate(f"Bearer {token}", "http://127.0.0.1:8000/mcp")
+    assert identity.oauth_token and await handlers.still_authorised(identity)
+    await sync_to_async(lambda: AccessToken.objects.all().delete())()
+    bearer.forget_cached()
+    assert not await handlers.still_authorised(identity)
