@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework import exceptions
 from rest_framework.permissions import IsAuthenticated
 
@@ -28,7 +28,7 @@ class _LoginPage:
         return super().handle_exception(exc)  # type: ignore[misc]
 
 
-class SwaggerView(_LoginPage, SpectacularSwaggerView):
+class SwaggerView(_LoginPage, SpectacularSwaggerSplitView):
     pass
 
 

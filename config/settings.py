@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "channels",
     "registry",
     "mcp_endpoint",
@@ -82,6 +83,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -199,9 +201,32 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
-# Webhooks: loopback receivers are refused (they would reach this server or its neighbours);
-# tests switch this on to run a receiver on 127.0.0.1.
-WEBHOOKS_ALLOW_LOOPBACK = env_flag("WEBHOOKS_ALLOW_LOOPBACK", False)
+# Content-Security-Policy on every page Django serves (django-csp). Defence in depth behind
+# auto-escaping: no inline or foreign script runs even if markup were ever injected. Scripts,
+# styles, fonts and fetches come from this origin only; thumbnails and audio previews are
+# data: URIs. style-src-attr allows style="..." attributes (admin widgets and several admin
+# templates use them; an attribute can neither run script nor match other elements), while
+# <style> elements, which could probe the page with selectors, stay blocked. /api/docs/ and
+# /api/redoc/ widen this per view (api/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "media-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
+
+# Webhooks go to global addresses only; networks listed here (comma-separated CIDRs, e.g.
+# "10.20.0.0/16" for internal receivers, "127.0.0.0/8,::1/128" for a local one in development
+# and tests) are allowed too. See docs/webhooks.md.
+WEBHOOKS_ALLOWED_NETWORKS = env_list("WEBHOOKS_ALLOWED_NETWORKS", "")
 
 # Registry limits that editors meet in the admin and importers meet in YAML.
 REGISTRY = {

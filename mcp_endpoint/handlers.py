@@ -13,7 +13,6 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
-from collections import OrderedDict
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -28,6 +27,7 @@ from .context import Identity, RequestContext
 from .hub import hub as notification_hub
 from .jsonrpc import RawJSON, dumps
 from .pagination import paginate
+from .result_cache import ResultCache
 from .sessions import LOG_LEVELS
 from .sessions import store as session_store
 from .settings import mcp_settings, on_reload
@@ -68,27 +68,7 @@ class RegistrySource:
 source = RegistrySource()
 
 
-class _LRU:
-    def __init__(self) -> None:
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-
-    def get(self, key: Any) -> Any:
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-    def put(self, key: Any, value: Any) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        if len(self._data) > mcp_settings.RESULT_CACHE_SIZE:
-            self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        self._data.clear()
-
-
-_results = _LRU()
+_results = ResultCache(lambda: mcp_settings.RESULT_CACHE_BYTES, lambda: mcp_settings.RESULT_CACHE_SIZE)
 _loading: dict[str, asyncio.Future] = {}
 _secret_cache: list[bytes] = []
 
@@ -268,8 +248,8 @@ async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, fie
     viewer = ctx.identity.viewer
     private, variant = _personalisation(catalog, viewer)
     cache_key = (method, ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, cursor,
-                 catalog.generation, mcp_settings.PAGE_SIZE)
-    hit = _results.get(cache_key)
+                 mcp_settings.PAGE_SIZE)
+    hit = _results.get(cache_key, catalog.generation)
     if hit is not None:
         return hit
     items = getattr(catalog, field)(viewer)
@@ -279,7 +259,7 @@ async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, fie
     if next_cursor:
         result["nextCursor"] = next_cursor
     raw = RawJSON(dumps(ctx.complete(result, cacheable=True, private=private)))
-    _results.put(cache_key, raw)
+    _results.put(cache_key, raw, catalog.generation, len(raw.data))
     return raw
 
 
@@ -316,9 +296,8 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     uri = _str_param(params, "uri")
     catalog = await get_catalog(ctx.identity.label)
     private, variant = _personalisation(catalog, ctx.identity.viewer)
-    cache_key = ("resources/read", ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, uri,
-                 catalog.generation)
-    hit = _results.get(cache_key)
+    cache_key = ("resources/read", ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, uri)
+    hit = _results.get(cache_key, catalog.generation)
     if hit is not None:
         served, raw = hit
         source.record_fetch(served, ctx.identity.viewer)
@@ -329,7 +308,7 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True,
                                      private=private)))
     if len(raw.data) <= _CACHEABLE_READ_BYTES:
-        _results.put(cache_key, (served, raw))
+        _results.put(cache_key, (served, raw), catalog.generation, len(raw.data))
     source.record_fetch(served, ctx.identity.viewer)
     return raw
 

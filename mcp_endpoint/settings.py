@@ -14,7 +14,9 @@ Keys (all optional):
                            (IPv4 address or IPv6 /64); initialize beyond it ends the least recently used
     MAX_ANONYMOUS_SESSIONS live legacy sessions of all anonymous callers together (same rule)
     MAX_CLIENT_INFO_BYTES  largest clientInfo, and largest capabilities, accepted by initialize (JSON bytes)
-    RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process
+    RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process (entries)
+    RESULT_CACHE_BYTES     byte budget of those results per process (default 16 MiB); only the
+                           current catalog generation's results are kept
     KEEPALIVE_SECONDS      SSE keep-alive comment interval on long-lived streams
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
@@ -53,6 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_ANONYMOUS_SESSIONS": 10_000,
     "MAX_CLIENT_INFO_BYTES": 8 * 1024,
     "RESULT_CACHE_SIZE": 4096,
+    "RESULT_CACHE_BYTES": 16 * 1024 * 1024,
     "KEEPALIVE_SECONDS": 15.0,
     "CHANGE_POLL_SECONDS": 0.5,
     "CHANGE_LOG_RETENTION_SECONDS": 7 * 24 * 3600,

@@ -13,9 +13,9 @@ import time
 from datetime import timedelta
 from types import SimpleNamespace
 
-from django.db import transaction
 from django.utils import timezone
 
+from registry.changes import service_transaction
 from registry.catalog import Viewer
 from registry.models import AuditAction, McpClient
 from registry.services import actor_name, write_audit
@@ -31,7 +31,7 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-@transaction.atomic
+@service_transaction
 def issue_token(client: McpClient) -> str:
     """Give `client` a new token (replacing any old one) and return it; only its hash is kept."""
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)

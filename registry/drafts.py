@@ -25,10 +25,10 @@ from __future__ import annotations
 import base64
 from typing import Any, Iterable, Mapping
 
-from django.db import transaction
 from django.utils import timezone
 
 from registry import services
+from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
 from registry.models import (
     AuditAction,
@@ -105,8 +105,12 @@ def _message_data(message: PromptMessage, resource_uris: Mapping[int, str]) -> d
     return item
 
 
-def draft_data(entry: VersionedEntry) -> dict[str, Any]:
-    """The draft of `entry` as plain data (see the module docstring)."""
+def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """The draft of `entry` as plain data (see the module docstring).
+
+    `resource_uris` (pk -> URI of every registry resource) spares the per-prompt query for the
+    URIs of linked resources when many drafts are read at once (export, import).
+    """
     tags = normalise_tags(entry.tags)
     if isinstance(entry, Prompt):
         arguments = [
@@ -116,7 +120,10 @@ def draft_data(entry: VersionedEntry) -> dict[str, Any]:
         ]
         messages = list(entry.messages.all())
         linked_ids = {m.resource_id for m in messages if m.resource_id}
-        uris = dict(Resource.objects.filter(pk__in=linked_ids).values_list("pk", "uri")) if linked_ids else {}
+        if resource_uris is not None and linked_ids <= resource_uris.keys():
+            uris: Mapping[int, str] = resource_uris
+        else:
+            uris = dict(Resource.objects.filter(pk__in=linked_ids).values_list("pk", "uri")) if linked_ids else {}
         return {"name": entry.name, "title": entry.title, "description": entry.description, "tags": tags,
                 "arguments": arguments, "messages": [_message_data(m, uris) for m in messages]}
     if isinstance(entry, Resource):
@@ -162,12 +169,31 @@ def _resources_by_uri(uris: set[str]) -> dict[str, Resource]:
     return found
 
 
-@transaction.atomic
+def _remember_children(entry: VersionedEntry, relation: str, rows: list[Any]) -> None:
+    """Make `entry.<relation>.all()` return the rows just written, without a query.
+
+    Replacing child rows leaves any prefetched copy stale; what was written is exactly what a
+    fresh read would return (same order), so it becomes the entry's cached children and the
+    snapshot, diff and validation that follow in the same save need not read them back.
+    """
+    manager = getattr(entry, relation)
+    name = manager.field.remote_field.cache_name
+    getattr(entry, "_prefetched_objects_cache", {}).pop(name, None)
+    cached = manager.get_queryset()
+    cached._result_cache = list(rows)
+    cached._prefetch_done = True
+    cache = getattr(entry, "_prefetched_objects_cache", None)
+    if cache is None:
+        cache = entry._prefetched_objects_cache = {}  # type: ignore[attr-defined]
+    cache[name] = cached
+
+
+@service_transaction
 def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
     _set_fields(prompt, data, PROMPT_FIELDS)
     if "arguments" in data:
         prompt.arguments.all().delete()
-        PromptArgument.objects.bulk_create([
+        arguments = PromptArgument.objects.bulk_create([
             PromptArgument(
                 prompt=prompt, position=position, name=arg["name"], title=arg.get("title") or "",
                 description=arg.get("description") or "", required=bool(arg.get("required", True)),
@@ -175,6 +201,7 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
             )
             for position, arg in enumerate(data["arguments"])
         ])
+        _remember_children(prompt, "arguments", arguments)
     if "messages" in data:
         resources = _resources_by_uri({m["resource_uri"] for m in data["messages"] if m.get("resource_uri")})
         prompt.messages.all().delete()
@@ -187,26 +214,27 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
                 mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
                 link_name=message.get("link_name") or "",
             ))
-        PromptMessage.objects.bulk_create(rows)
+        _remember_children(prompt, "messages", PromptMessage.objects.bulk_create(rows))
     return prompt
 
 
-@transaction.atomic
+@service_transaction
 def apply_resource(resource: Resource, data: Mapping[str, Any]) -> Resource:
     _set_fields(resource, data, RESOURCE_FIELDS)
     return resource
 
 
-@transaction.atomic
+@service_transaction
 def apply_template(template: ResourceTemplate, data: Mapping[str, Any]) -> ResourceTemplate:
     _set_fields(template, data, TEMPLATE_FIELDS)
     if "variables" in data:
         template.variables.all().delete()
-        TemplateVariable.objects.bulk_create([
+        variables = TemplateVariable.objects.bulk_create([
             TemplateVariable(template=template, name=v["name"], description=v.get("description") or "",
                              suggestions=_lines(v.get("suggestions") or ()))
             for v in data["variables"]
         ])
+        _remember_children(template, "variables", sorted(variables, key=lambda v: v.name))
     return template
 
 
@@ -243,7 +271,7 @@ def lock_draft(entry: VersionedEntry, *, expected_revision: int | None = None) -
     return entry
 
 
-@transaction.atomic
+@service_transaction
 def save_draft(
     entry: VersionedEntry,
     data: Mapping[str, Any],
@@ -362,7 +390,7 @@ def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> Versio
     return apply_data(entry, snapshot_data(entry, snapshot))
 
 
-@transaction.atomic
+@service_transaction
 def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: Any, note: str = "") -> VersionedEntry:
     """Replace the draft with version `version_number` and audit it (action restore_draft)."""
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]

@@ -99,3 +99,7 @@ class ReviewClosed(StaleReview):
 
 class InvalidRollout(RegistryError):
     """A rollout that cannot be started or changed as asked (percent outside 0-100, unknown version...)."""
+
+
+class BulkUpdateRefused(RegistryError):
+    """A QuerySet.update() would change what clients are served without notifying or auditing."""

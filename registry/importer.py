@@ -1,6 +1,6 @@
-"""Prompts as code: import a YAML file into the registry, and export the registry's drafts.
+"""Prompts as code: import a YAML file (or a folder of them) into the registry, and export the registry's drafts.
 
-`import_documents` makes each listed entry's draft what the file says, in ONE transaction
+`import_documents` makes each listed entry's draft what the files say, in ONE transaction
 (any error: nothing is saved), and with `publish=True` publishes drafts that differ from
 their newest version and points the entry's labels at it. Re-importing the same file writes
 nothing: no drafts, versions, label moves or audit rows. The format is in `registry.portable`.
@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from django.db import transaction
+from django.db.models import Max, Prefetch
 
 from registry import services
 from registry.drafts import draft_data, normalised, save_draft
 from registry.errors import RegistryError
 from registry.kinds import KINDS
-from registry.models import Resource, VersionedEntry
+from registry.models import PromptMessage, Resource, VersionedEntry
 from registry.portable import (
     SECTIONS,
     EntrySpec,
@@ -34,6 +35,7 @@ from registry.portable import (
     dump_document,
     entry_document,
     load_file,
+    load_path,
     read_entries,
 )
 from registry.snapshots import content_hash, snapshot_of
@@ -48,9 +50,10 @@ PLURAL = {kind: section for section, kind in SECTIONS.items()}
 class ImportFailed(RegistryError):
     """The import was refused and rolled back; `problems` names file, entry and field for each."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], side_files: frozenset[Path] = frozenset()) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+        self.side_files = side_files  # the `file:` paths named by the files read, as far as they were read
 
 
 @dataclass
@@ -74,6 +77,7 @@ class ImportReport:
     dry_run: bool
     publish: bool
     outcomes: list[EntryOutcome] = field(default_factory=list)
+    side_files: frozenset[Path] = frozenset()  # the `file:` paths the imported files named
 
     def counts(self, kind: str) -> Counter[str]:
         return Counter(o.status for o in self.outcomes if o.kind == kind)
@@ -113,10 +117,32 @@ class _DryRun(Exception):
         self.report = report
 
 
-def _load(path_or_data: str | Path | Mapping[str, Any], source: str | None, base_dir: Path | None) -> Loaded:
+def _load(path_or_data: str | Path | Mapping[str, Any], source: str | None, base_dir: Path | None) -> list[Loaded]:
     if isinstance(path_or_data, (str, Path)):
-        return load_file(path_or_data, source)
-    return Loaded(dict(path_or_data), source or "<data>", base_dir or Path.cwd())
+        documents = load_path(path_or_data)
+        if source and len(documents) == 1:  # errors name the file as the caller calls it
+            documents = [load_file(path_or_data, source)] if Path(path_or_data).is_file() else documents
+        return documents
+    return [Loaded(dict(path_or_data), source or "<data>", base_dir or Path.cwd())]
+
+
+def _read_all(documents: list[Loaded]) -> list[EntrySpec]:
+    """Every file's entries; each entry may be defined once across all files (FormatError otherwise)."""
+    specs: list[EntrySpec] = []
+    problems: list[str] = []
+    for loaded in documents:
+        try:
+            specs.extend(read_entries(loaded))
+        except FormatError as exc:
+            problems.extend(exc.problems)
+    first: dict[tuple[str, str], EntrySpec] = {}
+    for spec in specs:
+        seen = first.setdefault((spec.kind, spec.key), spec)
+        if seen is not spec:
+            problems.append(f"{spec.location}: already defined by {seen.location}; define each entry in one file.")
+    if problems:
+        raise FormatError(problems)
+    return specs
 
 
 def import_documents(
@@ -139,23 +165,30 @@ def import_documents(
     if publish and not note:
         raise ImportFailed(["A change note is required to publish: say what changed and why."])
     try:
-        loaded = _load(path_or_data, source, base_dir)
-        specs = read_entries(loaded)
+        documents = _load(path_or_data, source, base_dir)
     except FormatError as exc:
         raise ImportFailed(exc.problems) from exc
-    report = ImportReport(loaded.source, dry_run, publish)
+    try:
+        specs = _read_all(documents)
+    except FormatError as exc:
+        raise ImportFailed(exc.problems, frozenset().union(*(d.side_files for d in documents))) from exc
+    side_files = frozenset().union(*(d.side_files for d in documents))
+    label = documents[0].source if len(documents) == 1 else (source or str(path_or_data))
+    report = ImportReport(label, dry_run, publish, side_files=side_files)
     try:
         with transaction.atomic(durable=True):
             problems: list[str] = []
             for kind in ORDER:
-                for spec in (s for s in specs if s.kind == kind):
+                kind_specs = [s for s in specs if s.kind == kind]
+                known = _Known.read(kind, kind_specs)  # after the kinds before it were imported
+                for spec in kind_specs:
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
-                                            source=loaded.source, problems=problems,
-                                            override_reason=override_reason)
+                                            source=spec.source, problems=problems,
+                                            override_reason=override_reason, known=known)
                     if outcome is not None:
                         report.outcomes.append(outcome)
             if problems:
-                raise ImportFailed(problems)
+                raise ImportFailed(problems, side_files)
             if dry_run:
                 raise _DryRun(report)
     except _DryRun:
@@ -163,20 +196,75 @@ def import_documents(
     return report
 
 
+_CHUNK = 500  # keys per IN (...) query, well below every backend's parameter limit
+
+
+def stored_key(kind: str, key: str) -> str:
+    """How the database spells an entry's key: URIs and URI templates are stored normalised."""
+    if kind == "resource":
+        return normalize_uri(key)
+    if kind == "template":
+        return normalize_uri_template(key)
+    return key
+
+
+@dataclass
+class _Known:
+    """What the database holds for one kind's entries in the file, read in a few bulk queries.
+
+    Entries come with their child rows; `newest` maps an entry's pk to its newest version
+    (pk, number, content hash). Each entry appears once in a file, so nothing read here goes
+    stale before that entry is imported.
+    """
+
+    entries: dict[str, VersionedEntry] = field(default_factory=dict)
+    newest: dict[int, tuple[int, int, str]] = field(default_factory=dict)
+    resource_uris: set[str] = field(default_factory=set)  # referenced URIs that exist
+    uri_by_pk: dict[int, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, kind_name: str, specs: list[EntrySpec]) -> "_Known":
+        kind = KINDS[kind_name]
+        known = cls()
+        keys = [stored_key(kind_name, spec.key) for spec in specs]
+        for start in range(0, len(keys), _CHUNK):
+            rows = kind.entry_model.objects.filter(**{f"{kind.key_field}__in": keys[start:start + _CHUNK]})  # type: ignore[attr-defined]
+            if kind_name == "prompt":
+                rows = rows.prefetch_related("arguments", Prefetch("messages", PromptMessage.objects.select_related("resource")))
+            elif kind_name == "template":
+                rows = rows.prefetch_related("variables")
+            known.entries.update((entry.key, entry) for entry in rows)
+        ids = [entry.pk for entry in known.entries.values()]
+        for start in range(0, len(ids), _CHUNK):
+            newest = (kind.version_model.objects.filter(entry_id__in=ids[start:start + _CHUNK])  # type: ignore[attr-defined]
+                      .order_by("entry_id", "-number").values_list("entry_id", "pk", "number", "content_hash"))
+            for entry_id, pk, number, digest in newest:
+                known.newest.setdefault(entry_id, (pk, number, digest))
+        referenced = sorted({normalize_uri(uri) for spec in specs for uri, _where in spec.references})
+        for start in range(0, len(referenced), _CHUNK):
+            known.resource_uris.update(Resource.objects.filter(uri__in=referenced[start:start + _CHUNK])
+                                       .values_list("uri", flat=True))
+        linked = {m.resource_id for entry in known.entries.values() if kind_name == "prompt"
+                  for m in entry.messages.all() if m.resource_id}  # type: ignore[attr-defined]
+        if linked:
+            known.uri_by_pk = dict(Resource.objects.filter(pk__in=linked).values_list("pk", "uri"))
+        return known
+
+
 def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: services.User, source: str,
-                  problems: list[str], override_reason: str | None = None) -> EntryOutcome | None:
+                  problems: list[str], override_reason: str | None = None,
+                  known: _Known | None = None) -> EntryOutcome | None:
     kind = KINDS[spec.kind]
-    missing = [(uri, where) for uri, where in spec.references
-               if not Resource.objects.filter(uri=normalize_uri(uri)).exists()]
+    if known is None:
+        known = _Known.read(spec.kind, [spec])
+    missing = [(uri, where) for uri, where in spec.references if normalize_uri(uri) not in known.resource_uris]
     for uri, where in missing:
         problems.append(f"{where}: no registry resource has the URI {uri}; list it under resources: or create it first.")
     if missing:
         return None
-    key = normalize_uri(spec.key) if spec.kind == "resource" else (
-        normalize_uri_template(spec.key) if spec.kind == "template" else spec.key)
-    entry: VersionedEntry | None = kind.entry_model.objects.filter(**{kind.key_field: key}).first()  # type: ignore[attr-defined]
+    entry: VersionedEntry | None = known.entries.get(stored_key(spec.kind, spec.key))
     wanted = normalised(spec.data)
-    before = draft_data(entry) if entry is not None else None
+    before = draft_data(entry, resource_uris=known.uri_by_pk) if entry is not None else None
     if before is None:
         status = "created"
     elif normalised(before) == wanted:
@@ -205,33 +293,44 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
         return outcome
     try:
         _publish(entry, spec, outcome, note=note, acting_user=acting_user,  # type: ignore[arg-type]
-                 override_reason=override_reason)
+                 override_reason=override_reason, newest=known.newest.get(entry.pk))  # type: ignore[union-attr]
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
     return outcome
 
 
 def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, note: str,
-             acting_user: services.User, override_reason: str | None = None) -> None:
-    latest = services.latest_version(entry)
-    if latest is None or latest.content_hash != content_hash(snapshot_of(entry)):
+             acting_user: services.User, override_reason: str | None = None,
+             newest: tuple[int, int, str] | None = None) -> None:
+    """Publish the draft if it differs from the newest version, else point the file's labels at that.
+
+    `newest` is the entry's newest version (pk, number, hash) as read before its draft was saved.
+    """
+    if newest is None or newest[2] != content_hash(snapshot_of(entry)):
         version = services.publish(entry, acting_user=acting_user, note=note, labels=spec.labels, actor=ACTOR,
                                    override_reason=override_reason)
         outcome.published = version.number
         return
+    latest_pk, latest_number, _digest = newest
     label_model = KINDS[spec.kind].label_model
     pointing = dict(label_model.objects.filter(entry=entry).values_list("name", "version_id"))  # type: ignore[attr-defined]
     for label in spec.labels:
-        if pointing.get(label) != latest.pk:
-            services.move_label(entry, label=label, version_number=latest.number, acting_user=acting_user,
+        if pointing.get(label) != latest_pk:
+            services.move_label(entry, label=label, version_number=latest_number, acting_user=acting_user,
                                 note=note, actor=ACTOR, override_reason=override_reason)
             outcome.labels_moved.append(label)
 
 
 # ------------------------------------------------------------------------------------------ export
 def export_document(*, include_archived: bool = False) -> dict[str, list[dict[str, Any]]]:
-    """Every entry's draft in the portable format, sorted by key; archived entries are left out."""
+    """Every entry's draft in the portable format, sorted by key; archived entries are left out.
+
+    A fixed number of queries per kind whatever the registry's size: entries with their child
+    rows, every label (number only, no snapshot), every entry's newest version number and the
+    URIs of linked resources are each read in one go.
+    """
     document: dict[str, list[dict[str, Any]]] = {}
+    resource_uris: dict[int, str] | None = None
     for section, kind_name in SECTIONS.items():
         kind = KINDS[kind_name]
         entries = kind.entry_model.objects.order_by(kind.key_field)  # type: ignore[attr-defined]
@@ -239,15 +338,26 @@ def export_document(*, include_archived: bool = False) -> dict[str, list[dict[st
             entries = entries.filter(archived_at__isnull=True)
         if kind_name == "prompt":
             entries = entries.prefetch_related("arguments", "messages")
+            resource_uris = dict(Resource.objects.values_list("pk", "uri"))
         elif kind_name == "template":
             entries = entries.prefetch_related("variables")
+        entries = list(entries)
+        label_rows = kind.label_model.objects.all()  # type: ignore[attr-defined]
+        if not include_archived:
+            label_rows = label_rows.filter(entry__archived_at__isnull=True)
+        labels: dict[int, list[tuple[str, int]]] = {}
+        for entry_id, name, number in label_rows.order_by("entry_id", "name").values_list(
+                "entry_id", "name", "version__number"):
+            labels.setdefault(entry_id, []).append((name, number))
+        newest = dict(kind.version_model.objects.order_by().values("entry_id").annotate(newest=Max("number"))  # type: ignore[attr-defined]
+                      .values_list("entry_id", "newest"))
         items = []
         for entry in entries:
-            labels = list(kind.label_model.objects.filter(entry=entry).select_related("version"))  # type: ignore[attr-defined]
-            latest = services.latest_version(entry)
-            released = {label.name: label.version.number for label in labels}
-            on_latest = [label.name for label in labels if latest is not None and label.version_id == latest.pk]
-            items.append(entry_document(kind_name, draft_data(entry), released=released,
+            pointing = labels.get(entry.pk, [])
+            latest = newest.get(entry.pk)
+            released = {name: number for name, number in pointing}
+            on_latest = [name for name, number in pointing if number == latest]
+            items.append(entry_document(kind_name, draft_data(entry, resource_uris=resource_uris), released=released,
                                         labels=on_latest if latest is not None else None))
         if items:
             document[section] = items

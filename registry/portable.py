@@ -79,6 +79,9 @@ from registry.rendering import placeholders_in
 from registry.uris import parse_uri_template, validate_uri
 from registry.validation import max_document_bytes, max_upload_bytes
 
+# libyaml's reader, when PyYAML was built with it (the pure-Python one otherwise).
+FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
+
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
 PROMPT_KEYS = ("name", "title", "description", "tags", "arguments", "messages", "labels", "released")
@@ -115,6 +118,7 @@ class Loaded:
     base_dir: Path  # where `file:` paths are resolved
     lines: dict[Path_, int] = field(default_factory=dict)  # path -> 1-based line, when parsed from YAML
     problems: list[str] = field(default_factory=list)  # found while parsing (duplicate keys)
+    side_files: set[Path] = field(default_factory=set)  # `file:` paths the entries named (read_entries fills it)
 
 
 def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: list[tuple[Path_, int]]) -> None:
@@ -142,9 +146,21 @@ def _refuse_hostile(text: str, source: str) -> None:
     the first problem found is raised as FormatError naming the line."""
     if len(text.encode("utf-8", "surrogatepass")) > max_document_bytes():
         raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
+    if FAST_LOADER is not None:
+        try:
+            _scan_events(text, source, FAST_LOADER)
+            return
+        except FormatError:
+            raise
+        except yaml.YAMLError:
+            pass  # libyaml refused it: the pure-Python reader's pass names the problem as usual
+    _scan_events(text, source, yaml.SafeLoader)
+
+
+def _scan_events(text: str, source: str, loader_class: type) -> None:
     anchors: dict[str, int] = {}
     depth = 0
-    loader = yaml.SafeLoader(text)
+    loader = loader_class(text)
     try:
         while loader.check_event():
             event = loader.get_event()
@@ -173,22 +189,40 @@ def _refuse_hostile(text: str, source: str) -> None:
         loader.dispose()
 
 
+def _compose(text: str, loader_class: type) -> tuple[Any, Any]:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
+
+
 def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None) -> Loaded:
-    """Parse YAML text; malformed or hostile YAML raises FormatError naming the line and column."""
-    loader = yaml.SafeLoader(text)
+    """Parse YAML text; malformed or hostile YAML raises FormatError naming the line and column.
+
+    Hostile documents are refused before anything is composed (`_refuse_hostile`). libyaml
+    (when PyYAML has it) then reads a large file tens of times faster; a document it refuses is
+    read again by the pure-Python reader, whose messages name the problem the same way whichever
+    reader is installed.
+    """
     try:
         _refuse_hostile(text, source)
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        try:
+            if FAST_LOADER is None:
+                raise yaml.YAMLError("no libyaml")
+            node, data = _compose(text, FAST_LOADER)
+        except yaml.YAMLError:
+            node, data = _compose(text, yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
         raise FormatError([f"{where}: malformed YAML: {detail}"]) from exc
+    except yaml.reader.ReaderError:
+        raise  # characters YAML cannot carry at all: callers word this themselves
     except yaml.YAMLError as exc:
         raise FormatError([f"{source}: malformed YAML: {exc}"]) from exc
-    finally:
-        loader.dispose()
     loaded = Loaded(data, source, base_dir or Path.cwd())
     if node is not None:
         duplicates: list[tuple[Path_, int]] = []
@@ -209,6 +243,49 @@ def load_file(path: str | Path, source: str | None = None) -> Loaded:
     except (OSError, UnicodeDecodeError) as exc:
         raise FormatError([f"{source}: cannot read the file: {exc}"]) from exc
     return parse_yaml(text, source, path.resolve().parent)
+
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_hidden(path: Path, root: Path) -> bool:
+    """Inside a dot-folder or a dot-file below `root` (.git, editor swap files)."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = path.parts
+    return any(part.startswith(".") for part in parts)
+
+
+def yaml_files(folder: str | Path) -> list[Path]:
+    """The YAML files of a folder and its sub-folders (hidden ones skipped), in a stable order."""
+    root = Path(folder)
+    return sorted(p for p in root.rglob("*")
+                  if p.suffix.lower() in YAML_SUFFIXES and p.is_file() and not is_hidden(p, root))
+
+
+def load_path(path: str | Path) -> list[Loaded]:
+    """One YAML file, or every YAML file of a folder; raise FormatError listing every unreadable one.
+
+    Each file keeps its own name in messages and its own folder for `file:` side files."""
+    path = Path(path)
+    if not path.exists():
+        raise FormatError([f"{path}: no such file or folder."])
+    if not path.is_dir():
+        return [load_file(path)]
+    files = yaml_files(path)
+    if not files:
+        raise FormatError([f"{path}: the folder holds no YAML file (*.yaml, *.yml)."])
+    loaded: list[Loaded] = []
+    problems: list[str] = []
+    for file in files:
+        try:
+            loaded.append(load_file(file))
+        except FormatError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise FormatError(problems)
+    return loaded
 
 
 # ------------------------------------------------------------------------------------------ checking
@@ -427,6 +504,7 @@ class _Checker:
         if Path(name).is_absolute() or not target.is_relative_to(base):
             self.error(path, f"'{name}' must be a path inside {base} (relative to the YAML file).")
             return None
+        self.loaded.side_files.add(target)
         if not target.is_file():
             self.error(path, f"the file {target} does not exist.")
             return None
@@ -773,9 +851,12 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
 _Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(list, _represent_list)
 
-
 def dump_document(document: Mapping[str, list[dict[str, Any]]], header: str = "") -> str:
-    """The document as YAML; loading the result gives back exactly `document`."""
+    """The document as YAML; loading the result gives back exactly `document`.
+
+    Written by the pure-Python writer, which indents list items under their key as people write
+    them (libyaml's writer is faster but would change every exported file's layout).
+    """
     if not document:
         return header
     body = yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,

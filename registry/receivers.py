@@ -1,30 +1,292 @@
-"""Model-signal receivers for changes made outside the services (shell, bulk scripts).
+"""Model-signal receivers: every change to what clients are served is recorded, whoever makes it.
 
-Services record their own changes; these catch label and entry deletions, which no service
-performs, so clients still hear that something they could see is gone.
+The services (registry.services, rollouts, reviews, drafts) record and audit their own
+changes. An operator in `manage.py shell` (`label.version = v1; label.save()`) or a script
+saving models directly bypasses them; these receivers catch such saves and deletes of the
+models that decide what clients receive, in the same transaction:
+
+- release labels: created, moved (version changed) or deleted;
+- versions: inserted outside a service (a hand-made publish; nothing is served until a label
+  points at it, so it is audited, and announced so caches re-read);
+- percentage rollouts: started, changed or ended;
+- entries: archived or restored (an archived entry is served to nobody), and deletions;
+- MCP clients: label, scope, activity, expiry or token changed: cached tokens are dropped
+  after commit, so the new scope applies at once in this process (other processes within
+  registry.clients.TOKEN_CACHE_S).
+
+Each records a change-log row (registry.changes.record_change keeps one row per entry and
+label per service call, so a service call that also triggers these receivers still writes one
+row and makes one announcement) and, only outside a service (changes.in_service), an audit
+row with actor "database". Fixture loading (raw=True) is ignored: loaddata restores state
+as it was recorded elsewhere.
+
+Bulk QuerySet.update() sends no signals, so it is refused on the guarded fields
+(registry.models.base.ServedQuerySet); bulk_create of labels and rollouts is recorded from
+the queryset's own signal (a "*" change per label name: every entry of the kind is re-read).
+Data migrations use historical models, which these receivers do not see: a data migration
+that changes served content must record it itself (registry.changes.record_change); running
+servers then catch up from the change log.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from django.db.models.signals import post_delete
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save, pre_save
 
-from registry.changes import record_change
-from registry.models import Prompt, PromptLabel, Resource, ResourceLabel, ResourceTemplate, ResourceTemplateLabel
+from registry.changes import in_service, record_change
+from registry.models import (
+    AuditAction,
+    AuditEntry,
+    McpClient,
+    Prompt,
+    PromptLabel,
+    PromptVersion,
+    ReleaseLabel,
+    Resource,
+    ResourceLabel,
+    ResourceTemplate,
+    ResourceTemplateLabel,
+    ResourceTemplateVersion,
+    ResourceVersion,
+    Rollout,
+    VersionedEntry,
+)
+from registry.services import LIST_FIELDS
+from registry.signals import served_rows_bulk_created
+from registry.snapshots import diff_snapshots
+
+DATABASE_ACTOR = "database"
+OUTSIDE_NOTE = "Saved outside the registry services (shell, script or direct database write)."
+CLIENT_FIELDS = ("name", "token_hash", "label", "scope_tags", "active", "expires_at")
+ENTRIES = (Prompt, Resource, ResourceTemplate)
+LABELS = (PromptLabel, ResourceLabel, ResourceTemplateLabel)
+VERSIONS = (PromptVersion, ResourceVersion, ResourceTemplateVersion)
+BEFORE = "_registry_stored"  # instance attribute: the stored row's relevant values, read in pre_save
 
 
-def label_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
-    entry = instance.entry
+def _together(receiver: Any) -> Any:
+    """Run a receiver in one transaction: in autocommit (a shell) its change row, audit row and
+    announcement then go together, and the announcement waits for the commit."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        with transaction.atomic(savepoint=False):
+            receiver(*args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = receiver.__name__
+    wrapper.__doc__ = receiver.__doc__
+    return wrapper
+
+
+def _audit(entry_kind: str, entry_key: str, entry_id: int | None, action: str, **fields: Any) -> None:
+    """An audit row for a change made outside the services (they audit their own)."""
+    if in_service():
+        return
+    AuditEntry.objects.create(actor_name=DATABASE_ACTOR, action=action, entry_kind=entry_kind,
+                              entry_key=entry_key, entry_id=entry_id, note=fields.pop("note", OUTSIDE_NOTE),
+                              **fields)
+
+
+def _stored(sender: Any, instance: Any, fields: tuple[str, ...], update_fields: Any) -> dict[str, Any] | None:
+    """The stored values of `fields` before this save, or None for an insert (or fields not saved)."""
+    if instance._state.adding or instance.pk is None:
+        return None
+    if update_fields is not None and not set(update_fields) & {f.removesuffix("_id") for f in fields}:
+        return None
+    return sender._base_manager.filter(pk=instance.pk).values(*fields).first()
+
+
+def _list_changed(kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:
+    """Whether a label move changes clients' lists (the services use the same rule)."""
+    if kind == "prompt" or before is None or after is None:
+        return True
+    return any(before.get(f) != after.get(f) for f in LIST_FIELDS)
+
+
+# ----------------------------------------------------------------------------------------- labels
+def label_saving(sender: Any, instance: ReleaseLabel, raw: bool = False, update_fields: Any = None,
+                 **kwargs: Any) -> None:
+    if not raw:
+        setattr(instance, BEFORE, _stored(sender, instance, ("version_id", "name"), update_fields))
+
+
+@_together
+def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = False, **kwargs: Any) -> None:
+    if raw:
+        return
+    stored = getattr(instance, BEFORE, None)
+    if not created and stored is None:
+        return  # only other fields were saved
+    before_id = stored["version_id"] if stored else None
+    renamed_from = stored["name"] if stored and stored["name"] != instance.name else None
+    if before_id == instance.version_id and renamed_from is None:  # type: ignore[attr-defined]
+        return
+    entry = instance.entry  # type: ignore[attr-defined]
+    version = instance.version  # type: ignore[attr-defined]
+    if renamed_from is not None:  # the old name no longer serves anything; the new one is new
+        record_change(kind=entry.kind, key=entry.key, label=renamed_from, list_changed=True)
+        _audit(entry.kind, entry.key, entry.pk, AuditAction.DELETE, label=renamed_from,
+               from_version=version.number, note=f"Renamed the label '{renamed_from}' to '{instance.name}'. "
+               + OUTSIDE_NOTE)
+        before_id = None
+    before = type(version)._base_manager.filter(pk=before_id).first() if before_id else None
+    before_snapshot = before.snapshot if before else None
+    record_change(kind=entry.kind, key=entry.key, label=instance.name,
+                  list_changed=_list_changed(entry.kind, before_snapshot, version.snapshot))
+    backwards = before is not None and version.number < before.number
+    _audit(entry.kind, entry.key, entry.pk, AuditAction.ROLLBACK if backwards else AuditAction.LABEL_MOVE,
+           label=instance.name, from_version=before.number if before else None, to_version=version.number,
+           changes=diff_snapshots(before_snapshot, version.snapshot))
+
+
+@_together
+def label_deleted(sender: Any, instance: ReleaseLabel, **kwargs: Any) -> None:
+    entry = instance.entry  # type: ignore[attr-defined]
     record_change(kind=entry.kind, key=entry.key, label=instance.name, list_changed=True)
+    _audit(entry.kind, entry.key, entry.pk, AuditAction.DELETE, label=instance.name,
+           from_version=instance.version.number,  # type: ignore[attr-defined]
+           note=f"Deleted the label '{instance.name}'. {OUTSIDE_NOTE}")
 
 
-def entry_deleted(sender: Any, instance: Any, **kwargs: Any) -> None:
+@_together
+def labels_bulk_created(sender: Any, objs: list[ReleaseLabel], **kwargs: Any) -> None:
+    """bulk_create sends no post_save: record one change per label name, for every entry of the kind."""
+    kind = sender._meta.get_field("entry").related_model.kind
+    for name, count in sorted(Counter(o.name for o in objs).items()):
+        record_change(kind=kind, key="*", label=name, list_changed=True)
+        _audit(kind, f"* ({count} entries)", None, AuditAction.LABEL_MOVE, label=name,
+               note=f"Created {count} '{name}' label(s) in bulk. {OUTSIDE_NOTE}")
+
+
+# --------------------------------------------------------------------------------------- versions
+@_together
+def version_saved(sender: Any, instance: Any, created: bool, raw: bool = False, **kwargs: Any) -> None:
+    if raw or not created or in_service():
+        return  # the publishing service records the labels it moves
+    entry = instance.entry
+    record_change(kind=entry.kind, key=entry.key)
+    _audit(entry.kind, entry.key, entry.pk, AuditAction.PUBLISH, to_version=instance.number,
+           changes=diff_snapshots(None, instance.snapshot))
+
+
+# --------------------------------------------------------------------------------------- rollouts
+def _label_version(kind: str, entry_id: int, label: str) -> int | None:
+    from registry.kinds import KINDS
+
+    return (KINDS[kind].label_model._base_manager  # type: ignore[attr-defined]
+            .filter(entry_id=entry_id, name=label).values_list("version__number", flat=True).first())
+
+
+def rollout_saving(sender: Any, instance: Rollout, raw: bool = False, update_fields: Any = None,
+                   **kwargs: Any) -> None:
+    if not raw:
+        setattr(instance, BEFORE, _stored(sender, instance, ("candidate_version", "percent", "label"), update_fields))
+
+
+@_together
+def rollout_saved(sender: Any, instance: Rollout, created: bool, raw: bool = False, **kwargs: Any) -> None:
+    if raw:
+        return
+    stored = getattr(instance, BEFORE, None)
+    if not created and (stored is None or stored == {"candidate_version": instance.candidate_version,
+                                                     "percent": instance.percent, "label": instance.label}):
+        return
+    if stored is not None and stored["label"] != instance.label:
+        record_change(kind=instance.entry_kind, key=instance.entry_key, label=stored["label"], list_changed=True)
+    record_change(kind=instance.entry_kind, key=instance.entry_key, label=instance.label, list_changed=True)
+    _audit(instance.entry_kind, instance.entry_key, instance.entry_id, AuditAction.ROLLOUT_CHANGED,
+           label=instance.label, from_version=_label_version(instance.entry_kind, instance.entry_id, instance.label),
+           to_version=instance.candidate_version,
+           changes=[{"field": "percent", "before": stored["percent"] if stored else 0, "after": instance.percent}],
+           note=f"Rollout of v{instance.candidate_version} on '{instance.label}' at {instance.percent}% of clients. "
+                + OUTSIDE_NOTE)
+
+
+@_together
+def rollout_deleted(sender: Any, instance: Rollout, **kwargs: Any) -> None:
+    record_change(kind=instance.entry_kind, key=instance.entry_key, label=instance.label, list_changed=True)
+    _audit(instance.entry_kind, instance.entry_key, instance.entry_id, AuditAction.ROLLOUT_CHANGED,
+           label=instance.label, from_version=_label_version(instance.entry_kind, instance.entry_id, instance.label),
+           to_version=instance.candidate_version,
+           changes=[{"field": "percent", "before": instance.percent, "after": 0}],
+           note=f"Ended the rollout of v{instance.candidate_version} on '{instance.label}'. " + OUTSIDE_NOTE)
+
+
+@_together
+def rollouts_bulk_created(sender: Any, objs: list[Rollout], **kwargs: Any) -> None:
+    for rollout in objs:
+        setattr(rollout, BEFORE, None)
+        rollout_saved(sender, rollout, created=True)
+
+
+# ---------------------------------------------------------------------------------------- entries
+def entry_saving(sender: Any, instance: VersionedEntry, raw: bool = False, update_fields: Any = None,
+                 **kwargs: Any) -> None:
+    if not raw:
+        setattr(instance, BEFORE, _stored(sender, instance, ("archived_at",), update_fields))
+
+
+@_together
+def entry_saved(sender: Any, instance: VersionedEntry, created: bool, raw: bool = False, **kwargs: Any) -> None:
+    stored = None if raw else getattr(instance, BEFORE, None)
+    if stored is None:
+        return  # a new entry is served only once a label points at it
+    if (stored["archived_at"] is None) == (instance.archived_at is None):
+        return  # a draft edit: clients see it only once it is published
+    record_change(kind=instance.kind, key=instance.key, list_changed=True)
+    _audit(instance.kind, instance.key, instance.pk, AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
+
+
+@_together
+def entry_deleted(sender: Any, instance: VersionedEntry, **kwargs: Any) -> None:
     record_change(kind=instance.kind, key=instance.key, list_changed=True)
 
 
+# ---------------------------------------------------------------------------------------- clients
+def client_saving(sender: Any, instance: McpClient, raw: bool = False, update_fields: Any = None,
+                  **kwargs: Any) -> None:
+    if not raw:
+        setattr(instance, BEFORE, _stored(sender, instance, CLIENT_FIELDS, update_fields))
+
+
+def _forget_tokens() -> None:
+    from registry.clients import forget_cached_tokens
+
+    transaction.on_commit(forget_cached_tokens)
+
+
+def client_saved(sender: Any, instance: McpClient, created: bool, raw: bool = False, **kwargs: Any) -> None:
+    stored = None if raw else getattr(instance, BEFORE, None)
+    if stored is not None and any(stored[f] != getattr(instance, f) for f in CLIENT_FIELDS):
+        _forget_tokens()
+
+
+def client_deleted(sender: Any, instance: McpClient, **kwargs: Any) -> None:
+    _forget_tokens()
+
+
 def connect() -> None:
-    for model in (PromptLabel, ResourceLabel, ResourceTemplateLabel):
-        post_delete.connect(label_deleted, sender=model, dispatch_uid=f"registry.label_deleted.{model.__name__}")
-    for model in (Prompt, Resource, ResourceTemplate):
-        post_delete.connect(entry_deleted, sender=model, dispatch_uid=f"registry.entry_deleted.{model.__name__}")
+    """Connect every receiver to its concrete models (called from RegistryConfig.ready)."""
+    for model in LABELS:
+        name = model.__name__
+        pre_save.connect(label_saving, sender=model, dispatch_uid=f"registry.label_saving.{name}")
+        post_save.connect(label_saved, sender=model, dispatch_uid=f"registry.label_saved.{name}")
+        post_delete.connect(label_deleted, sender=model, dispatch_uid=f"registry.label_deleted.{name}")
+        served_rows_bulk_created.connect(labels_bulk_created, sender=model,
+                                         dispatch_uid=f"registry.labels_bulk_created.{name}")
+    for model in VERSIONS:
+        post_save.connect(version_saved, sender=model, dispatch_uid=f"registry.version_saved.{model.__name__}")
+    for model in ENTRIES:
+        name = model.__name__
+        pre_save.connect(entry_saving, sender=model, dispatch_uid=f"registry.entry_saving.{name}")
+        post_save.connect(entry_saved, sender=model, dispatch_uid=f"registry.entry_saved.{name}")
+        post_delete.connect(entry_deleted, sender=model, dispatch_uid=f"registry.entry_deleted.{name}")
+    pre_save.connect(rollout_saving, sender=Rollout, dispatch_uid="registry.rollout_saving")
+    post_save.connect(rollout_saved, sender=Rollout, dispatch_uid="registry.rollout_saved")
+    post_delete.connect(rollout_deleted, sender=Rollout, dispatch_uid="registry.rollout_deleted")
+    served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout, dispatch_uid="registry.rollouts_bulk_created")
+    pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.client_saving")
+    post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.client_saved")
+    post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.client_deleted")

@@ -19,9 +19,9 @@ finds the label moved: the label never ends up in a state nobody approved.
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.utils import timezone
 
+from registry.changes import service_transaction
 from registry import services
 from registry.errors import (
     InvalidEntry,
@@ -67,7 +67,7 @@ def _label_version(entry: VersionedEntry, label: str) -> int | None:
     return row.version.number if row is not None else None
 
 
-@transaction.atomic
+@service_transaction
 def request_publication(
     entry: VersionedEntry,
     *,
@@ -157,7 +157,7 @@ def _close(review: ReviewRequest, status: str, acting_user: User, comment: str) 
     review.save()
 
 
-@transaction.atomic
+@service_transaction
 def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> ReviewRequest:
     """Do what the request asked (publish the draft / move the label / start the rollout) and close it."""
     from registry import rollouts  # rollouts imports reviews' neighbours; keep the import graph flat
@@ -209,7 +209,7 @@ def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> R
     return locked
 
 
-@transaction.atomic
+@service_transaction
 def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewRequest:
     """Close the request without changing anything; the comment tells the requester why."""
     comment = (comment or "").strip()
@@ -224,7 +224,7 @@ def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewR
     return locked
 
 
-@transaction.atomic
+@service_transaction
 def withdraw(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
     """The requester takes their own pending request back."""
     if acting_user is not None and review.requested_by_id != getattr(acting_user, "pk", None):

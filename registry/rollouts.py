@@ -29,10 +29,9 @@ from __future__ import annotations
 import hashlib
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from registry import services
-from registry.changes import record_change
+from registry.changes import record_change, service_transaction
 from registry.errors import InvalidRollout
 from registry.kinds import kind_of
 from registry.models import AuditAction, Rollout, VersionedEntry
@@ -63,7 +62,7 @@ def _check_percent(percent: object) -> int:
     return percent
 
 
-@transaction.atomic
+@service_transaction
 def set_rollout(
     entry: VersionedEntry,
     *,

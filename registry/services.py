@@ -2,7 +2,9 @@
 
 Each service runs in one transaction together with its audit row and its change-log row,
 checks the acting user's permission itself (so the admin, the API, imports and any crafted
-request meet the same rule), and leaves announcements to `changes` (after commit).
+request meet the same rule), and leaves announcements to `changes` (after commit). Each runs as
+a `changes.service_transaction`, so the model-save receivers (registry.receivers) that also
+see its saves leave the auditing to it and its change-log rows are not doubled.
 `acting_user=None` means a trusted operator at the command line.
 
 Protected labels (four eyes). `_point_label` is the one place a label moves or is created.
@@ -37,10 +39,9 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db import transaction
 from django.utils import timezone
 
-from registry.changes import record_change
+from registry.changes import record_change, service_transaction
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -208,7 +209,7 @@ def _list_changed(before: dict[str, Any] | None, after: dict[str, Any] | None) -
     return any(before.get(f) != after.get(f) for f in LIST_FIELDS)
 
 
-@transaction.atomic
+@service_transaction
 def publish(
     entry: VersionedEntry,
     *,
@@ -352,7 +353,7 @@ def _end_rollouts(entry: VersionedEntry, label: str, before: EntryVersion | None
         rollout.delete()
 
 
-@transaction.atomic
+@service_transaction
 def move_label(
     entry: VersionedEntry,
     *,
@@ -373,7 +374,7 @@ def move_label(
                         override_reason=override_reason)
 
 
-@transaction.atomic
+@service_transaction
 def rollback(
     entry: VersionedEntry,
     *,
@@ -430,7 +431,7 @@ def served_before(entry: VersionedEntry, label: str, version_number: int) -> boo
     ).exists()
 
 
-@transaction.atomic
+@service_transaction
 def set_label_protected(
     entry: VersionedEntry, *, label: str, protected: bool, acting_user: User, reason: str
 ) -> ReleaseLabel:
@@ -461,7 +462,7 @@ def set_label_protected(
     return row
 
 
-@transaction.atomic
+@service_transaction
 def set_archived(entry: VersionedEntry, *, archived: bool, acting_user: User, note: str = "") -> VersionedEntry:
     """Archive (stop serving, keep history) or restore an entry."""
     require_publisher(acting_user, entry)

@@ -13,9 +13,17 @@ audit_recorded: sent synchronously by `services.write_audit`, INSIDE the writing
 Receivers must be quick and must not do network I/O: defer side effects with
 `transaction.on_commit` (a rolled-back transaction then discards them). An exception in a
 receiver propagates and rolls the change back.
+
+
+served_rows_bulk_created: sent by `QuerySet.bulk_create` of the models that decide what clients
+    are served (registry.models.base.ServedQuerySet), which sends no post_save.
+    sender: the model class
+    objs:   the created instances
+registry.receivers records the change from it.
 """
 
 from django.dispatch import Signal
 
 registry_changed = Signal()
 audit_recorded = Signal()
+served_rows_bulk_created = Signal()

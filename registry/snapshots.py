@@ -85,6 +85,13 @@ def _message_block(message: Any) -> dict[str, Any]:
     return _omit_empty(block, "title", "description", "mimeType")
 
 
+def _messages(prompt: Prompt) -> Any:
+    """The prompt's messages with their linked resources: prefetched ones as they are, else one query."""
+    if "messages" in getattr(prompt, "_prefetched_objects_cache", {}):
+        return prompt.messages.all()
+    return prompt.messages.select_related("resource").all()
+
+
 def snapshot_prompt(prompt: Prompt) -> dict[str, Any]:
     arguments = []
     for arg in prompt.arguments.all():
@@ -95,10 +102,7 @@ def snapshot_prompt(prompt: Prompt) -> dict[str, Any]:
         if arg.suggestion_list:
             item["suggestions"] = arg.suggestion_list
         arguments.append(item)
-    messages = [
-        {"role": m.role, "content": _message_block(m)}
-        for m in prompt.messages.select_related("resource").all()
-    ]
+    messages = [{"role": m.role, "content": _message_block(m)} for m in _messages(prompt)]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
          "arguments": arguments, "messages": messages, "tags": _tag_list(prompt)},

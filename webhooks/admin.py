@@ -1,23 +1,28 @@
-"""Webhooks (secret shown once) and their deliveries (read-only, with a retry action)."""
+"""Webhooks (secret shown once, in the response page itself) and their deliveries (read-only,
+with a retry action).
+
+A new or rotated secret is rendered into the page that answers the POST and nowhere else: never
+into a `messages` entry (the cookie storage would carry it to the browser and back), never on
+the change page afterwards.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
+import hashlib
+
+from django.contrib import admin
 from django.db import transaction
+from django.template.response import TemplateResponse
 from django.utils import timezone
-from django.utils.html import format_html
 
 from webhooks import delivery
 from webhooks.forms import WebhookForm
 from webhooks.models import DeliveryStatus, Webhook, WebhookDelivery, new_secret
 
 
-def _show_secret(request, webhook: Webhook) -> None:
-    messages.warning(
-        request,
-        format_html("Signing secret of “{}”: <code>{}</code> — copy it into the receiver now; "
-                    "it is not shown again.", webhook.name, webhook.secret),
-    )
+def secret_fingerprint(secret: str) -> str:
+    """A short, non-reversible tag to tell secrets apart (which one a receiver holds) without showing one."""
+    return "sha256:" + hashlib.sha256(secret.encode("utf-8")).hexdigest()[:12]
 
 
 @admin.register(Webhook)
@@ -37,21 +42,42 @@ class WebhookAdmin(admin.ModelAdmin):
     def secret_hint(self, obj: Webhook) -> str:
         if not obj.pk:
             return "Generated when you save; shown once."
-        return f"{obj.secret[:10]}… (shown once at creation; use “Rotate secret” to issue a new one)"
+        return (f"fingerprint {secret_fingerprint(obj.secret)} (the secret was shown once; use "
+                f"“Rotate secret” to issue a new one)")
 
     def save_model(self, request, obj: Webhook, form, change: bool) -> None:
         if not change:
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
         if not change:
-            _show_secret(request, obj)
+            request._webhooks_new_secrets = [obj]
+
+    def _secret_page(self, request, webhooks: list[Webhook]) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Copy the signing secret now",
+            "opts": self.opts,
+            "webhooks": webhooks,
+        }
+        response = TemplateResponse(request, "admin/webhooks/webhook/secret.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def response_add(self, request, obj, post_url_continue=None):
+        created = getattr(request, "_webhooks_new_secrets", None)
+        if created:
+            return self._secret_page(request, created)
+        return super().response_add(request, obj, post_url_continue)
 
     @admin.action(description="Rotate secret (the new one is shown once)", permissions=["change"])
-    def rotate_secret(self, request, queryset) -> None:
-        for webhook in queryset:
-            webhook.secret = new_secret()
-            webhook.save(update_fields=["secret", "updated_at"])
-            _show_secret(request, webhook)
+    def rotate_secret(self, request, queryset) -> TemplateResponse:
+        rotated = []
+        with transaction.atomic():
+            for webhook in queryset.select_for_update():
+                webhook.secret = new_secret()
+                webhook.save(update_fields=["secret", "updated_at"])
+                rotated.append(webhook)
+        return self._secret_page(request, rotated)
 
 
 @admin.register(WebhookDelivery)

@@ -7,10 +7,14 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.core import checks
         from django.db.models.signals import post_migrate
 
         from registry import signals
         from webhooks import delivery, receivers, roles
+        from webhooks.checks import check_allowed_networks
+
+        checks.register(check_allowed_networks)
 
         # The outbox: one delivery row per subscribed webhook, written in the auditing transaction.
         signals.audit_recorded.connect(receivers.audit_recorded, dispatch_uid="webhooks.audit_recorded")

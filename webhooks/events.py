@@ -16,6 +16,7 @@ class Event(models.TextChoices):
     REVIEW_REQUESTED = "review.requested", "Review requested"
     REVIEW_APPROVED = "review.approved", "Review approved"
     REVIEW_REJECTED = "review.rejected", "Review rejected"
+    REVIEW_SUPERSEDED = "review.superseded", "Review superseded (the label moved first)"
 
 
 # Audit action (registry.models.AuditAction value) -> event. Actions not listed (draft edits,
@@ -25,11 +26,18 @@ ACTION_EVENTS: dict[str, str] = {
     "label_move": Event.LABEL_MOVED,
     "rollback": Event.LABEL_MOVED,
     "override": Event.LABEL_MOVED,
+    "incident_rollback": Event.LABEL_MOVED,  # one publisher alone rolled a protected label back
     "rollout_changed": Event.ROLLOUT_CHANGED,
     "review_requested": Event.REVIEW_REQUESTED,
     "review_approved": Event.REVIEW_APPROVED,
     "review_rejected": Event.REVIEW_REJECTED,
+    "review_superseded": Event.REVIEW_SUPERSEDED,
 }
+
+
+# Notes are free text of any length; a webhook carries the start of one (the audit log has it all),
+# so one long note cannot make every delivery of it megabytes large.
+NOTE_CHARS = 2000
 
 
 def event_for(action: str) -> str | None:
@@ -37,7 +45,8 @@ def event_for(action: str) -> str | None:
 
 
 def payload_for(event: str, audit: AuditEntry) -> dict[str, Any]:
-    """The event body: what happened to which entry, by whom; the audit entry id links to the log."""
+    """The event body: what happened to which entry, by whom; the audit entry id links to the log
+    (where a note longer than NOTE_CHARS is kept whole)."""
     return {
         "event": event,
         "occurred_at": audit.created_at.isoformat(),
@@ -48,5 +57,6 @@ def payload_for(event: str, audit: AuditEntry) -> dict[str, Any]:
         "label": audit.label or None,
         "from_version": audit.from_version,
         "to_version": audit.to_version,
-        "note": audit.note,
+        "note": audit.note[:NOTE_CHARS],
+        "note_truncated": len(audit.note) > NOTE_CHARS,
     }

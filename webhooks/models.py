@@ -63,7 +63,8 @@ class WebhookDelivery(models.Model):
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False,
-                                   help_text="Sent as X-Registry-Delivery; the same on every retry.")
+                                   help_text="Sent as X-Registry-Delivery and in the signed body; the same on "
+                                             "every retry, so receivers can deduplicate.")
     event = models.CharField(max_length=40, choices=Event.choices, db_index=True)
     payload = models.JSONField()
     status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
@@ -73,6 +74,10 @@ class WebhookDelivery(models.Model):
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # The lease of the worker sending it now: only the holder of `lease_token` records the outcome,
+    # and nobody else claims the row before `leased_until` (longer than one attempt may take).
+    lease_token = models.UUIDField(null=True, blank=True, editable=False)
+    leased_until = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseBadRequest
+from django.template.loader import render_to_string
 from django.urls import path
-from django.utils.html import format_html, format_html_join
 
+from registry import diffview
 from registry.admin.common import ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.audit_export import EXPORT_FORMATS, export_response
@@ -19,14 +18,10 @@ from registry.models import AuditEntry
 EXPORT_PERMISSION = "registry.export_auditentry"
 
 
-def _short(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= 500 else text[:500] + "…"
-
-
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
-    list_display = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note"]
+    list_display = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions",
+                    "change_summary", "note"]
     list_filter = ["action", "entry_kind", ("actor", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["entry_key", "actor_name", "note", "label"]
     date_hierarchy = "created_at"
@@ -43,17 +38,17 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
         after = f"v{obj.to_version}" if obj.to_version is not None else "none"
         return f"{before} → {after}"
 
+    @admin.display(description="change")
+    def change_summary(self, obj: AuditEntry) -> str:
+        """One readable line per entry, e.g. "Message 2 text changed; Title changed"."""
+        return diffview.change_summary(obj.entry_kind, obj.changes)
+
     @admin.display(description="what changed")
     def readable_changes(self, obj: AuditEntry) -> str:
         if not obj.changes:
             return "No field changes recorded."
-        rows = format_html_join(
-            "", '<tr><td><code>{}</code></td><td><pre style="white-space:pre-wrap">{}</pre></td>'
-            '<td><pre style="white-space:pre-wrap">{}</pre></td></tr>',
-            ((c.get("field", ""), _short(c.get("before")), _short(c.get("after"))) for c in obj.changes),
-        )
-        return format_html("<table><thead><tr><th>Field</th><th>Before</th><th>After</th></tr></thead>"
-                           "<tbody>{}</tbody></table>", rows)
+        diff = diffview.from_changes(obj.entry_kind, obj.changes, before_name="before", after_name="after")
+        return render_to_string("admin/registry/_diff.html", {"diff": diff})
 
     def changelist_view(self, request, extra_context=None):
         extra_context = {**(extra_context or {}), "can_export": request.user.has_perm(EXPORT_PERMISSION)}

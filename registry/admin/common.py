@@ -8,29 +8,26 @@ which re-checks the user's permission, so a crafted request meets the same rule 
 
 from __future__ import annotations
 
-import difflib
-import json
-import re
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
-from django.utils.safestring import mark_safe
 
-from registry import drafts, reviews, rollouts, services
+from registry import diffview, drafts, reviews, rollouts, services
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
 from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
-from registry.snapshots import diff_snapshots, snapshot_of
+from registry.models.base import label_name_validator
+from registry.snapshots import snapshot_of
 from registry.validation import validate_entry
 
 
@@ -69,47 +66,6 @@ def add_refusal(form: forms.BaseForm, exc: RegistryError) -> None:
     """Show why the registry refused at the top of `form`, each problem of an invalid draft on its own line."""
     for problem in exc.problems if isinstance(exc, InvalidEntry) else [exc.message]:
         form.add_error(None, problem)
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def _is_long_text(value: Any) -> bool:
-    return isinstance(value, str) and ("\n" in value or len(value) > 80)
-
-
-_INDEXED = re.compile(r"^(arguments|messages|variables)\[(\d+)\]\.?")
-_SINGULAR = {"arguments": "Argument", "messages": "Message", "variables": "Variable"}
-
-
-def field_label(field: str) -> str:
-    """'messages[2].content.text' -> 'Message 2 › text', for people who do not read JSON paths."""
-    match = _INDEXED.match(field)
-    rest = field[match.end():] if match else field
-    rest = rest.replace("content.", "").replace("resource.", "resource ").replace(".", " › ")
-    if match:
-        return f"{_SINGULAR[match.group(1)]} {match.group(2)}" + (f" › {rest}" if rest else "")
-    return rest
-
-
-def diff_rows(before: dict[str, Any] | None, after: dict[str, Any] | None, before_name: str, after_name: str):
-    """Field rows from `diff_snapshots`; long texts get a side-by-side line diff."""
-    rows = []
-    for change in diff_snapshots(before, after):
-        old, new = change["before"], change["after"]
-        row: dict[str, Any] = {"field": change["field"], "label": field_label(change["field"]),
-                               "before": old, "after": new, "table": ""}
-        if _is_long_text(old) or _is_long_text(new):
-            table = difflib.HtmlDiff(wrapcolumn=60).make_table(
-                (old or "").splitlines() if isinstance(old, str) else [_json(old)],
-                (new or "").splitlines() if isinstance(new, str) else [_json(new)],
-                before_name,
-                after_name,
-            )
-            row["table"] = mark_safe(table)  # HtmlDiff escapes the texts it lays out
-        rows.append(row)
-    return rows
 
 
 class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
@@ -347,6 +303,10 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             return "current draft", snapshot_of(obj)
         if ref.startswith("label:"):
             name = ref.split(":", 1)[1]
+            try:
+                label_name_validator(name)
+            except ValidationError:
+                raise Http404(f"{obj.key} has no label with that name.") from None
             label = obj.labels.filter(name=name).select_related("version").first()
             if label is None:
                 return f"{name} (not set: nothing served)", None
@@ -371,7 +331,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context = self._context(
             request, obj, f"Compare {a_name} with {b_name}",
             a=a, b=b, a_name=a_name, b_name=b_name, choices=choices,
-            rows=diff_rows(a_snap, b_snap, a_name, b_name),
+            diff=diffview.build(obj.kind, a_snap, b_snap, before_name=a_name, after_name=b_name),
         )
         return TemplateResponse(request, "admin/registry/diff.html", context)
 
@@ -425,8 +385,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context = self._context(
             request, obj, f"Publish {obj.key}",
             form=form, report=report, latest=latest,
-            rows=diff_rows(latest.snapshot if latest else None, snapshot_of(obj),
-                           f"v{latest.number}" if latest else "nothing", "draft"),
+            diff=diffview.build(obj.kind, latest.snapshot if latest else None, snapshot_of(obj),
+                                before_name=f"v{latest.number}" if latest else "nothing published",
+                                after_name="draft"),
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
 
@@ -484,8 +445,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context = self._context(
             request, obj, f"Request the release of {obj.key}", form=form, version=version, current=current,
             report=None if version else validate_entry(obj),
-            rows=diff_rows(current.version.snapshot if current else None, after,
-                           f"{label_name} now" if current else "nothing", f"v{version.number}" if version else "draft"),
+            diff=diffview.build(obj.kind, current.version.snapshot if current else None, after,
+                                before_name=f"{label_name} now (v{current.version.number})" if current else "nothing",
+                                after_name=f"v{version.number}" if version else "draft"),
         )
         return TemplateResponse(request, "admin/registry/request.html", context)
 
@@ -600,8 +562,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             f"{'Roll back' if rollback else 'Move'} label '{label_name}' of {obj.key} to v{target.number}",
             form=form, label_name=label_name, current=current, target=target, rollback=rollback, protected=protected,
             incident=incident,
-            rows=diff_rows(current.version.snapshot if current else None, target.snapshot,
-                           current_name, f"v{target.number}"),
+            diff=diffview.build(obj.kind, current.version.snapshot if current else None, target.snapshot,
+                                before_name=f"now ({current_name})", after_name=f"after (v{target.number})"),
         )
         return TemplateResponse(request, "admin/registry/label.html", context)
 
@@ -625,7 +587,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             return HttpResponseRedirect(self._url("change", obj))
         context = self._context(
             request, obj, f"Restore the draft of {obj.key} from v{version.number}", version=version,
-            rows=diff_rows(snapshot_of(obj), version.snapshot, "current draft", f"v{version.number}"),
+            diff=diffview.build(obj.kind, snapshot_of(obj), version.snapshot,
+                                before_name="current draft", after_name=f"v{version.number}"),
         )
         return TemplateResponse(request, "admin/registry/restore.html", context)
 

@@ -15,8 +15,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from registry import reviews
-from registry.admin.common import ReadOnlyAdminMixin, diff_rows
+from registry import diffview, reviews
+from registry.admin.common import ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
 from registry.forms import ReviewDecisionForm
@@ -157,9 +157,11 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             "is_requester": is_requester,
             "can_decide": review.is_pending and not is_requester and reviews.can_decide(request.user, review),
             "can_withdraw": review.is_pending and is_requester,
-            "rows": diff_rows(before, after, base_name, review.what),
-            "before_name": f"Now ({base_name})" if review.base_version else "Now (nothing served)",
-            "after_name": f"After approval ({review.what})",
+            "diff": diffview.build(
+                review.entry_kind, before, after,
+                before_name=f"Now ({base_name})" if review.base_version else "Now (nothing served)",
+                after_name=f"After approval ({review.what})",
+            ),
         }
 
 

@@ -11,7 +11,8 @@ from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 
-from registry.errors import ImmutableVersionError
+from registry.errors import BulkUpdateRefused, ImmutableVersionError
+from registry.signals import served_rows_bulk_created
 
 PRODUCTION = "production"
 STAGING = "staging"
@@ -21,6 +22,44 @@ label_name_validator = RegexValidator(
     "A label name is 1-40 lowercase letters, digits, '-' or '_', e.g. 'production' or 'canary'.",
     code="invalid_label",
 )
+
+
+class ServedQuerySet(models.QuerySet):
+    """Refuses bulk updates of the fields that decide what clients are served.
+
+    QuerySet.update() (and bulk_update, which uses it) sends no model signals, so such a change
+    would reach no client and leave no audit row (registry.receivers). Updates touching only
+    other fields (e.g. an MCP client's last_seen_at) are allowed. bulk_create sends
+    `served_rows_bulk_created` instead, which the receivers record. Subclasses name the guarded
+    fields in `served_fields`.
+    """
+
+    served_fields: frozenset[str] = frozenset()
+
+    def update(self, **kwargs):  # type: ignore[override]
+        guarded = sorted(f for f in kwargs if f in self.served_fields or f.removesuffix("_id") in self.served_fields)
+        if guarded:
+            raise BulkUpdateRefused(
+                f"{self.model.__name__}: QuerySet.update() of {', '.join(guarded)} is refused because it would "
+                "change what MCP clients are served without notifying them or writing the audit log. Save each "
+                "object with .save() (or use the registry services: publish, move_label, rollback, set_archived, "
+                "set_rollout) so the change is recorded."
+            )
+        return super().update(**kwargs)
+
+    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+        created = super().bulk_create(objs, *args, **kwargs)
+        if created:
+            served_rows_bulk_created.send(sender=self.model, objs=created)
+        return created
+
+
+class EntryQuerySet(ServedQuerySet):
+    served_fields = frozenset({"archived_at"})  # the rest is the draft; clients see versions
+
+
+class LabelQuerySet(ServedQuerySet):
+    served_fields = frozenset({"entry", "version", "name"})
 
 
 class VersionedEntry(models.Model):
@@ -40,6 +79,8 @@ class VersionedEntry(models.Model):
     updated_by = models.CharField(max_length=150, blank=True, editable=False, help_text="Who saved the draft last.")
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
+
+    objects = EntryQuerySet.as_manager()
 
     class Meta:
         abstract = True
@@ -113,6 +154,8 @@ class ReleaseLabel(models.Model):
     )
     moved_at = models.DateTimeField(auto_now=True)
     moved_by = models.CharField(max_length=150, blank=True)
+
+    objects = LabelQuerySet.as_manager()
 
     class Meta:
         abstract = True

@@ -5,7 +5,12 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from registry.models.base import PRODUCTION, label_name_validator
+from registry.models.base import PRODUCTION, ServedQuerySet, label_name_validator
+
+
+class ClientQuerySet(ServedQuerySet):
+    # What a client is served follows from these; last_seen_at and the description may be bulk-updated.
+    served_fields = frozenset({"name", "token_hash", "label", "scope_tags", "active", "expires_at"})
 
 
 class McpClient(models.Model):
@@ -28,6 +33,8 @@ class McpClient(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = ClientQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

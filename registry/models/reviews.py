@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from registry.models.base import label_name_validator
+from registry.models.base import ServedQuerySet, label_name_validator
 
 
 class ReviewStatus(models.TextChoices):
@@ -78,6 +78,10 @@ class ReviewRequest(models.Model):
         return self.status == ReviewStatus.PENDING
 
 
+class RolloutQuerySet(ServedQuerySet):
+    served_fields = frozenset({"entry_kind", "entry_id", "entry_key", "label", "candidate_version", "percent"})
+
+
 class Rollout(models.Model):
     """A candidate version served to `percent`% of the clients of one label of one entry.
 
@@ -106,6 +110,8 @@ class Rollout(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     updated_by_name = models.CharField(max_length=150)
+
+    objects = RolloutQuerySet.as_manager()
 
     class Meta:
         ordering = ["entry_kind", "entry_key", "label"]

@@ -176,7 +176,6 @@ async def test_a_listen_refused_for_its_accept_header_holds_no_stream_slot(regis
 
 async def test_revoking_a_client_ends_its_open_listen_stream(registry_data, settings):
     from registry.clients import create_client, forget_cached_tokens
-    from registry.models import McpClient
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": False, "KEEPALIVE_SECONDS": 0.05}
     settings.ALLOWED_HOSTS = ["127.0.0.1"]
@@ -188,7 +187,8 @@ async def test_revoking_a_client_ends_its_open_listen_stream(registry_data, sett
     await comm.send_input({"type": "http.request", "body": body, "more_body": False})
     assert (await comm.receive_output(3))["status"] == 200
     assert (await next_message(comm))["method"] == "notifications/subscriptions/acknowledged"
-    await database_sync_to_async(McpClient.objects.filter(pk=client.pk).update)(active=False)
+    client.active = False  # revoked by a save: a bulk update of `active` is refused (it would go unrecorded)
+    await database_sync_to_async(client.save)()
     forget_cached_tokens()
     for _ in range(100):
         chunk = await comm.receive_output(3)

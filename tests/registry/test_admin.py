@@ -631,15 +631,16 @@ def test_preview_of_a_draft_with_a_syntax_error_shows_the_problem(client, editor
     assert "Line 1" in response.context["error"]
 
 
-def test_diff_between_draft_and_production_shows_the_changed_text_side_by_side(client, publisher):
+def test_diff_between_draft_and_production_shows_the_message_text_word_by_word(client, publisher):
     prompt = published_prompt(publisher)
     edit_first_message(prompt, "Tell me about {{ topic }}.\nAnd then some more.")
     response = client_for(client, publisher).get(url("prompt_diff", prompt.pk))
     assert response.status_code == 200
-    rows = response.context["rows"]
-    assert [(r["field"], r["label"]) for r in rows] == [("messages[1].content.text", "Message 1 › text")]
-    assert 'class="diff"' in str(rows[0]["table"])
-    assert "And&nbsp;then&nbsp;some&nbsp;more." in response.text  # HtmlDiff keeps spacing with &nbsp;
+    [section] = response.context["diff"].sections
+    [message] = section.messages
+    assert (section.kind, message.number, message.role.text) == ("messages", 1, "User")
+    assert "Tell me about {{ topic }}.<ins>\nAnd then some more.</ins>" in response.text
+    assert "difflib" not in response.text and "null" not in response.text
 
 
 def test_diff_between_two_versions(client, publisher):
@@ -647,10 +648,11 @@ def test_diff_between_two_versions(client, publisher):
     Prompt.objects.filter(pk=prompt.pk).update(description="New description")
     services.publish(Prompt.objects.get(pk=prompt.pk), acting_user=publisher, note="v2", labels=())
     response = client_for(client, publisher).get(url("prompt_diff", prompt.pk), {"a": "v1", "b": "v2"})
-    assert response.context["rows"] == [
-        {"field": "description", "label": "description", "before": "Old description", "after": "New description",
-         "table": ""}
-    ]
+    [section] = response.context["diff"].sections
+    [change] = section.fields
+    assert (change.label, change.status, change.before.text, change.after.text) == (
+        "Description", "changed", "Old description", "New description")
+    assert '<td class="rd-before">Old description</td>' in response.text
 
 
 def test_history_lists_versions_labels_audit_and_fetches(client, publisher, auditor):
@@ -773,7 +775,8 @@ def test_audit_log_is_read_only_even_for_superusers(client, editor):
     assert client.post(url("auditentry_delete", entry.pk), {"post": "yes"}).status_code == 403
     page = client.get(url("auditentry_change", entry.pk))
     assert page.status_code == 200
-    assert "messages[1].content.text" in page.text  # the readable diff
+    assert "Message 1" in page.text and "Tell me about {{ topic }}." in page.text  # the readable diff
+    assert "messages[1].content.text" not in page.text
     assert 'name="_save"' not in page.text
     assert "delete_selected" not in client.get(url("auditentry_changelist")).text
     assert AuditEntry.objects.count() == 1
@@ -1064,3 +1067,67 @@ def test_a_simple_list_filter_parameter_still_filters(client, publisher):
     assert client.get(url("reviewrequest_changelist"), {"status": "pending"}).status_code == 200
     assert client.get(url("prompt_changelist"), {"archived": "no"}).status_code == 200
     assert client.get(url("prompt_changelist"), {"tags__regex": "("}).status_code == 400
+
+
+# ------------------------------------------------------------------------- escaping (XSS)
+
+XSS_IMG = '<img src=x onerror="window.__xss=1">'
+XSS_SCRIPT = "<script>window.__xss=1</script>"
+
+
+def _escaped(payload: str) -> str:
+    return payload.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+@pytest.mark.parametrize("payload", [XSS_IMG, XSS_SCRIPT])
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_diff_page_refuses_a_label_name_from_the_address_without_echoing_it(client, publisher, payload, side):
+    prompt = published_prompt(publisher)
+    edit_first_message(prompt, "Tell me about {{ topic }}.\nAnd then some more.")
+    other = "b" if side == "a" else "a"
+    response = client_for(client, publisher).get(
+        url("prompt_diff", prompt.pk), {side: f"label:{payload}", other: "draft"})
+    assert response.status_code == 404
+    assert payload not in response.text and _escaped(payload) not in response.text
+
+
+def _entry_with_markup(payload: str, publisher) -> Prompt:
+    """v1 is plain; the draft carries `payload` in its description, an argument title and a long message."""
+    prompt = published_prompt(publisher)
+    Prompt.objects.filter(pk=prompt.pk).update(description=f"About {payload}")
+    prompt.arguments.update(title=payload)
+    edit_first_message(prompt, f"Tell me about {{{{ topic }}}}.\n{payload}\nThanks.")
+    return Prompt.objects.get(pk=prompt.pk)
+
+
+def _diff_page(client, prompt):
+    return client.get(url("prompt_diff", prompt.pk))
+
+
+def _publish_page(client, prompt):
+    return client.get(url("prompt_publish", prompt.pk))
+
+
+def _restore_page(client, prompt):
+    return client.get(url("prompt_restore", prompt.pk), {"version": "1"})
+
+
+def _audit_page(client, prompt):
+    services.record_draft_change(prompt, before=prompt.versions.get().snapshot, acting_user=None, actor="test")
+    entry = AuditEntry.objects.filter(entry_id=prompt.pk, action="edit").latest("id")
+    return client.get(url("auditentry_change", entry.pk))
+
+
+def _review_page(client, prompt):
+    review = reviews.request_publication(prompt, acting_user=make_user("Editors"), note="please", label="production")
+    return client.get(url("reviewrequest_change", review.pk))
+
+
+@pytest.mark.parametrize("payload", [XSS_IMG, XSS_SCRIPT])
+@pytest.mark.parametrize("page", [_diff_page, _publish_page, _restore_page, _audit_page, _review_page])
+def test_every_diff_escapes_markup_in_the_entry(client, publisher, payload, page):
+    prompt = _entry_with_markup(payload, publisher)
+    response = page(client_for(client, publisher), prompt)
+    assert response.status_code == 200
+    assert payload not in response.text
+    assert _escaped(payload) in response.text

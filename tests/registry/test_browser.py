@@ -1,6 +1,8 @@
-"""The editor → preview → publisher round trip in a real browser (Debian's Chromium via Playwright).
+"""The admin in a real browser (Debian's Chromium via Playwright), under the site's Content-Security-Policy.
 
-No browser is ever downloaded: the test drives /usr/bin/chromium and reports itself skipped
+The editor → preview → publisher → reviewer round trip must work without a single CSP
+violation; crafted diff links and markup in entries must run nothing; the API docs must render.
+No browser is ever downloaded: the tests drive /usr/bin/chromium and report themselves skipped
 when it is not installed (CI's .ci/run installs it with apt).
 """
 
@@ -10,7 +12,7 @@ import os
 
 import pytest
 
-from registry.models import PromptLabel, PromptVersion, ReviewRequest
+from registry.models import McpClient, Prompt, PromptLabel, PromptVersion, ReviewRequest
 from tests.factories import make_prompt, make_user, release
 
 CHROMIUM = "/usr/bin/chromium"
@@ -39,6 +41,27 @@ def log_out(page) -> None:
     page.wait_for_selector("text=Logged out")
 
 
+def csp_violations(page) -> list[str]:
+    """Collects Chromium's "Refused to ... Content Security Policy" console reports, across navigations."""
+    seen: list[str] = []
+    page.on("console", lambda message: seen.append(message.text) if "Content Security Policy" in message.text else None)
+    return seen
+
+
+@pytest.fixture
+def chromium(monkeypatch):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); the real-browser test did not run")
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # ORM calls between browser steps
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(live_server, monkeypatch):
@@ -51,6 +74,7 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
 
     editor = make_user("Editors")
     publisher = make_user("Publishers")
+    reviewer = make_user("Publishers")
     prompt = make_prompt(name="browser-tour", description="Explains a topic")
     release(prompt, note="first release")
     change_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/change/"
@@ -60,6 +84,7 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
         try:
             page = browser.new_context().new_page()
             page.set_default_timeout(15_000)
+            violations = csp_violations(page)
 
             # The editor changes the message text of the draft...
             log_in(page, live_server.url, editor.username)
@@ -88,6 +113,20 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
             page.click("input[name=publish]")
             page.wait_for_selector("ul.messagelist li.success")
             assert "Published browser-tour as v2" in page.inner_text("ul.messagelist")
+            log_out(page)
+
+            # A second publisher reviews the diff and approves (the confirmation is a static script).
+            log_in(page, live_server.url, reviewer.username)
+            pending = ReviewRequest.objects.get(entry_id=prompt.pk, status="pending")
+            page.goto(f"{live_server.url}/admin/registry/reviewrequest/{pending.pk}/change/")
+            page.wait_for_selector(".rd-bubble")
+            assert "Explain" in page.inner_text(".rd-bubble ins")
+            questions: list[str] = []
+            page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
+            page.click("button[value=approve]")
+            page.wait_for_selector("ul.messagelist li.success")
+            assert questions and questions[0].startswith("Approve review #")
+            assert violations == [], violations  # the whole tour ran under the policy without a refusal
         finally:
             browser.close()
 
@@ -95,7 +134,86 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
     assert version.change_note == "Simpler wording for young readers"
     assert version.author == publisher
     assert version.snapshot["messages"][0]["content"]["text"] == "Explain {{ topic }} to a ten-year-old."
-    # production is protected: it still serves v1 until another publisher approves the filed review.
-    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 1
-    review = ReviewRequest.objects.get(entry_id=prompt.pk, status="pending")
+    # production is protected: the publish filed a review, which the second publisher approved.
+    review = ReviewRequest.objects.get(entry_id=prompt.pk)
     assert (review.label, review.version_number, review.requested_by) == ("production", 2, publisher)
+    assert (review.status, review.decided_by) == ("approved", reviewer)
+    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 2
+
+
+# A payload that, if it ever ran in a publisher's browser, would create an unscoped MCP client.
+ATTACK = (
+    "window.__xss = 1; fetch('/admin/registry/mcpclient/add/').then(r => r.text()).then(html => {"
+    " const form = new DOMParser().parseFromString(html, 'text/html').querySelector('#mcpclient_form');"
+    " const data = new FormData(form); data.set('name', 'pwned'); data.set('_save', 'Save');"
+    " return fetch('/admin/registry/mcpclient/add/', {method: 'POST', body: data}); })"
+    ".then(() => { window.__xssDone = 1; });"
+)
+PAYLOADS = [f'<img src=x onerror="{ATTACK}">', f"<script>{ATTACK}</script>"]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_crafted_diff_links_and_markup_in_entries_run_nothing_in_a_publishers_browser(live_server, chromium):
+    publisher = make_user("Publishers")
+    prompt = make_prompt(name="xss-target")
+    release(prompt)
+    message = prompt.messages.get()
+    message.text = "Tell me about {{ topic }}.\nIn two paragraphs."  # a long text: the diff shows a text comparison
+    message.save()
+    diff_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/diff/"
+    page = chromium.new_context().new_page()
+    page.set_default_timeout(15_000)
+    log_in(page, live_server.url, publisher.username)
+
+    from urllib.parse import quote
+
+    for payload in PAYLOADS:
+        for side in ("a", "b"):
+            page.goto(f"{diff_url}?{side}={quote('label:' + payload)}")
+            page.wait_for_load_state("load")
+            page.wait_for_timeout(300)
+            assert page.evaluate("typeof window.__xss") == "undefined"
+    # The same markup inside the entry (description, argument title, message text) is shown as text.
+    Prompt.objects.filter(pk=prompt.pk).update(description=PAYLOADS[0])
+    prompt.arguments.update(title=PAYLOADS[1])
+    message.text = f"Tell me about {{{{ topic }}}}.\n{PAYLOADS[0]}\n{PAYLOADS[1]}"
+    message.save()
+    page.goto(diff_url)
+    page.wait_for_selector(".rd-bubble")
+    page.wait_for_timeout(300)
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    assert PAYLOADS[0] in page.inner_text(".rd-bubble")  # readable, as the editor typed it
+
+    # Defence in depth: markup forced into the page (as a missed escape would) is refused by the policy.
+    violations = csp_violations(page)
+    page.evaluate("""() => {
+        document.body.insertAdjacentHTML('beforeend', '<img src="x" onerror="window.__csp = 1">');
+        const script = document.createElement('script');
+        script.textContent = 'window.__csp = 2';
+        document.body.appendChild(script);
+    }""")
+    page.wait_for_timeout(500)
+    assert page.evaluate("typeof window.__csp") == "undefined"
+    assert any("inline" in text for text in violations), violations
+    assert not McpClient.objects.exists()
+
+    # The payload itself is live: run on purpose (DevTools, outside the page's policy) it creates the client.
+    page.evaluate(ATTACK)
+    page.wait_for_function("window.__xssDone === 1")
+    assert McpClient.objects.filter(name="pwned").exists()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_api_docs_render_under_their_policy(live_server, chromium):
+    reader = make_user("Editors", password=PASSWORD)  # the documentation is for signed-in users
+    page = chromium.new_context().new_page()
+    page.set_default_timeout(15_000)
+    violations = csp_violations(page)
+    log_in(page, live_server.url, reader.username)
+    page.goto(f"{live_server.url}/api/docs/")
+    page.wait_for_selector(".swagger-ui .info .title")
+    assert "MCP prompt & resource registry API" in page.inner_text(".swagger-ui .info .title")
+    page.wait_for_selector(".opblock-tag")  # the operations, read from /api/schema/
+    assert violations == [], violations

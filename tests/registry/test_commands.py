@@ -130,6 +130,18 @@ def test_bench_load_follows_the_synthetic_naming_convention_and_publishes_to_pro
     assert [t["uriTemplate"] for t in catalog.templates(viewer)] == ["docs://by-tag/{tag}"]
 
 
+def test_bench_load_blobs_adds_published_4_mib_resources_once():
+    out, _ = run("bench_load", prompts=0, resources=0, blobs=2)
+    assert "2 blobs of 4 MiB" in out
+    big = Resource.objects.filter(uri__startswith="docs://big-").order_by("uri")
+    assert [r.uri for r in big] == ["docs://big-00000", "docs://big-00001"]
+    assert all(len(bytes(r.data)) == 4 * 1024 * 1024 for r in big)
+    served = catalog_for("production").read_resource(Viewer(), "docs://big-00001").result["contents"][0]
+    assert served["mimeType"] == "application/octet-stream" and len(served["blob"]) > 5_000_000
+    out, _ = run("bench_load", prompts=0, resources=0, blobs=2)
+    assert "0 blobs of 4 MiB" in out and Resource.objects.filter(uri__startswith="docs://big-").count() == 2
+
+
 def test_bench_load_versions_match_what_publishing_the_drafts_would_make():
     run("bench_load", prompts=2, resources=1)
     for entry in [*Prompt.objects.all(), *Resource.objects.all(), *ResourceTemplate.objects.all()]:

@@ -315,3 +315,47 @@ def test_importing_an_archived_entry_updates_it_but_warns_that_it_stays_unserved
     outcome = next(o for o in report.outcomes if o.key == "farewell")
     assert outcome.status == "unchanged" and "archived" in outcome.warnings[0]
     assert Prompt.objects.get(name="farewell").archived_at is not None
+
+
+def _many(n: int, start: int = 0) -> str:
+    prompts = "".join(
+        f"  - name: bulk-{i:03d}\n    description: Bulk {i}\n    tags: [bulk]\n"
+        f"    arguments: [{{name: who, required: true}}]\n"
+        f"    messages:\n      - {{role: user, text: 'Hi {{{{ who }}}} {i}'}}\n"
+        f"      - {{role: user, resource: {{from: 'docs://bulk-{i:03d}'}}}}\n"
+        for i in range(start, start + n))
+    resources = "".join(f"  - uri: docs://bulk-{i:03d}\n    name: bulk-{i:03d}\n    text: 'Doc {i}'\n"
+                        for i in range(start, start + n))
+    return f"resources:\n{resources}prompts:\n{prompts}"
+
+
+def _queries(func) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        func()
+    return len(captured)
+
+
+def test_export_reads_a_fixed_number_of_queries_whatever_the_number_of_entries(tmp_path):
+    import_documents(write(tmp_path, _many(3)), publish=True, note="three")
+    few = _queries(export_yaml)
+    import_documents(write(tmp_path, _many(30, start=3)), publish=True, note="thirty more")
+    many = _queries(export_yaml)
+    assert many == few
+    document = yaml.safe_load(export_yaml())
+    assert len(document["prompts"]) == len(document["resources"]) == 33
+    assert document["prompts"][5]["messages"][1] == {"role": "user", "resource": {"from": "docs://bulk-005"}}
+    assert document["resources"][0]["released"] == {"production": 1}
+
+
+def test_reimport_reads_unchanged_entries_in_bulk_rather_than_one_by_one(tmp_path):
+    """Entries, child rows and newest versions are read in bulk; per unchanged pair only the label check of
+    each entry and the embedded resource's version are left."""
+    import_documents(write(tmp_path, _many(3)), publish=True, note="three")
+    few = _queries(lambda: import_documents(write(tmp_path, _many(3)), publish=True, note="again"))
+    import_documents(write(tmp_path, _many(30)), publish=True, note="thirty")
+    many = _queries(lambda: import_documents(write(tmp_path, _many(30)), publish=True, note="again"))
+    assert not import_documents(write(tmp_path, _many(30)), publish=True, note="again").changed
+    assert many - few <= 27 * 3

@@ -10,22 +10,46 @@ from webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 pytestmark = pytest.mark.django_db
 
 
-def test_creating_a_webhook_shows_its_secret_once(admin_client, settings):
-    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+def _cookies_and_session(client) -> str:
+    """Everything the browser and the session store carry between requests."""
+    from django.contrib.sessions.models import Session
+
+    sessions = [str(s.get_decoded()) for s in Session.objects.all()]
+    return " ".join([*(m.value for m in client.cookies.values()), *sessions])
+
+
+def test_creating_a_webhook_shows_its_secret_once_in_the_page_and_never_in_a_cookie(admin_client, settings):
+    settings.WEBHOOKS_ALLOWED_NETWORKS = ""
     response = admin_client.post("/admin/webhooks/webhook/add/", {
         "name": "release-bot", "url": "https://hooks.example.com/registry", "events": ["version.published"],
-        "active": "on"}, follow=True)
-    assert response.status_code == 200
+        "active": "on"})
     hook = Webhook.objects.get()
-    shown = [str(m) for m in get_messages(response.wsgi_request)]
-    assert any(hook.secret in m for m in shown)
+    assert response.status_code == 200 and hook.secret in response.content.decode()
+    assert "no-store" in response["Cache-Control"]
+    assert hook.secret not in " ".join(m.value for m in response.cookies.values())
+    assert hook.secret not in _cookies_and_session(admin_client)
+    assert [str(m) for m in get_messages(response.wsgi_request)] == []
     assert hook.created_by.username == "admin"
     change_page = admin_client.get(f"/admin/webhooks/webhook/{hook.pk}/change/").content.decode()
-    assert hook.secret not in change_page
+    assert hook.secret not in change_page and hook.secret[6:12] not in change_page
+    assert hook.secret not in admin_client.get("/admin/webhooks/webhook/").content.decode()
+
+
+def test_rotating_a_secret_shows_the_new_one_once_in_the_page_and_never_in_a_cookie(admin_client):
+    hook = Webhook.objects.create(name="x", url="https://hooks.example.com/", events=["label.moved"])
+    old = hook.secret
+    response = admin_client.post("/admin/webhooks/webhook/", {
+        "action": "rotate_secret", "_selected_action": [hook.pk]})
+    hook.refresh_from_db()
+    assert hook.secret != old
+    assert response.status_code == 200 and hook.secret in response.content.decode()
+    assert hook.secret not in " ".join(m.value for m in response.cookies.values())
+    assert hook.secret not in _cookies_and_session(admin_client)
+    assert hook.secret not in admin_client.get("/admin/webhooks/webhook/").content.decode()
 
 
 def test_a_self_pointing_url_is_refused_in_the_admin(admin_client, settings):
-    settings.WEBHOOKS_ALLOW_LOOPBACK = False
+    settings.WEBHOOKS_ALLOWED_NETWORKS = ""
     response = admin_client.post("/admin/webhooks/webhook/add/", {
         "name": "loop", "url": "http://127.0.0.1:8000/admin/", "events": ["label.moved"], "active": "on"})
     assert response.status_code == 200

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def hook(settings):
-    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     return Webhook.objects.create(name="ci", url="http://127.0.0.1:9/hook",
                                   events=["version.published", "label.moved"])
 
@@ -63,7 +63,7 @@ def test_a_refused_production_publish_creates_no_delivery(hook, superuser):
 def test_review_events(settings, editor, publisher):
     from registry import reviews
 
-    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     Webhook.objects.create(name="reviews", url="http://127.0.0.1:9/", events=[
         "review.requested", "review.approved", "review.rejected"])
     prompt = make_prompt("greet")
@@ -78,7 +78,7 @@ def test_review_events(settings, editor, publisher):
 def test_rollout_and_override_events(settings, release_manager):
     from registry.rollouts import set_rollout
 
-    settings.WEBHOOKS_ALLOW_LOOPBACK = True
+    settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     Webhook.objects.create(name="all", url="http://127.0.0.1:9/", events=["rollout.changed", "label.moved"])
     prompt = make_prompt("greet")
     release(prompt, labels=("staging",))
@@ -93,3 +93,29 @@ def test_rollout_and_override_events(settings, release_manager):
     assert [(event, payload["action"]) for event, payload in rows] == [
         ("rollout.changed", "rollout_changed"), ("label.moved", "override"), ("label.moved", "label_move")]
     assert rows[1][1]["note"] == "incident 9" and rows[2][1]["to_version"] == 2
+
+
+def test_a_long_note_is_cut_in_the_payload_and_kept_whole_in_the_audit_log(hook, publisher):
+    from webhooks.events import NOTE_CHARS
+
+    note = "why" + " why" * 99_999
+    services.publish(make_prompt("greet"), acting_user=publisher, note=note, labels=["staging"])
+    payload = WebhookDelivery.objects.filter(event="version.published").get().payload
+    assert payload["note"] == note[:NOTE_CHARS] and payload["note_truncated"] is True
+    assert AuditEntry.objects.get(action="publish").note == note
+
+
+def test_an_incident_rollback_is_announced_as_a_label_move_before_the_rollback(hook, publisher):
+    from tests.factories import release
+
+    prompt = make_prompt("greet")
+    release(prompt, note="v1")
+    prompt.description = "v2"
+    prompt.save()
+    release(prompt, note="v2")
+    WebhookDelivery.objects.all().delete()
+    services.rollback(prompt, acting_user=publisher, note="v2 breaks the support bot", to_version=1)
+    rows = list(WebhookDelivery.objects.order_by("id").values_list("event", "payload"))
+    assert [(event, payload["action"]) for event, payload in rows] == [
+        ("label.moved", "incident_rollback"), ("label.moved", "rollback")]
+    assert rows[0][1]["note"] == "v2 breaks the support bot" and rows[0][1]["to_version"] == 1

@@ -11,6 +11,7 @@ servers to reload.
   resources  docs://doc-00000 ..   text/markdown, ~2 KB, text starts with "# doc-XXXXX v1\\n"
              docs://blob-00000     application/octet-stream, 1024 bytes
   template   docs://by-tag/{tag}   text/plain, echoes the tag
+  --blobs B  docs://big-00000 ..   application/octet-stream, 4 MiB of seeded random bytes each
 
 Re-running KEEPS what exists: entries whose name or URI is already taken are left as they are
 (whatever their content or seed) and only missing ones are added, so the same N twice is a
@@ -27,7 +28,7 @@ from typing import Any, Callable
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from registry.changes import record_change
+from registry.changes import record_change, service_scope
 from registry.kinds import KINDS
 from registry.models import (
     PRODUCTION,
@@ -44,7 +45,7 @@ from registry.snapshots import content_hash
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
-TAG_LIST = ["bench", "synthetic"]  # as snapshots carry them (registry.snapshots)
+SNAPSHOT_TAGS = ["bench", "synthetic"]  # tags are part of a version's snapshot (sorted)
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
 VOCABULARY = (
@@ -58,6 +59,7 @@ TAG_WORDS = ["alpha", "beta", "release", "howto", "reference", "faq", "runbook",
 BLOB_URI = "docs://blob-00000"
 TEMPLATE_URI = "docs://by-tag/{tag}"
 BATCH = 500
+BIG_BLOB_BYTES = 4 * 1024 * 1024
 
 
 def words(rng: random.Random, nbytes: int) -> str:
@@ -154,9 +156,9 @@ def load_prompts(n: int, seed: int, note: str) -> int:
         batch_size=BATCH,
     )
     snapshots = [
-        {"name": p.name, "description": p.description, "arguments": arguments,
+        {"name": p.name, "description": p.description, "arguments": arguments, "tags": SNAPSHOT_TAGS,
          "messages": [{"role": "user", "content": {"type": "text", "text": user}},
-                      {"role": "assistant", "content": {"type": "text", "text": assistant}}], "tags": TAG_LIST}
+                      {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
         for p, (user, assistant) in zip(prompts, contents)
     ]
     _publish_rows("prompt", prompts, snapshots)
@@ -166,7 +168,7 @@ def load_prompts(n: int, seed: int, note: str) -> int:
 
 def _resource_snapshot(r: Resource) -> dict[str, Any]:
     snap: dict[str, Any] = {"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type,
-                            "size": r.size, "tags": TAG_LIST}
+                            "size": r.size, "tags": SNAPSHOT_TAGS}
     if r.data:
         snap["blob"] = base64.b64encode(bytes(r.data)).decode("ascii")
     else:
@@ -192,6 +194,24 @@ def load_resources(m: int, seed: int, note: str) -> int:
     return len(resources)
 
 
+def load_blobs(b: int, seed: int, note: str) -> int:
+    """B large binary resources (bench/scale.py reads them through the endpoint)."""
+    existing = set(Resource.objects.filter(uri__startswith="docs://big-").values_list("uri", flat=True))
+    added = 0
+    for i in range(b):
+        uri = f"docs://big-{i:05d}"
+        if uri in existing:
+            continue
+        data = random.Random(f"{seed}:bench-big:{i}").randbytes(BIG_BLOB_BYTES)
+        resource = Resource.objects.create(uri=uri, name=f"big-{i:05d}", description="Synthetic 4 MiB blob",
+                                           mime_type="application/octet-stream", data=data, tags=TAGS)
+        _publish_rows("resource", [resource], [_resource_snapshot(resource)])  # one at a time: bounded memory
+        added += 1
+    if added:
+        _summarise("resource", [f"docs://big-{i:05d}" for i in range(b)], note)
+    return added
+
+
 def load_template(note: str) -> int:
     if ResourceTemplate.objects.filter(uri_template=TEMPLATE_URI).exists():
         return 0
@@ -202,7 +222,7 @@ def load_template(note: str) -> int:
     TemplateVariable.objects.create(template=template, name="tag", suggestions="\n".join(TAG_WORDS))
     snapshot = {"uriTemplate": template.uri_template, "name": template.name, "description": template.description,
                 "mimeType": template.mime_type, "body": template.body,
-                "variables": [{"name": "tag", "suggestions": TAG_WORDS}], "tags": TAG_LIST}
+                "variables": [{"name": "tag", "suggestions": TAG_WORDS}], "tags": SNAPSHOT_TAGS}
     _publish_rows("template", [template], [snapshot])
     _summarise("template", [template.uri_template], note)
     return 1
@@ -215,23 +235,29 @@ class Command(BaseCommand):
         parser.add_argument("--prompts", type=int, required=True, metavar="N")
         parser.add_argument("--resources", type=int, required=True, metavar="M")
         parser.add_argument("--seed", type=int, default=42)
+        parser.add_argument("--blobs", type=int, default=0, metavar="B", help="also B resources of 4 MiB each")
 
-    def handle(self, *args: Any, prompts: int, resources: int, seed: int, **options: Any) -> None:
+    def handle(self, *args: Any, prompts: int, resources: int, seed: int, blobs: int = 0, **options: Any) -> None:
         if prompts < 0 or resources < 0 or max(prompts, resources) > 100_000:
             raise CommandError("--prompts and --resources must be between 0 and 100000.")
+        if not 0 <= blobs <= 1000:
+            raise CommandError("--blobs must be between 0 and 1000.")
         note = f"bench_load --prompts {prompts} --resources {resources} --seed {seed}"
         started = time.monotonic()
         steps: list[tuple[str, Callable[[], int]]] = [
             ("prompts", lambda: load_prompts(prompts, seed, note)),
             ("resources", lambda: load_resources(resources, seed, note)),
             ("templates", lambda: load_template(note)),
+            ("blobs", lambda: load_blobs(blobs, seed, note)),
         ]
         added = {}
-        with transaction.atomic(durable=True):
+        # It audits and records its own summary rows, like a service: one per kind.
+        with service_scope(), transaction.atomic(durable=True):
             for label, step in steps:
                 added[label] = step()
         elapsed = time.monotonic() - started
         self.stdout.write(
-            f"added {added['prompts']} prompts, {added['resources']} resources, {added['templates']} template "
+            f"added {added['prompts']} prompts, {added['resources']} resources, {added['templates']} template"
+            + (f", {added['blobs']} blobs of 4 MiB" if blobs else "") + " "
             f"(published to {PRODUCTION}; existing entries kept) in {elapsed:.1f} s"
         )

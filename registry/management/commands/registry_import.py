@@ -1,12 +1,16 @@
-"""manage.py registry_import PATH [--dry-run] [--publish --note TEXT]"""
+"""manage.py registry_import PATH [--dry-run] [--watch] [--publish --note TEXT]"""
 
 from __future__ import annotations
 
+import signal
+import threading
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.importer import ImportFailed, ImportReport, import_documents
+from registry.watching import watch_imports
 
 MAX_VALUE = 120
 
@@ -18,22 +22,29 @@ def _short(value: Any) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Import prompts, resources and templates from a YAML file (format: registry/portable.py). "
-        "The whole file is one transaction; re-importing an unchanged file changes nothing. "
+        "Import prompts, resources and templates from a YAML file or a folder of YAML files (format: "
+        "registry/portable.py). All files are one transaction; re-importing unchanged files changes nothing. "
+        "With --watch, import again whenever a YAML or side file changes, until SIGINT/SIGTERM. "
         "It runs as the server operator: with --publish, protected labels such as production move as an "
         "automatic emergency override, recorded in the audit log as 'command line (operator)'."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("path", help="The YAML file.")
+        parser.add_argument("path", help="The YAML file, or a folder of YAML files (*.yaml, *.yml).")
         parser.add_argument("--dry-run", action="store_true", help="Show what would change and save nothing.")
+        parser.add_argument("--watch", action="store_true",
+                            help="Keep running: re-import after every change to the files, one line per round.")
         parser.add_argument("--publish", action="store_true",
                             help="Publish drafts that differ from their newest version and point their labels at it.")
         parser.add_argument("--note", default="", help="Change note (required with --publish).")
 
-    def handle(self, *args: Any, path: str, dry_run: bool, publish: bool, note: str, **options: Any) -> None:
+    def handle(self, *args: Any, path: str, dry_run: bool, publish: bool, note: str, watch: bool = False,
+               **options: Any) -> None:
         if publish and not note.strip():
             raise CommandError("--publish needs --note TEXT: say what changed and why.")
+        if watch:
+            self._watch(Path(path), publish=publish, note=note, dry_run=dry_run)
+            return
         try:
             report = import_documents(path, publish=publish, note=note, dry_run=dry_run)
         except ImportFailed as exc:
@@ -41,6 +52,23 @@ class Command(BaseCommand):
                 self.stderr.write(problem)
             raise CommandError(f"{len(exc.problems)} problem(s); nothing was imported.") from exc
         self._print(report, verbosity=options.get("verbosity", 1), dry_run=dry_run)
+
+    def _watch(self, path: Path, *, publish: bool, note: str, dry_run: bool) -> None:
+        """Run until SIGINT or SIGTERM; a round in progress finishes (or rolls back) first."""
+        if dry_run:
+            raise CommandError("--watch and --dry-run do not go together: a watcher saves what the files say.")
+        if not path.exists():
+            raise CommandError(f"{path}: no such file or folder.")
+        stop = threading.Event()
+        previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.stdout.write(f"watching {path.resolve()} (Ctrl-C to stop)")
+            watch_imports(path, publish=publish, note=note, stop=stop,
+                          log=lambda line: (self.stdout.write(line), self.stdout.flush()))
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        self.stdout.write("stopped watching")
 
     def _print(self, report: ImportReport, *, verbosity: int, dry_run: bool) -> None:
         if verbosity >= 1:

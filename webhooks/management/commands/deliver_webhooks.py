@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 
 from webhooks import delivery
@@ -20,6 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--interval", type=float, default=5.0, help="Seconds between polls (default 5).")
 
     def handle(self, *args: Any, once: bool, interval: float, **options: Any) -> None:
+        if not interval >= 0.5:  # also refuses NaN
+            raise CommandError(f"--interval must be at least 0.5 seconds (got {interval}); a shorter one only "
+                               "loads the database.")
         while True:
             attempted = delivery.deliver_due()
             if attempted and options.get("verbosity", 1) >= 1:

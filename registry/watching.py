@@ -1,0 +1,121 @@
+"""Watched folders: files on disk are the source of truth for the entries they define.
+
+`watch_imports` imports a YAML file or folder once, then again whenever a YAML file or a
+`file:` side file under it changes. File events come from the `watchfiles` library (native
+notifications, not a polling loop). A burst of changes (a `git pull` touching forty files)
+is one round: watchfiles groups events until none arrived for `QUIET_MS` (its `step`), up to
+`BURST_MS` (its `debounce`). Each round is one `import_documents` call, so one transaction:
+a broken file saves nothing of that round and the last good state keeps being served. The
+registry announces a round's changes once, after its commit.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import watchfiles
+from django.db import close_old_connections, connection
+
+from registry.importer import ImportFailed, ImportReport, import_documents
+from registry.portable import YAML_SUFFIXES, is_hidden
+
+QUIET_MS = 300  # a round starts once the files were quiet this long...
+BURST_MS = 3000  # ...or at the latest this long after the first change of a burst
+
+
+@dataclass
+class Round:
+    """The outcome of one import round: a report, or the problems that refused it."""
+
+    report: ImportReport | None = None
+    problems: tuple[str, ...] = ()
+    side_files: frozenset[Path] = frozenset()  # `file:` paths the YAML files named
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None
+
+    def line(self) -> str:
+        """One log line, e.g. 'resources: 1 updated; published 1'."""
+        if self.report is not None:
+            return self.report.summary()
+        return (f"import refused, nothing saved, the last good state is still served: {len(self.problems)} "
+                "problem(s): " + " | ".join(self.problems))
+
+
+def import_round(path: Path, *, publish: bool, note: str) -> Round:
+    """Import `path` once as the command-line operator; a refused import is reported, not raised."""
+    if not connection.in_atomic_block:
+        close_old_connections()  # a long-running watcher outlives database connections
+    try:
+        report = import_documents(path, publish=publish, note=note)
+        return Round(report=report, side_files=report.side_files)
+    except ImportFailed as exc:
+        return Round(problems=tuple(exc.problems), side_files=exc.side_files)
+
+
+class _Relevant(watchfiles.DefaultFilter):
+    """The watched YAML files (all of a folder's, or the one file) and the side files they name.
+
+    Side files live inside the YAML file's folder (registry.portable), so watching the folder
+    sees them; other files there (logs, notes) start no round. Hidden files are ignored."""
+
+    def __init__(self, root: Path, only_yaml: Path | None) -> None:
+        super().__init__()
+        self.root = root
+        self.only_yaml = only_yaml
+        self.side_files: set[Path] = set()
+
+    def __call__(self, change: watchfiles.Change, path: str) -> bool:
+        candidate = Path(path).resolve()
+        if not super().__call__(change, path) or is_hidden(candidate, self.root):
+            return False
+        if candidate in self.side_files:
+            return True
+        if candidate.suffix.lower() not in YAML_SUFFIXES:
+            return False
+        return self.only_yaml is None or candidate == self.only_yaml
+
+
+def watched_root(path: Path) -> tuple[Path, Path | None]:
+    """(folder to watch, the single YAML file when `path` is a file)."""
+    path = path.resolve()
+    return (path, None) if path.is_dir() else (path.parent, path)
+
+
+def watch_imports(
+    path: str | Path,
+    *,
+    publish: bool,
+    note: str,
+    log: Callable[[str], None],
+    stop: threading.Event,
+    run_round: Callable[[], Round] | None = None,
+    changes: Callable[..., Iterable[set[tuple[watchfiles.Change, str]]]] = watchfiles.watch,
+) -> int:
+    """Import now and after every burst of file changes until `stop` is set; returns the rounds run."""
+    path = Path(path)
+    root, only_yaml = watched_root(path)
+    run = run_round or (lambda: import_round(path, publish=publish, note=note))
+    relevant = _Relevant(root, only_yaml)
+    rounds = 0
+
+    def one(reason: str) -> None:
+        nonlocal rounds
+        rounds += 1
+        outcome = run()
+        relevant.side_files |= outcome.side_files  # a file named once stays watched: renaming it back is a change
+        log(f"{reason}: {outcome.line()}")
+
+    one("initial import")
+    for batch in changes(root, watch_filter=relevant, debounce=BURST_MS, step=QUIET_MS,
+                         stop_event=stop, raise_interrupt=False):
+        if stop.is_set():
+            break
+        names = sorted({Path(p).name for _change, p in batch})
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        one(f"{len(names)} file(s) changed ({shown})")
+    return rounds
