@@ -80,6 +80,16 @@ class ClientRegistration(DynamicClientRegistrationView):
         return super().post(request, *args, **kwargs)
 
 
+def _form_action_source(redirect_uri: str) -> str | None:
+    """The CSP source expression for a validated redirect URI: its origin, or ``scheme:``."""
+    if not redirect_uri or any(c in redirect_uri for c in " \t\r\n;,'\""):
+        return None
+    parts = urlsplit(redirect_uri)
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
+    return f"{parts.scheme}:" if parts.scheme else None
+
+
 def _metadata_error(description: str) -> JsonResponse:
     return JsonResponse({"error": "invalid_client_metadata", "error_description": description}, status=400)
 
@@ -105,7 +115,13 @@ class Consent(AuthorizationView):
             error = {"error": "invalid_target",
                      "description": f"This server issues tokens only for {ours}, not for {', '.join(asked)}."}
             return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
-        return super().get(request, *args, **kwargs)
+        response = super().get(request, *args, **kwargs)
+        source = _form_action_source(getattr(self, "oauth2_data", {}).get("redirect_uri") or "")
+        if source and response.status_code == 200:
+            # CSP form-action also governs the redirect that answers the form (the client's
+            # callback), so the page's policy must name the callback the toolkit just validated.
+            response._csp_update = {"form-action": [source]}
+        return response
 
     def form_valid(self, form: Any) -> HttpResponse:
         if not form.cleaned_data.get("resource"):

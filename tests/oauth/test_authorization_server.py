@@ -234,3 +234,13 @@ def test_authorization_without_a_resource_is_bound_to_the_mcp_endpoint(web, edit
     response = web.post("/oauth/token/", urlencode(data), content_type="application/x-www-form-urlencoded")
     assert response.status_code == 200, response.content
     assert AccessToken.objects.get(user=editor).resource == [RESOURCE]
+
+
+def test_consent_page_policy_lets_the_form_redirect_to_the_clients_callback(web, editor):
+    _, app = register(web)
+    web.force_login(editor)
+    _verifier, challenge = pkce()
+    page = web.get("/oauth/authorize/?" + urlencode(authorize_params(app["client_id"], challenge)))
+    policy = page["Content-Security-Policy"]
+    form_action = next(d for d in policy.split(";") if d.strip().startswith("form-action"))
+    assert "'self'" in form_action and "http://127.0.0.1:53682" in form_action
