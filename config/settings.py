@@ -272,6 +272,9 @@ OAUTH2_PROVIDER = {
     "REQUEST_APPROVAL_PROMPT": "force",
     "DCR_ENABLED": True,
     "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    # Client ID Metadata Documents: an https URL as client_id, fetched by the toolkit's SSRF-hardened
+    # fetcher (https only, public addresses only, no redirects, size and time bounds).
+    "CIMD_ENABLED": env_flag("OAUTH_CLIENT_METADATA_DOCUMENTS", True),
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
