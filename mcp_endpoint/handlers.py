@@ -123,7 +123,7 @@ async def authenticate(authorization: str | None, resource: str | None = None) -
     scheme, _, token = authorization.strip().partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
-        raise errors.InvalidToken("Unauthorized: use Authorization: Bearer <token>")
+        raise errors.Unauthorized("Unauthorized: use Authorization: Bearer <token>")
     if not token.startswith(clients.TOKEN_PREFIX):
         viewer = await _oauth_viewer(token, resource or "")
         return dataclasses.replace(identity_of(viewer), oauth_token=hashlib.sha256(token.encode()).hexdigest())

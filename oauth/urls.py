@@ -14,7 +14,7 @@ provider = [
     path("revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
     path("register/", views.ClientRegistration.as_view(), name="dcr-register"),
     path("register", views.ClientRegistration.as_view()),
-    path("register/<str:client_id>/", dot.DynamicClientRegistrationManagementView.as_view(),
+    path("register/<str:client_id>/", views.ClientManagement.as_view(),
          name="dcr-register-management"),
     re_path(r"^.*$", views.not_found),
 ]

@@ -14,7 +14,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import AuthorizationView, DynamicClientRegistrationView
+from oauth2_provider.views import (AuthorizationView, DynamicClientRegistrationManagementView,
+                                   DynamicClientRegistrationView)
 from oauth2_provider.views import OAuthProtectedResourceMetadataView
 
 from .bearer import defaults_for
@@ -57,27 +58,40 @@ def _redirect_uri_problem(uri: str) -> str | None:
     return None
 
 
+def _metadata_problem(request: HttpRequest) -> JsonResponse | None:
+    """What this server refuses in RFC 7591 metadata (the toolkit checks the rest)."""
+    try:
+        data = json.loads(request.body or b"null")
+    except ValueError:
+        return None  # the toolkit answers invalid_client_metadata
+    if not isinstance(data, dict):
+        return None
+    grants = data.get("grant_types", ["authorization_code"])
+    if isinstance(grants, list) and not set(map(str, grants)) <= _ALLOWED_GRANTS:
+        return _metadata_error("only the authorization_code and refresh_token grant types are offered")
+    uris = data.get("redirect_uris")
+    if isinstance(uris, list):
+        for uri in uris:
+            problem = isinstance(uri, str) and _redirect_uri_problem(uri)
+            if problem:
+                return JsonResponse({"error": "invalid_redirect_uri", "error_description": problem}, status=400)
+    return None
+
+
 @method_decorator(csrf_exempt, name="dispatch")
 class ClientRegistration(DynamicClientRegistrationView):
     """RFC 7591 registration, limited to what this server issues: authorization code (+ refresh)."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            data = json.loads(request.body or b"null")
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            grants = data.get("grant_types", ["authorization_code"])
-            if isinstance(grants, list) and not set(map(str, grants)) <= _ALLOWED_GRANTS:
-                return _metadata_error("only the authorization_code and refresh_token grant types are offered")
-            uris = data.get("redirect_uris")
-            if isinstance(uris, list):
-                for uri in uris:
-                    problem = isinstance(uri, str) and _redirect_uri_problem(uri)
-                    if problem:
-                        return JsonResponse({"error": "invalid_redirect_uri", "error_description": problem},
-                                            status=400)
-        return super().post(request, *args, **kwargs)
+        return _metadata_problem(request) or super().post(request, *args, **kwargs)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ClientManagement(DynamicClientRegistrationManagementView):
+    """RFC 7592 updates keep the same limits as registration."""
+
+    def put(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return _metadata_problem(request) or super().put(request, *args, **kwargs)
 
 
 def _form_action_source(redirect_uri: str) -> str | None:

@@ -244,3 +244,14 @@ def test_consent_page_policy_lets_the_form_redirect_to_the_clients_callback(web,
     policy = page["Content-Security-Policy"]
     form_action = next(d for d in policy.split(";") if d.strip().startswith("form-action"))
     assert "'self'" in form_action and "http://127.0.0.1:53682" in form_action
+
+
+def test_registration_update_cannot_switch_to_another_grant_type(web):
+    _, app = register(web)
+    body = {"client_name": "Claude", "redirect_uris": ["http://127.0.0.1/callback"],
+            "token_endpoint_auth_method": "client_secret_basic", "grant_types": ["client_credentials"]}
+    response = web.put(f"/oauth/register/{app['client_id']}/", json.dumps(body), content_type="application/json",
+                       HTTP_AUTHORIZATION=f"Bearer {app['registration_access_token']}")
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
+    from oauth2_provider.models import Application
+    assert Application.objects.get(client_id=app["client_id"]).authorization_grant_type == "authorization-code"

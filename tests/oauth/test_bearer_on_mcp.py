@@ -116,7 +116,12 @@ async def test_revoking_the_mcp_client_row_stops_its_oauth_tokens(mcp_app, regis
     user = await sync_to_async(make_user)("Editors")
     token = await sync_to_async(make_token)(user)
     assert (await list_prompts(mcp_app, token)).status == 200
-    await sync_to_async(McpClient.objects.filter(name__startswith="oauth:").update)(active=False)
+    def revoke():
+        client = McpClient.objects.get(name__startswith="oauth:")
+        client.active = False
+        client.save()
+
+    await sync_to_async(revoke)()
     bearer.forget_cached()
     assert (await list_prompts(mcp_app, token)).status == 401
 
