@@ -121,8 +121,7 @@ async def test_revoking_the_mcp_client_row_stops_its_oauth_tokens(mcp_app, regis
         client.active = False
         client.save()
 
-    await sync_to_async(revoke)()
-    bearer.forget_cached()
+    await sync_to_async(revoke)()  # no cache reset: the save itself ends the cached answer
     assert (await list_prompts(mcp_app, token)).status == 401
 
 
@@ -132,8 +131,7 @@ async def test_deleted_oauth_token_stops_working(mcp_app, registry_data):
     user = await sync_to_async(make_user)("Editors")
     token = await sync_to_async(make_token)(user)
     assert (await list_prompts(mcp_app, token)).status == 200
-    await sync_to_async(lambda: AccessToken.objects.all().delete())()
-    bearer.forget_cached()
+    await sync_to_async(lambda: AccessToken.objects.all().delete())()  # revocation deletes the row
     assert (await list_prompts(mcp_app, token)).status == 401
 
 
