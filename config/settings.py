@@ -280,6 +280,10 @@ OAUTH2_PROVIDER = {
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
     "OAUTH2_PROTECTED_RESOURCE_NAME": "MCP Prompt Registry",
 }
+# W008 warns that plain-http redirect URIs are allowed at all: they must be, for native apps'
+# loopback callbacks (RFC 8252 §7.3), and oauth/views.py refuses http to any other host at
+# registration and at authorization, which is what RFC 9700 §2.1 asks.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 # django-oauth-toolkit's own models (named so that makemigrations can resolve its swappable ones).
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
 OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"

@@ -130,7 +130,12 @@ class Consent(AuthorizationView):
                      "description": f"This server issues tokens only for {ours}, not for {', '.join(asked)}."}
             return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
         response = super().get(request, *args, **kwargs)
-        source = _form_action_source(getattr(self, "oauth2_data", {}).get("redirect_uri") or "")
+        redirect_uri = getattr(self, "oauth2_data", {}).get("redirect_uri") or ""
+        problem = redirect_uri and _redirect_uri_problem(redirect_uri)
+        if problem:  # whoever registered it (an admin, a metadata document): no code over plain http
+            error = {"error": "invalid_request", "description": problem}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+        source = _form_action_source(redirect_uri)
         if source and response.status_code == 200:
             # CSP form-action also governs the redirect that answers the form (the client's
             # callback), so the page's policy must name the callback the toolkit just validated.
@@ -138,6 +143,10 @@ class Consent(AuthorizationView):
         return response
 
     def form_valid(self, form: Any) -> HttpResponse:
+        problem = _redirect_uri_problem(form.cleaned_data.get("redirect_uri") or "")
+        if problem:
+            error = {"error": "invalid_request", "description": problem}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
         if not form.cleaned_data.get("resource"):
             form.cleaned_data["resource"] = resource_url(self.request.scheme, self.request.get_host())
         return super().form_valid(form)

@@ -255,3 +255,20 @@ def test_registration_update_cannot_switch_to_another_grant_type(web):
     assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
     from oauth2_provider.models import Application
     assert Application.objects.get(client_id=app["client_id"]).authorization_grant_type == "authorization-code"
+
+
+def test_plain_http_callback_to_a_remote_host_is_refused_whoever_registered_it(web, editor):
+    from oauth2_provider.models import Application, Grant
+
+    app = Application.objects.create(name="Admin-made", client_type="public", authorization_grant_type="authorization-code",
+                                      redirect_uris="http://intranet.example.com/cb")
+    web.force_login(editor)
+    verifier, challenge = pkce()
+    params = authorize_params(app.client_id, challenge, redirect_uri="http://intranet.example.com/cb")
+    page = web.get("/oauth/authorize/?" + urlencode(params))
+    assert page.status_code == 400 and "plain http" in page.content.decode()
+    crafted = {"client_id": app.client_id, "redirect_uri": params["redirect_uri"], "response_type": "code",
+               "state": "s", "scope": "mcp", "code_challenge": challenge, "code_challenge_method": "S256",
+               "resource": RESOURCE, "allow": "Allow"}
+    response = web.post("/oauth/authorize/?" + urlencode(params), crafted)
+    assert response.status_code == 400 and not Grant.objects.exists()
