@@ -19,6 +19,7 @@ from registry import services
 from registry.drafts import draft_data, normalise_tags, save_draft
 from registry.kinds import KINDS, kind_of
 from registry.models import (
+    ArgumentType,
     ContentKind,
     MessageRole,
     Prompt,
@@ -36,6 +37,7 @@ from registry.uris import normalize_uri
 from registry.validation import DraftReport, validate_prompt, validate_resource, validate_template
 
 AUDIENCE_CHOICES = ["user", "assistant"]
+MAX_LENGTH_BOUND = 2**31 - 1  # what the database column holds
 
 
 def _labels(entry: VersionedEntry) -> dict[str, int]:
@@ -145,6 +147,35 @@ class ArgumentSerializer(serializers.Serializer):
     required = serializers.BooleanField(required=False, default=True)
     default = serializers.CharField(required=False, allow_blank=True, default="")
     suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    type = serializers.ChoiceField(choices=ArgumentType.choices, required=False, default=ArgumentType.TEXT,
+                                   help_text="What values prompts/get accepts (MCP sends them all as strings).")
+    choices = serializers.ListField(child=serializers.CharField(), required=False, default=list,
+                                    help_text="enum: the allowed values.")
+    min_length = serializers.IntegerField(min_value=0, max_value=MAX_LENGTH_BOUND, required=False, allow_null=True,
+                                          default=None, help_text="text/string: fewest characters.")
+    max_length = serializers.IntegerField(min_value=0, max_value=MAX_LENGTH_BOUND, required=False, allow_null=True,
+                                          default=None, help_text="text/string: most characters.")
+    pattern = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
+                                    help_text="text/string: RE2 regular expression the whole value must match.")
+    minimum = serializers.FloatField(required=False, allow_null=True, default=None,
+                                     help_text="integer/number: smallest value allowed.")
+    maximum = serializers.FloatField(required=False, allow_null=True, default=None,
+                                     help_text="integer/number: largest value allowed.")
+
+
+    def validate_choices(self, value: list[str]) -> list[str]:
+        return _one_line_values(value, "choice")
+
+    def validate_suggestions(self, value: list[str]) -> list[str]:
+        return _one_line_values(value, "suggestion")
+
+
+def _one_line_values(values: list[str], what: str) -> list[str]:
+    """Choices and suggestions are stored one per line: a value spanning lines would be split."""
+    for value in values:
+        if "\n" in value or "\r" in value:
+            raise serializers.ValidationError(f"A {what} must be a single line: {value!r}.", code="multi_line")
+    return values
 
 
 class MessageSerializer(serializers.Serializer):
@@ -196,7 +227,14 @@ class PromptSerializer(EntryMetaMixin):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         data = self.merged(attrs) if self.partial else self.full_data(attrs)
         prompt = Prompt(name=data.get("name") or "", description=data.get("description") or "")
-        arguments = [PromptArgument(name=a["name"]) for a in data.get("arguments") or []]
+        arguments = [
+            PromptArgument(name=a["name"], required=a.get("required", True), default=a.get("default") or "",
+                           suggestions="\n".join(a.get("suggestions") or ()), type=a.get("type") or "text",
+                           choices="\n".join(a.get("choices") or ()), min_length=a.get("min_length"),
+                           max_length=a.get("max_length"), pattern=a.get("pattern") or "",
+                           minimum=a.get("minimum"), maximum=a.get("maximum"))
+            for a in data.get("arguments") or []
+        ]
         uris = {m["resource_uri"] for m in data.get("messages") or [] if m.get("resource_uri")}
         stored = {r.uri: r for r in Resource.objects.filter(uri__in={normalize_uri(u) for u in uris})} if uris else {}
         resources = {uri: stored[normalize_uri(uri)] for uri in uris if normalize_uri(uri) in stored}
@@ -217,7 +255,7 @@ class PromptSerializer(EntryMetaMixin):
                     _add(per_message.setdefault(str(index), {}), _message_field(messages[index].kind, problem),
                          text[:1].upper() + text[1:])
                     return
-            if problem.startswith("The argument name "):
+            if problem.startswith("The argument name ") or problem.startswith("Argument '"):
                 _add(errors, "arguments", problem)
             elif problem == "A prompt needs at least one message.":
                 _add(errors, "messages", problem)

@@ -35,7 +35,9 @@ from api.versions import (
 )
 from registry import services
 from registry.drafts import lock_draft
+from registry.errors import ContentMissing
 from registry.kinds import KINDS
+from registry.snapshots import with_content
 from registry.uris import lookup_uri, normalize_uri_template
 from registry.models import Prompt, Resource, ResourceTemplate
 
@@ -136,12 +138,20 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return self.get_paginated_response(VersionSummarySerializer(page, many=True).data)
 
     @extend_schema(responses=VersionSerializer,
-                   parameters=[OpenApiParameter("number", int, OpenApiParameter.PATH, description="Version number")])
+                   parameters=[OpenApiParameter("number", int, OpenApiParameter.PATH, description="Version number"),
+                               OpenApiParameter("content", str, enum=["inline"], required=False,
+                                                description="`inline`: documents as text/base64 instead of sha256 references")])
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]+)")
     def version(self, request: Request, number: str, **kwargs: Any) -> Response:
         entry = self.get_object()
         version = get_object_or_404(entry.versions.prefetch_related("labels"), number=int(number))
-        return Response(VersionSerializer(version).data)
+        data = VersionSerializer(version).data
+        if request.query_params.get("content") == "inline":
+            try:
+                data["snapshot"] = with_content(version.snapshot)
+            except ContentMissing as exc:
+                return Response({"detail": exc.message, "sha256": exc.sha256}, status=status.HTTP_409_CONFLICT)
+        return Response(data)
 
     @extend_schema(responses=LabelSerializer(many=True))
     @action(detail=True, methods=["get"])

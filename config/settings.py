@@ -172,6 +172,35 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
+# Documents (resource bytes and text, images, audio) are stored once, content-addressed, in the
+# storage named "registry" (registry/content.py): the filesystem under MEDIA_ROOT by default, an
+# S3-compatible bucket when REGISTRY_S3_BUCKET is set (AWS_S3_ENDPOINT_URL for MinIO/Ceph/...;
+# credentials from the usual AWS_* variables or the instance role, as boto3 finds them).
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")
+MEDIA_URL = "media/"
+_S3_BUCKET = os.environ.get("REGISTRY_S3_BUCKET", "")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "registry": (
+        {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": _S3_BUCKET,
+                "endpoint_url": os.environ.get("AWS_S3_ENDPOINT_URL") or None,
+                "region_name": os.environ.get("AWS_S3_REGION_NAME") or None,
+                "location": os.environ.get("REGISTRY_S3_PREFIX", ""),
+                "file_overwrite": False,  # write-once: an existing object is never replaced
+                "querystring_auth": True,
+                "default_acl": None,
+            },
+        }
+        if _S3_BUCKET
+        else {"BACKEND": "django.core.files.storage.FileSystemStorage",
+              "OPTIONS": {"location": MEDIA_ROOT}}
+    ),
+}
+
 LOGIN_URL = "admin:login"
 
 REST_FRAMEWORK = {
@@ -237,6 +266,9 @@ REGISTRY = {
     # Labels created protected: moving them needs an approved review or an audited override
     # (registry/services.py, registry/reviews.py). A label row's own `protected` flag decides afterwards.
     "PROTECTED_LABELS": ["production"],
+    # Per-process byte budget of the cache of served content (prompt bodies, resource text and
+    # blobs, template bodies); entries over 1/8 of it are served without being cached.
+    "CONTENT_CACHE_BYTES": int(os.environ.get("REGISTRY_CONTENT_CACHE_BYTES", 64 * 1024 * 1024)),
 }
 
 # The MCP endpoint; see mcp_endpoint/settings.py for every key and its default.

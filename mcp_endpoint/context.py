@@ -39,6 +39,16 @@ class RequestContext:
     def cache_scope(self) -> str:
         return "private" if self.identity.scoped else "public"
 
+    @property
+    def elicits_forms(self) -> bool:
+        """2026-07-28 client that declared form elicitation (``elicitation: {}`` means form mode)."""
+        elicitation = self.client_capabilities.get("elicitation") if self.modern else None
+        return isinstance(elicitation, dict) and ("form" in elicitation or "url" not in elicitation)
+
+    def input_required(self, input_requests: dict[str, Any]) -> dict[str, Any]:
+        """A 2026-07-28 InputRequiredResult: never cacheable, so no ttlMs/cacheScope."""
+        return finalize_modern({"inputRequests": input_requests}, self.server_info, result_type="input_required")
+
     def complete(self, result: dict[str, Any], *, cacheable: bool = False,
                  private: bool = False) -> dict[str, Any]:
         """Add the 2026-07-28 result fields (``resultType``, serverInfo ``_meta``, and caching

@@ -18,7 +18,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from registry import catalog, clients, fetches, uris
+from registry import argtypes, catalog, clients, fetches, uris
 from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
 
@@ -182,12 +182,17 @@ def translate_domain_error(exc: BaseException) -> errors.McpError | None:
         return errors.InvalidParams(exc.message, data={"name": exc.name})
     if isinstance(exc, registry_errors.MissingArguments):
         return errors.InvalidParams(exc.message, data={"missing": list(exc.names)})
+    if isinstance(exc, registry_errors.ArgumentErrors):
+        return errors.InvalidParams(exc.message, data={"invalid": [dict(i) for i in exc.invalid],
+                                                       "missing": list(exc.missing)})
     if isinstance(exc, registry_errors.UnknownResource):
         return errors.ResourceNotFound(exc.uri)
     if isinstance(exc, registry_errors.InvalidUri):
         return errors.InvalidParams(exc.message, data={"uri": exc.uri})
     if isinstance(exc, registry_errors.InvalidArguments):
         return errors.InvalidParams(exc.message)
+    if isinstance(exc, registry_errors.ContentMissing):
+        return errors.InternalError(exc.message, data={"sha256": exc.sha256})
     return None
 
 
@@ -210,6 +215,14 @@ async def get_catalog(label: str) -> Any:
         _loading[label] = task
         task.add_done_callback(lambda t, lbl=label: _loading.pop(lbl, None) if _loading.get(lbl) is t else None)
     return await asyncio.shield(task)
+
+
+async def _content_call(method: Any, *args: Any) -> Any:
+    """Run a catalog read; content not in memory yet is loaded in a worker thread (one read)."""
+    try:
+        return method(*args)
+    except catalog.ContentNotLoaded:
+        return await database_sync_to_async(method)(*args)
 
 
 def _str_param(params: dict[str, Any], name: str) -> str:
@@ -283,13 +296,69 @@ async def resource_templates_list(ctx: RequestContext, params: dict[str, Any]) -
 # --------------------------------------------------------------------------- prompts / resources
 
 
+ARGUMENTS_INPUT = "prompt_arguments"  # our key in inputRequests / inputResponses
+
+
 async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """Render a prompt. At 2026-07-28, a client that declared form elicitation and left out
+    required arguments gets an InputRequiredResult asking for them (typed form fields), and
+    its retry carrying ``inputResponses`` renders; a declined form, or any other client, gets
+    the -32602 error that names the missing arguments."""
     name = _str_param(params, "name")
     arguments = _string_map(params.get("arguments"), "params.arguments")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
-    source.record_fetch(served, ctx.identity.viewer)
+    viewer = ctx.identity.viewer
+    declined = False
+    if ctx.modern and params.get("inputResponses") is not None:
+        specs = await _content_call(catalog.argument_specs, viewer, name)
+        arguments, declined = _with_input_responses(specs, arguments, params["inputResponses"])
+    try:
+        served = await _content_call(catalog.get_prompt, viewer, name, arguments)
+    except registry_errors.MissingArguments as exc:
+        if declined or not ctx.elicits_forms:
+            raise
+        specs = await _content_call(catalog.argument_specs, viewer, name)
+        return _ask_for_arguments(ctx, catalog.prompt(viewer, name), specs, exc.names)
+    source.record_fetch(served, viewer)
     return ctx.complete(shapes.shape_prompt_result(served.result, ctx.version))
+
+
+def _with_input_responses(specs: Any, arguments: dict[str, Any], responses: Any) -> tuple[dict[str, Any], bool]:
+    """(arguments plus the values the user entered in our form, whether the user declined it).
+
+    Keys other than ours are ignored, as the spec asks; form values (strings, numbers,
+    booleans) become the strings MCP would have sent, and the render checks them like any."""
+    if not isinstance(responses, dict):
+        raise errors.InvalidParams("params.inputResponses must be an object of responses")
+    answer = responses.get(ARGUMENTS_INPUT)
+    if answer is None:
+        return arguments, False
+    if not isinstance(answer, dict) or answer.get("action") not in ("accept", "decline", "cancel"):
+        raise errors.InvalidParams(f"params.inputResponses.{ARGUMENTS_INPUT} must be an elicitation result "
+                                   "with action accept, decline or cancel")
+    if answer["action"] != "accept":
+        return arguments, True
+    content = answer.get("content") or {}
+    if not isinstance(content, dict):
+        raise errors.InvalidParams(f"params.inputResponses.{ARGUMENTS_INPUT}.content must be an object")
+    merged: dict[str, Any] = dict(arguments)
+    for spec in specs:
+        if spec["name"] in content and spec["name"] not in arguments:
+            value = content[spec["name"]]
+            text = argtypes.from_form(spec, value)
+            merged[spec["name"]] = value if text is None else text
+    return merged, False
+
+
+def _ask_for_arguments(ctx: RequestContext, item: Any, all_specs: Any, missing: list[str]) -> dict[str, Any]:
+    specs = [spec for spec in all_specs if spec["name"] in missing]
+    title = item.listing.get("title") or item.name
+    request = {"method": "elicitation/create", "params": {
+        "mode": "form",
+        "message": f"The prompt {title!r} needs: " + ", ".join(s.get("title") or s["name"] for s in specs) + ".",
+        "requestedSchema": argtypes.form_schema(specs),
+    }}
+    return ctx.input_required({ARGUMENTS_INPUT: request})
 
 
 async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any] | RawJSON:
@@ -302,7 +371,7 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
         served, raw = hit
         source.record_fetch(served, ctx.identity.viewer)
         return raw
-    served = catalog.read_resource(ctx.identity.viewer, uri)
+    served = await _content_call(catalog.read_resource, ctx.identity.viewer, uri)
     if not served.result.get("contents"):
         raise errors.ResourceNotFound(uri)  # never answer with empty contents
     raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True,
@@ -322,7 +391,7 @@ async def _resource_exists(ctx: RequestContext, uri: str) -> None:
     catalog = await get_catalog(ctx.identity.label)
     if any(r.get("uri") == uri for r in catalog.resources(ctx.identity.viewer)):
         return
-    catalog.read_resource(ctx.identity.viewer, uri)  # templated URIs: raises UnknownResource if no match
+    await _content_call(catalog.read_resource, ctx.identity.viewer, uri)  # templated URIs: UnknownResource if none
 
 
 async def resources_subscribe(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -445,7 +514,7 @@ async def _tool_get_prompt(ctx: RequestContext, args: dict[str, Any]) -> dict[st
     if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
         return _tool_error("Argument 'arguments' must be an object of string values.")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.get_prompt(ctx.identity.viewer, name, arguments)
+    served = await _content_call(catalog.get_prompt, ctx.identity.viewer, name, arguments)
     source.record_fetch(served, ctx.identity.viewer)
     content: list[dict[str, Any]] = []
     if served.result.get("description"):
@@ -464,7 +533,7 @@ async def _tool_read_resource(ctx: RequestContext, args: dict[str, Any]) -> dict
     if not isinstance(uri, str) or not uri:
         return _tool_error("Argument 'uri' must be a non-empty string.")
     catalog = await get_catalog(ctx.identity.label)
-    served = catalog.read_resource(ctx.identity.viewer, uri)
+    served = await _content_call(catalog.read_resource, ctx.identity.viewer, uri)
     contents = served.result.get("contents") or []
     if not contents:
         return _tool_error(f"Resource not found: {uri}")

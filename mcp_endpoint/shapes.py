@@ -131,11 +131,11 @@ def shape_server_info(info: dict[str, Any], version: str) -> dict[str, Any]:
 
 
 def finalize_modern(result: dict[str, Any], server_info: dict[str, Any], *,
-                    cache: tuple[int, str] | None = None) -> dict[str, Any]:
+                    cache: tuple[int, str] | None = None, result_type: str = "complete") -> dict[str, Any]:
     """2026-07-28: ``resultType`` on every result, serverInfo in ``_meta``, caching hints on
     cacheable results only. Legacy results never pass through here."""
     out = dict(result)
-    out["resultType"] = "complete"
+    out["resultType"] = result_type
     if cache is not None:
         out["ttlMs"], out["cacheScope"] = cache
     meta = dict(out.get("_meta") or {})

@@ -1,7 +1,13 @@
-"""Read side for MCP: an immutable in-memory snapshot of what one release label serves.
+"""Read side for MCP: an immutable in-memory index of what one release label serves.
 
 Published versions never change, so a label's catalog is built once from the database and
-then answers lists, reads, renders and completions without a query. Any committed change
+then answers lists and completions without a query. It holds metadata only (names,
+descriptions, argument schemas, URIs, template matchers, content hashes and sizes), read
+from each version's small `listing` column (registry/listing.py), so building it never loads
+message bodies or documents and its size does not grow with them. What `prompts/get` and
+`resources/read` return is loaded on demand into the one bounded per-process content cache
+(registry/content_cache.py): a hot entry costs no query, a cold one one read. On the event
+loop a cold read raises ContentNotLoaded so the caller repeats it in a worker thread. Any committed change
 (local or caught up from another process) bumps `changes.generation()`, which retires the
 cached catalog; the next request rebuilds it. The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
@@ -16,21 +22,32 @@ key that tells such clients apart. Without rollouts everything takes the shared 
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 import threading
 from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from registry import changes
-from registry.errors import InvalidArguments, UnknownPrompt, UnknownResource
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
+from registry import argtypes, changes, content_cache
+from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
 from registry.rollouts import gets_candidate
-from registry.snapshots import resource_content
+from registry.listing import listing_of
+from registry.snapshots import canonical_json, materialise, materialise_block, read_content
 from registry.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
 
 MAX_COMPLETIONS = 100
+
+try:  # several times faster than the stdlib decoder, and it shares repeated keys
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
+    _loads = json.loads
 
 
 @dataclass(frozen=True)
@@ -72,9 +89,10 @@ class PromptItem:
     version: int
     label: str
     listing: dict[str, Any]
-    compiled: CompiledPrompt
     suggestions: Mapping[str, tuple[str, ...]]
+    version_id: int = 0  # the version row: what the compiled body is cached and loaded by
     rollout: ItemRollout | None = None
+    resource_arguments: frozenset[str] = frozenset()  # arguments whose values are registry resource URIs
 
     @property
     def key(self) -> str:
@@ -88,7 +106,8 @@ class ResourceItem:
     version: int
     label: str
     listing: dict[str, Any]
-    content: dict[str, Any]
+    ref: Mapping[str, Any]  # {uri, mimeType, sha256, size, encoding}: where the bytes are, not the bytes
+    version_id: int = 0
     rollout: ItemRollout | None = None
 
     @property
@@ -104,9 +123,9 @@ class TemplateItem:
     label: str
     listing: dict[str, Any]
     matcher: UriTemplateMatcher
-    body: Template
     mime_type: str
     suggestions: Mapping[str, tuple[str, ...]]
+    version_id: int = 0
     rollout: ItemRollout | None = None
 
     @property
@@ -114,61 +133,163 @@ class TemplateItem:
         return self.uri_template
 
 
-def _tags(snapshot: Mapping[str, Any]) -> frozenset[str]:
+class ContentNotLoaded(Exception):
+    """Content is not in the cache and the caller runs on the event loop: retry in a worker thread.
+
+    Loading needs a database or storage read, which must not block (or, for the ORM, even run
+    on) the event loop; the MCP handlers catch this and run the same call off the loop.
+    """
+
+
+class _Row(NamedTuple):
+    entry_id: int
+    name: str  # the label the row is served from
+    version_id: int
+    number: int
+    listing: dict[str, Any]
+    created_at: Any
+
+
+_ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "listing_text", "version__created_at")
+# Listing values that recur across entries (MIME types, encodings, tags, argument schemas,
+# suggestions): one shared string each instead of one per entry keeps a large catalog small.
+
+
+def _intern(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) and len(value) <= 200 else value
+
+
+def _share(listing: dict[str, Any]) -> dict[str, Any]:
+    item = listing.get("item") or {}
+    for part in (item, listing.get("content") or {}):
+        for key in ("mimeType", "encoding"):
+            if key in part:
+                part[key] = _intern(part[key])
+    for argument in item.get("arguments") or ():
+        for key in ("name", "title", "description"):
+            if key in argument:
+                argument[key] = _intern(argument[key])
+    return listing
+
+
+_frozen: dict[Any, Any] = {}  # equal tuples/frozensets of one build share one object (cleared per full build)
+
+
+def _shared(value: Any) -> Any:
+    return _frozen.setdefault(value, value)
+
+
+def _suggestions(listing: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    return {_intern(name): _shared(tuple(values)) for name, values in (listing.get("suggestions") or {}).items()}
+
+
+def _decode_listing(text: str | None) -> dict[str, Any]:
+    """The listing column, decoded with short values shared (read as text: one fast decode per row)."""
+    if not text:
+        return {}
+    decoded = _loads(text)
+    return _share(decoded) if isinstance(decoded, dict) else {}
+
+
+def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
     """Visibility comes from the published version, never from the draft (registry.snapshots)."""
-    return frozenset(snapshot.get("tags") or ())
+    return _shared(frozenset(listing.get("tags") or ()))
 
 
-def _pick(rows: Iterable[Any], label: str) -> dict[int, Any]:
+def _pick(rows: Iterable[_Row], label: str) -> dict[int, _Row]:
     """Per entry, the row of `label` if present, else the production row."""
-    chosen: dict[int, Any] = {}
+    chosen: dict[int, _Row] = {}
     for row in rows:
         if row.entry_id not in chosen or row.name == label:
             chosen[row.entry_id] = row
     return chosen
 
 
-def _listing(snapshot: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {k: snapshot[k] for k in keys if k in snapshot and snapshot[k] not in ("", None, {}, [])}
+def _listing_of(kind: str, row: _Row) -> dict[str, Any]:
+    """The version's listing column; versions written without one are summarised from the snapshot."""
+    if row.listing:
+        return row.listing
+    snapshot = KINDS[kind].version_model.objects.filter(pk=row.version_id).values_list(  # type: ignore[attr-defined]
+        "snapshot", flat=True).first()
+    return listing_of(kind, snapshot or {})
 
 
-def _prompt_item(row: Any) -> PromptItem:
-    snap = row.version.snapshot
-    listing = _listing(snap, ("name", "title", "description"))
-    listing["arguments"] = [
-        _listing(a, ("name", "title", "description")) | {"required": bool(a.get("required"))}
-        for a in snap.get("arguments", [])
-    ]
-    suggestions = {a["name"]: tuple(a.get("suggestions", ())) for a in snap.get("arguments", [])}
-    return PromptItem(snap["name"], _tags(snap), row.version.number, row.name, listing,
-                      compile_prompt(snap), suggestions)
+def _prompt_item(row: _Row) -> PromptItem:
+    listing = _listing_of("prompt", row)
+    suggestions = _suggestions(listing)
+    item = listing["item"]
+    return PromptItem(item["name"], _tags(listing), row.number, row.name, item, suggestions, row.version_id,
+                      resource_arguments=_shared(frozenset(listing.get("resource_arguments") or ())))
 
 
-def _annotations(snap: Mapping[str, Any], published_at: Any) -> dict[str, Any]:
-    annotations = dict(snap.get("annotations") or {})
-    annotations["lastModified"] = published_at.isoformat().replace("+00:00", "Z")
-    return annotations
+def _resource_item(row: _Row) -> ResourceItem:
+    listing = _listing_of("resource", row)
+    item = dict(listing["item"])
+    item["uri"] = lookup_uri(item["uri"])  # versions published before URIs were normalised on save
+    listing["content"]["uri"] = item["uri"]  # one string for both
+    annotations = dict(item.get("annotations") or {})
+    annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
+    item["annotations"] = annotations
+    return ResourceItem(item["uri"], _tags(listing), row.number, row.name, item, listing["content"], row.version_id)
 
 
-def _resource_item(row: Any) -> ResourceItem:
-    snap = row.version.snapshot
-    uri = lookup_uri(snap["uri"])  # versions published before URIs were normalised on save
-    listing = _listing(snap, ("uri", "name", "title", "description", "mimeType", "size")) | {"uri": uri}
-    listing["annotations"] = _annotations(snap, row.version.created_at)
-    return ResourceItem(uri, _tags(snap), row.version.number, row.name, listing,
-                        resource_content(snap) | {"uri": uri})
+def _template_item(row: _Row) -> TemplateItem:
+    listing = _listing_of("template", row)
+    item = dict(listing["item"])
+    item["uriTemplate"] = normalize_uri_template(item["uriTemplate"])
+    suggestions = _suggestions(listing)
+    return TemplateItem(item["uriTemplate"], _tags(listing), row.number, row.name, item,
+                        UriTemplateMatcher.build(item["uriTemplate"]), item.get("mimeType", ""), suggestions,
+                        row.version_id)
 
 
-def _template_item(row: Any) -> TemplateItem:
-    snap = row.version.snapshot
-    uri_template = normalize_uri_template(snap["uriTemplate"])
-    listing = _listing(snap, ("uriTemplate", "name", "title", "description", "mimeType")) | {"uriTemplate": uri_template}
-    if snap.get("annotations"):
-        listing["annotations"] = dict(snap["annotations"])
-    suggestions = {v["name"]: tuple(v.get("suggestions", ())) for v in snap.get("variables", [])}
-    return TemplateItem(uri_template, _tags(snap), row.version.number, row.name, listing,
-                        UriTemplateMatcher.build(uri_template), parse_template(snap.get("body", "")),
-                        snap.get("mimeType", ""), suggestions)
+# ---------------------------------------------------------------------------------- content on demand
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _cached(key: tuple[Any, ...], load: Callable[[], tuple[Any, int]]) -> Any:
+    """From the shared content cache, loading on a miss (never on the event loop: ContentNotLoaded)."""
+    value = content_cache.cache.get(key)
+    if value is not None:
+        return value
+    if _in_event_loop():
+        raise ContentNotLoaded(key)
+    return content_cache.cache.get_or_load(key, load)
+
+
+def _snapshot(kind: str, version_id: int) -> dict[str, Any]:
+    snapshot = KINDS[kind].version_model.objects.filter(pk=version_id).values_list(  # type: ignore[attr-defined]
+        "snapshot", flat=True).first()
+    if snapshot is None:
+        raise UnknownPrompt(f"version {version_id}") if kind == "prompt" else UnknownResource(f"version {version_id}")
+    return snapshot
+
+
+def _load_compiled(version_id: int) -> tuple[CompiledPrompt, int]:
+    snapshot = _snapshot("prompt", version_id)
+    return compile_prompt(snapshot), len(canonical_json(snapshot))
+
+
+def _load_body(version_id: int) -> tuple[Template, int]:
+    body = _snapshot("template", version_id).get("body", "")
+    return parse_template(body), len(body) + 64
+
+
+def _load_stored(sha256: str, encoding: str) -> str:
+    return _cached(("bytes", sha256, encoding), lambda: _sized(read_content(sha256, encoding)))
+
+
+def _sized(value: str) -> tuple[str, int]:
+    return value, len(value) + 64
+
+
+def _fill(block: Mapping[str, Any]) -> dict[str, Any]:
+    return materialise_block(block, _load_stored)
 
 
 def _complete_from(pool: Iterable[str], value: str) -> dict[str, Any]:
@@ -258,7 +379,36 @@ class Catalog:
         item = self.prompt(viewer, name)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArguments("Prompt arguments must be an object mapping names to strings.")
-        return Served(render_compiled(item.compiled, arguments), "prompt", item.name, item.version, item.label)
+        compiled = _cached(("prompt", item.version_id), lambda: _load_compiled(item.version_id))
+        is_resource = (lambda uri: self.readable(viewer, uri)) if item.resource_arguments else None
+        return Served(render_compiled(compiled, arguments, _fill, is_resource), "prompt", item.name, item.version,
+                      item.label)
+
+    def argument_specs(self, viewer: Viewer, name: str) -> tuple[Mapping[str, Any], ...]:
+        """The served version's argument specs (types, bounds): what an input-required form asks for."""
+        item = self.prompt(viewer, name)
+        return tuple(_cached(("prompt", item.version_id), lambda: _load_compiled(item.version_id)).arguments)
+
+    def readable(self, viewer: Viewer, uri: str) -> bool:
+        """Whether `resources/read` of `uri` would succeed for this viewer (a resource or a template
+        match); judged on the metadata alone, so it loads no content."""
+        if not isinstance(uri, str):
+            return False
+        item = self.resource_items.get(uri) or self.resource_items.get(lookup_uri(uri))
+        if item is not None and viewer.sees(item.tags):
+            return True
+        try:
+            validate_uri(uri)
+            key = lookup_uri(uri)
+            for template in self.template_items:
+                if viewer.sees(template.tags) and self._for(viewer, template).matcher.match(key) is not None:
+                    return True
+        except (InvalidUri, InvalidArguments):
+            return False
+        return False
+
+    def _resource_uris(self, viewer: Viewer) -> list[str]:
+        return [uri for uri in sorted(self.resource_items) if viewer.sees(self.resource_items[uri].tags)]
 
     def read_resource(self, viewer: Viewer, uri: str) -> Served:
         if not isinstance(uri, str):
@@ -270,7 +420,8 @@ class Catalog:
         if item is not None and viewer.sees(item.tags):
             if item.rollout is not None:
                 item = self._for(viewer, item)
-            return Served({"contents": [item.content]}, "resource", uri, item.version, item.label)
+            return Served({"contents": [materialise(item.ref, _load_stored)]}, "resource", uri, item.version,
+                          item.label)
         validate_uri(uri)
         for template in self.template_items:
             if not viewer.sees(template.tags):
@@ -283,7 +434,8 @@ class Catalog:
             content: dict[str, Any] = {"uri": uri}
             if template.mime_type:
                 content["mimeType"] = template.mime_type
-            content["text"] = template.body.render(variables)
+            body = _cached(("template", template.version_id), lambda t=template: _load_body(t.version_id))
+            content["text"] = body.render(variables)
             return Served({"contents": [content]}, "template", template.uri_template, template.version, template.label)
         raise UnknownResource(uri)
 
@@ -305,7 +457,10 @@ class Catalog:
             item = self.prompt(viewer, ref.get("name", ""))
             if argument_name not in item.suggestions:
                 raise InvalidArguments(f"Prompt {item.name!r} has no argument {argument_name!r}.")
-            return _complete_from(item.suggestions[argument_name], value)
+            offered = list(item.suggestions[argument_name])
+            if argument_name in item.resource_arguments:
+                offered += self._resource_uris(viewer)
+            return _complete_from(offered, value)
         if ref_type == "ref/resource":
             uri = ref.get("uri", "")
             template = self.template(viewer, normalize_uri_template(uri) if isinstance(uri, str) else uri)
@@ -372,11 +527,16 @@ def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | No
     for kind, key in changed or ():
         wanted.setdefault(kind, set()).add(key)
 
-    def rows(model: Any, kind: str) -> list[Any]:
+    if base is None:
+        _frozen.clear()
+
+    def rows(model: Any, kind: str) -> Iterable[_Row]:
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
         if base is not None:
             qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
-        return list(qs.select_related("version", "entry").order_by("entry_id", "name"))
+        qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
+        return (_Row(*values[:4], _decode_listing(values[4]), values[5])
+                for values in qs.order_by("entry_id", "name").values_list(*_ROW_FIELDS).iterator(chunk_size=2000))
 
     prompts = dict(base.prompt_items) if base else {}
     resources = dict(base.resource_items) if base else {}
@@ -422,12 +582,14 @@ def _attach_rollouts(names: list[str], wanted: dict[str, set[str]] | None, *pool
         if item is None or item.label != rollout.label or item.version == rollout.candidate_version:
             continue
         kind = KINDS[rollout.entry_kind]
-        version = kind.version_model.objects.filter(  # type: ignore[attr-defined]
-            entry_id=rollout.entry_id, number=rollout.candidate_version).select_related("entry").first()
-        if version is None:
+        found = kind.version_model.objects.filter(  # type: ignore[attr-defined]
+            entry_id=rollout.entry_id, number=rollout.candidate_version).values_list(
+            "entry_id", "id", "number", "listing", "created_at").first()
+        if found is None:
             continue
-        candidate = _ITEM_BUILDERS[rollout.entry_kind](SimpleNamespace(version=version, entry=version.entry,
-                                                                        name=rollout.label))
+        entry_id, version_id, number, listing, created_at = found
+        candidate = _ITEM_BUILDERS[rollout.entry_kind](_Row(entry_id, rollout.label, version_id, number, listing,
+                                                            created_at))
         pool[rollout.entry_key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
 
 

@@ -4,13 +4,15 @@
 exporter and "restore draft from vN" in the admin:
 
     prompt:   {name, title, description, tags: [str],
-               arguments: [{name, title, description, required, default, suggestions: [str]}],
+               arguments: [{name, title, description, required, default, suggestions: [str],
+                            type, choices: [str], min_length, max_length, pattern, minimum, maximum}],
                messages:  [{role, kind, ...}]}                       (see MESSAGE_FIELDS)
     resource: {uri, name, title, description, mime_type, tags, audience, priority, text, data}
     template: {uri_template, name, title, description, mime_type, tags, audience, priority, body,
                variables: [{name, description, suggestions: [str]}]}
 
-Bytes are `bytes` (or None); a message that embeds or links a registry resource names it by
+Bytes are `bytes` (or None, or a `registry.content.Stored` reference to bytes already in the
+content store: restoring a version copies nothing); a message that embeds or links a registry resource names it by
 URI in `resource_uri`. `apply_*` set the keys present in `data` and leave the others alone;
 a list given for arguments, messages or variables replaces the child rows in order.
 
@@ -22,12 +24,12 @@ same snapshot. `apply_*` write no audit rows; `save_draft` (importer, REST API) 
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Iterable, Mapping
 
 from django.utils import timezone
 
-from registry import services
+from registry import content, services
+from registry.argtypes import plain_number
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
 from registry.models import (
@@ -46,7 +48,13 @@ from registry.uris import normalize_uri
 PROMPT_FIELDS = ("name", "title", "description")
 RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")
 TEMPLATE_FIELDS = ("uri_template", "name", "title", "description", "mime_type", "audience", "priority", "body")
-ARGUMENT_FIELDS = ("name", "title", "description", "required", "default", "suggestions")
+# An argument's type and bounds, with the values an untyped argument has (see registry/argtypes.py).
+ARGUMENT_TYPE_DEFAULTS: dict[str, Any] = {"type": "text", "choices": [], "min_length": None, "max_length": None,
+                                          "pattern": "", "minimum": None, "maximum": None}
+ARGUMENT_FIELDS = ("name", "title", "description", "required", "default", "suggestions", *ARGUMENT_TYPE_DEFAULTS)
+# Draft-data key -> the key of the argument's snapshot spec.
+_SNAPSHOT_BOUNDS = {"choices": "choices", "min_length": "minLength", "max_length": "maxLength", "pattern": "pattern",
+                    "minimum": "minimum", "maximum": "maximum"}
 VARIABLE_FIELDS = ("name", "description", "suggestions")
 # Which message fields carry meaning for each kind of content (inline / linked to a registry resource).
 MESSAGE_FIELDS: dict[tuple[str, bool], tuple[str, ...]] = {
@@ -61,7 +69,9 @@ MESSAGE_FIELDS: dict[tuple[str, bool], tuple[str, ...]] = {
 
 
 # ---------------------------------------------------------------------------------------- helpers
-def _bytes(value: bytes | memoryview | None) -> bytes | None:
+def _bytes(value: bytes | memoryview | content.Stored | None) -> bytes | content.Stored | None:
+    if isinstance(value, content.Stored):
+        return value
     return bytes(value) if value else None
 
 
@@ -100,7 +110,7 @@ def _message_data(message: PromptMessage, resource_uris: Mapping[int, str]) -> d
             item[name] = _bytes(message.data)
         else:
             item[name] = getattr(message, name)
-    if item.get("data") and "text" in item:  # bytes win over text, as in the snapshot
+    if message.data_sha256 and "text" in item:  # bytes win over text, as in the snapshot
         item["text"] = ""
     return item
 
@@ -115,7 +125,9 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
     if isinstance(entry, Prompt):
         arguments = [
             {"name": a.name, "title": a.title, "description": a.description, "required": a.required,
-             "default": a.default, "suggestions": a.suggestion_list}
+             "default": a.default, "suggestions": a.suggestion_list, "type": a.type or "text",
+             "choices": a.choice_list, "min_length": a.min_length, "max_length": a.max_length, "pattern": a.pattern,
+             "minimum": plain_number(a.minimum), "maximum": plain_number(a.maximum)}
             for a in entry.arguments.all()
         ]
         messages = list(entry.messages.all())
@@ -127,7 +139,7 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
         return {"name": entry.name, "title": entry.title, "description": entry.description, "tags": tags,
                 "arguments": arguments, "messages": [_message_data(m, uris) for m in messages]}
     if isinstance(entry, Resource):
-        data = _bytes(entry.data)
+        data = entry.data
         return {"uri": entry.uri, "name": entry.name, "title": entry.title, "description": entry.description,
                 "mime_type": entry.mime_type, "tags": tags, "audience": entry.audience, "priority": entry.priority,
                 "text": "" if data else entry.text, "data": data}
@@ -198,6 +210,9 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
                 prompt=prompt, position=position, name=arg["name"], title=arg.get("title") or "",
                 description=arg.get("description") or "", required=bool(arg.get("required", True)),
                 default=arg.get("default") or "", suggestions=_lines(arg.get("suggestions") or ()),
+                type=arg.get("type") or "text", choices=_lines(arg.get("choices") or ()),
+                min_length=arg.get("min_length"), max_length=arg.get("max_length"), pattern=arg.get("pattern") or "",
+                minimum=arg.get("minimum"), maximum=arg.get("maximum"),
             )
             for position, arg in enumerate(data["arguments"])
         ])
@@ -214,6 +229,8 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
                 mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
                 link_name=message.get("link_name") or "",
             ))
+        for row in rows:
+            row.store_pending()  # bytes go to the content store before the rows that reference them
         _remember_children(prompt, "messages", PromptMessage.objects.bulk_create(rows))
     return prompt
 
@@ -299,8 +316,17 @@ def save_draft(
 
 
 # ---------------------------------------------------------------------------------------- snapshots
-def _unb64(text: str | None) -> bytes | None:
-    return base64.b64decode(text) if text else None
+def _stored(ref: Mapping[str, Any]) -> content.Stored | None:
+    """Stored bytes named by a snapshot's reference (None when it holds text)."""
+    if ref.get("sha256") and ref.get("encoding", "base64") == "base64":
+        return content.Stored(ref["sha256"], int(ref.get("size") or 0))
+    return None
+
+
+def _stored_text(ref: Mapping[str, Any]) -> str:
+    if ref.get("sha256"):
+        return content.text(ref["sha256"]) if ref.get("encoding") == "text" else ""
+    return ref.get("text", "")
 
 
 def _annotation_fields(snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -332,14 +358,15 @@ def _message_from_block(role: str, block: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "text":
         return {"role": role, "kind": "text", "text": block.get("text", "")}
     if kind in ("image", "audio"):
-        return {"role": role, "kind": kind, "mime_type": block.get("mimeType", ""), "data": _unb64(block.get("data"))}
+        return {"role": role, "kind": kind, "mime_type": block.get("mimeType", ""),
+                "data": _stored({"encoding": "base64", **block})}
     if kind == "resource":
         inner = block["resource"]
         linked = _linked_message(role, kind, block, inner.get("uri", ""))
         if linked is not None:
             return linked
         return {"role": role, "kind": kind, "uri": inner.get("uri", ""), "mime_type": inner.get("mimeType", ""),
-                "text": "" if "blob" in inner else inner.get("text", ""), "data": _unb64(inner.get("blob"))}
+                "text": _stored_text(inner), "data": _stored(inner)}
     if kind == "resource_link":
         linked = _linked_message(role, kind, block, block.get("uri", ""))
         if linked is not None:
@@ -360,7 +387,9 @@ def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict
         arguments = [
             {"name": a["name"], "title": a.get("title", ""), "description": a.get("description", ""),
              "required": bool(a.get("required")), "default": a.get("default", ""),
-             "suggestions": list(a.get("suggestions", ()))}
+             "suggestions": list(a.get("suggestions", ())), "type": a.get("type", "text"),
+             **{key: a.get(spec_key, ARGUMENT_TYPE_DEFAULTS[key]) for key, spec_key in _SNAPSHOT_BOUNDS.items()},
+             "choices": list(a.get("choices", ()))}
             for a in snapshot.get("arguments", [])
         ]
         messages = [_message_from_block(m["role"], m["content"]) for m in snapshot.get("messages", [])]
@@ -369,8 +398,7 @@ def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict
     if isinstance(entry, Resource):
         return {"uri": snapshot["uri"], "name": snapshot.get("name", ""), "title": snapshot.get("title", ""),
                 "description": snapshot.get("description", ""), "mime_type": snapshot.get("mimeType", ""),
-                **_annotation_fields(snapshot), "text": "" if "blob" in snapshot else snapshot.get("text", ""),
-                "data": _unb64(snapshot.get("blob"))}
+                **_annotation_fields(snapshot), "text": _stored_text(snapshot), "data": _stored(snapshot)}
     if isinstance(entry, ResourceTemplate):
         variables = [{"name": v["name"], "description": v.get("description", ""),
                       "suggestions": list(v.get("suggestions", ()))} for v in snapshot.get("variables", [])]
@@ -419,6 +447,13 @@ def normalised(data: Mapping[str, Any]) -> dict[str, Any]:
             out[children] = [
                 {**child, "suggestions": _suggestions(_lines(child.get("suggestions") or ()))} for child in out[children]
             ]
+    if "arguments" in out:
+        out["arguments"] = [
+            {**ARGUMENT_TYPE_DEFAULTS, **arg, "type": arg.get("type") or "text",
+             "choices": _suggestions(_lines(arg.get("choices") or ())), "pattern": arg.get("pattern") or "",
+             "minimum": plain_number(arg.get("minimum")), "maximum": plain_number(arg.get("maximum"))}
+            for arg in out["arguments"]
+        ]
     if "variables" in out:
         out["variables"] = sorted(out["variables"], key=lambda v: v["name"])
     return out

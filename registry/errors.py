@@ -27,14 +27,30 @@ class UnknownResource(RegistryError):
         self.uri = uri
 
 
-class MissingArguments(RegistryError):
-    def __init__(self, names: list[str]) -> None:
-        super().__init__("Missing required argument(s): " + ", ".join(names))
-        self.names = names
-
-
 class InvalidArguments(RegistryError):
     """Arguments of the wrong type, or values that make the rendered prompt invalid."""
+
+
+class ArgumentErrors(InvalidArguments):
+    """Every argument a render refused at once: `missing` names, `invalid` [{name, reason}]."""
+
+    def __init__(self, missing: list[str], invalid: list[dict[str, str]]) -> None:
+        parts = []
+        if missing:
+            parts.append("Missing required argument(s): " + ", ".join(missing))
+        if invalid:
+            parts.append("Invalid argument(s): " + "; ".join(f"{i['name']} {i['reason']}" for i in invalid))
+        super().__init__(". ".join(parts))
+        self.missing = missing
+        self.invalid = invalid
+
+
+class MissingArguments(ArgumentErrors):
+    """Only required arguments are absent; every given value was acceptable."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(names, [])
+        self.names = names
 
 
 class InvalidUri(RegistryError):
@@ -103,3 +119,20 @@ class InvalidRollout(RegistryError):
 
 class BulkUpdateRefused(RegistryError):
     """A QuerySet.update() would change what clients are served without notifying or auditing."""
+
+
+class ContentMissing(RegistryError):
+    """Bytes a draft or version references by hash are not in the content store (or do not match it)."""
+
+    def __init__(self, sha256: str, detail: str = "is missing from the content store") -> None:
+        super().__init__(f"Content {sha256[:12]} {detail}.")
+        self.sha256 = sha256
+
+
+class ContentTooLarge(RegistryError):
+    """Bytes larger than REGISTRY_MAX_UPLOAD_BYTES."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"The content is {size} bytes; the limit (REGISTRY_MAX_UPLOAD_BYTES) is {limit} bytes.")
+        self.size = size
+        self.limit = limit

@@ -25,8 +25,17 @@ from registry.models import (
     ResourceTemplate,
     TemplateVariable,
 )
+from registry.argtypes import BOUNDS, spec_problems
+from registry.models import ArgumentType
 from registry.models.base import label_name_validator
-from registry.validation import max_upload_bytes, validate_prompt, validate_resource, validate_template
+from registry.snapshots import snapshot_argument
+from registry.validation import (
+    max_upload_bytes,
+    registry_resource_exists,
+    validate_prompt,
+    validate_resource,
+    validate_template,
+)
 
 
 def _upload_error(upload: Any) -> ValidationError | None:
@@ -138,17 +147,71 @@ class PromptForm(EntryForm):
         fields = ["name", "title", "description", "tags"]
 
 
+# Bound fields of the argument form, by the snapshot key registry/argtypes.py uses for them.
+ARGUMENT_BOUND_FIELDS = {"choices": "choices", "minLength": "min_length", "maxLength": "max_length",
+                         "pattern": "pattern", "minimum": "minimum", "maximum": "maximum"}
+
+
 class PromptArgumentForm(forms.ModelForm):
+    """One argument row. Bounds that do not apply to the chosen type are cleared (the page
+    hides them), so switching a row from enum to integer never leaves stale choices behind."""
+
     position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
 
     class Meta:
         model = PromptArgument
-        fields = ["position", "name", "title", "description", "required", "default", "suggestions"]
+        fields = ["position", "name", "title", "description", "required", "default", "suggestions", "type",
+                  "choices", "min_length", "max_length", "pattern", "minimum", "maximum"]
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2, "cols": 30}),
             "default": forms.Textarea(attrs={"rows": 2, "cols": 20}),
             "suggestions": forms.Textarea(attrs={"rows": 2, "cols": 20}),
+            "type": forms.Select(attrs={"class": "registry-argument-type"}),
+            "choices": forms.Textarea(attrs={"rows": 2, "cols": 16, "data-bound-for": "enum"}),
+            "min_length": forms.NumberInput(attrs={"style": "width:5em", "data-bound-for": "text string"}),
+            "max_length": forms.NumberInput(attrs={"style": "width:5em", "data-bound-for": "text string"}),
+            "pattern": forms.TextInput(attrs={"size": 16, "data-bound-for": "text string"}),
+            "minimum": forms.NumberInput(attrs={"style": "width:6em", "step": "any",
+                                                "data-bound-for": "integer number"}),
+            "maximum": forms.NumberInput(attrs={"style": "width:6em", "step": "any",
+                                                "data-bound-for": "integer number"}),
         }
+
+    class Media:
+        js = ["registry/argument_types.js"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["type"].required = False  # rows posted without a type stay text, as before types existed
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        kind = cleaned.get("type") or ArgumentType.TEXT
+        cleaned["type"] = kind
+        self.instance.type = kind
+        for key, name in ARGUMENT_BOUND_FIELDS.items():
+            if key not in BOUNDS.get(kind, ()) and name in cleaned:
+                cleaned[name] = "" if name in ("choices", "pattern") else None
+        return cleaned
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        if self.errors or not self.cleaned_data.get("name"):
+            return
+        for problem in spec_problems(snapshot_argument(self.instance), registry_resource_exists):
+            field = _bound_field_of(problem)
+            text = problem[:1].upper() + problem[1:]
+            self.add_error(field, ValidationError(text, code="invalid_argument"))
+
+
+def _bound_field_of(problem: str) -> str | None:
+    """The argument field a declaration problem is shown next to (None: the row as a whole)."""
+    for word, field in (("choice", "choices"), ("minimum length", "min_length"), ("maximum length", "max_length"),
+                        ("pattern", "pattern"), ("minimum", "minimum"), ("maximum", "maximum"),
+                        ("default", "default"), ("suggestion", "suggestions"), ("type", "type")):
+        if word in problem:
+            return field
+    return None
 
 
 def _live_forms(formset: BaseInlineFormSet) -> list[forms.ModelForm]:
@@ -277,6 +340,7 @@ class PromptMessageFormSet(BaseInlineFormSet):
             for e in report.errors
             # Per-message problems are shown on the message; duplicates on the argument inline.
             if not e.startswith("Message ") and not e.startswith("The argument name ")
+            and not e.startswith("Argument '")  # shown on the argument row itself
         ]
         if errors:
             raise ValidationError(errors)
@@ -316,7 +380,7 @@ class ResourceForm(UploadMixin, EntryForm):
                 field = "name"
             else:
                 field = None
-                if resource.data and resource.text:
+                if resource.data_sha256 and resource.text:
                     problem += " Tick “Remove the uploaded file” to use the text, or empty the text box."
             if field is not None and field in self.errors:
                 continue  # already explained by the field's own check

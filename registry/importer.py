@@ -119,10 +119,9 @@ class _DryRun(Exception):
 
 def _load(path_or_data: str | Path | Mapping[str, Any], source: str | None, base_dir: Path | None) -> list[Loaded]:
     if isinstance(path_or_data, (str, Path)):
-        documents = load_path(path_or_data)
-        if source and len(documents) == 1:  # errors name the file as the caller calls it
-            documents = [load_file(path_or_data, source)] if Path(path_or_data).is_file() else documents
-        return documents
+        if source and Path(path_or_data).is_file():  # errors name the file as the caller calls it
+            return [load_file(path_or_data, source)]
+        return load_path(path_or_data)
     return [Loaded(dict(path_or_data), source or "<data>", base_dir or Path.cwd())]
 
 

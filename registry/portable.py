@@ -15,6 +15,11 @@ One file holds three optional top-level lists; every other top-level key is an e
             required: true                 # optional, default false (as in MCP)
             default: python                # optional; used when an optional argument is not given
             suggestions: [python, go]      # optional; offered by completion/complete
+            type: enum                     # optional: text (default), string, enum, integer, number,
+                                           #   boolean, resource; values are checked on prompts/get
+            choices: [python, go, rust]    # enum: the allowed values
+            # text/string: min_length, max_length, pattern (the whole value must match; RE2 syntax)
+            # integer/number: min, max
         messages:                          # required; role defaults to user; ONE content key each:
           - {role: user, text: "Review this {{ language }} diff"}
           - {role: user, image: {mime_type: image/png, base64: iVBOR...}}        # or file: logo.png
@@ -72,6 +77,7 @@ from typing import Any, Callable, Iterable, Mapping
 import yaml
 from django.core.exceptions import ValidationError
 
+from registry import argtypes
 from registry.errors import InvalidUri, RegistryError, TemplateSyntaxError
 from registry.models.base import PRODUCTION, label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
@@ -85,7 +91,8 @@ FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
 PROMPT_KEYS = ("name", "title", "description", "tags", "arguments", "messages", "labels", "released")
-ARGUMENT_KEYS = ("name", "title", "description", "required", "default", "suggestions")
+ARGUMENT_KEYS = ("name", "title", "description", "required", "default", "suggestions", "type", "choices",
+                 "min_length", "max_length", "pattern", "min", "max")
 RESOURCE_KEYS = ("uri", "name", "title", "description", "mime_type", "tags", "audience", "priority",
                  "text", "base64", "file", "labels", "released")
 TEMPLATE_KEYS = ("uri_template", "name", "title", "description", "mime_type", "tags", "audience", "priority",
@@ -469,7 +476,9 @@ class _Checker:
             return "", None
         key = given[0]
         if key == "text":
-            return self.string(m, "text", path), None
+            value = self.string(m, "text", path)
+            self._check_size(len(value.encode("utf-8")), path + ("text",))
+            return value, None
         if key == "base64":
             encoded = self.string(m, "base64", path)
             try:
@@ -538,6 +547,74 @@ def _check_template(value: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ entries
+def _argument_type(c: _Checker, a: Mapping[str, Any], path: Path_) -> dict[str, Any]:
+    """An argument's type and bounds, in draft-data vocabulary (see registry/argtypes.py).
+
+    Only what the file gives is returned, so an untyped argument reads exactly as before types
+    existed; the draft writer fills in the rest (text, no bounds)."""
+    kind = c.string(a, "type", path) or argtypes.TEXT
+    if kind not in argtypes.TYPES:
+        c.error(path + ("type",), f"unknown type '{kind}'; use one of: {', '.join(argtypes.TYPES)}.")
+        kind = argtypes.TEXT
+    typed = {
+        "type": kind, "choices": c.strings(a, "choices", path, check=_one_line),
+        "pattern": c.string(a, "pattern", path),
+        "min_length": _count(c, a, "min_length", path), "max_length": _count(c, a, "max_length", path),
+        "minimum": _number(c, a, "min", path), "maximum": _number(c, a, "max", path),
+    }
+    return {key: value for key, value in typed.items()
+            if value not in ("", None, []) and not (key == "type" and value == argtypes.TEXT)}
+
+
+def _one_line(value: str) -> None:
+    if "\n" in value or "\r" in value or not value.strip():
+        raise ValidationError("a choice must be a single, non-empty line.")
+
+
+def _count(c: _Checker, a: Mapping[str, Any], key: str, path: Path_) -> int | None:
+    value = a.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        c.error(path + (key,), f"expected a whole number of characters (0 or more), got {value!r}.")
+        return None
+    return value
+
+
+def _number(c: _Checker, a: Mapping[str, Any], key: str, path: Path_) -> int | float | None:
+    value = a.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        c.error(path + (key,), f"expected a number, got {_type_name(value)}.")
+        return None
+    if isinstance(value, int) and abs(value) >= 2**53:
+        c.error(path + (key,), "the number is too large.")
+        return None
+    return value
+
+
+def _argument_default(c: _Checker, a: Mapping[str, Any], path: Path_, kind: str) -> str:
+    """`default: 5` and `default: true` are fine for numbers and booleans; stored as MCP sends them."""
+    value = a.get("default")
+    if kind in (argtypes.INTEGER, argtypes.NUMBER) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return argtypes.number_text(value)
+    if kind == argtypes.BOOLEAN and isinstance(value, bool):
+        return "true" if value else "false"
+    return c.string(a, "default", path)
+
+
+def _spec(argument: Mapping[str, Any]) -> dict[str, Any]:
+    """Draft-data argument -> the snapshot spec registry/argtypes.py checks."""
+    spec = {"name": argument["name"], "type": argument.get("type", argtypes.TEXT), "default": argument["default"],
+            "suggestions": argument["suggestions"]}
+    for key, spec_key in (("choices", "choices"), ("min_length", "minLength"), ("max_length", "maxLength"),
+                          ("pattern", "pattern"), ("minimum", "minimum"), ("maximum", "maximum")):
+        if argument.get(key) not in (None, "", []):
+            spec[spec_key] = argument[key]
+    return spec
+
+
 def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
     m = c.mapping(raw, path, PROMPT_KEYS, "a prompt")
     if m is None:
@@ -559,13 +636,19 @@ def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
         if name in seen:
             c.error(arg_path + ("name",), f"the argument '{name}' is declared twice.")
         seen.add(name)
-        data["arguments"].append({
+        problems_before = len(c.problems)
+        argument = {
             "name": name, "title": c.string(a, "title", arg_path, max_length=200),
             "description": c.string(a, "description", arg_path),
             "required": c.boolean(a, "required", arg_path, False),
-            "default": c.string(a, "default", arg_path),
             "suggestions": c.strings(a, "suggestions", arg_path),
-        })
+            **_argument_type(c, a, arg_path),
+        }
+        argument["default"] = _argument_default(c, a, arg_path, argument.get("type", argtypes.TEXT))
+        data["arguments"].append(argument)
+        if len(c.problems) == problems_before:  # judge the declaration only once its fields parse
+            for problem in argtypes.spec_problems(_spec(argument)):
+                c.error(arg_path, problem)
     messages = c.items(m, "messages", path, required=True)
     if "messages" in m and not messages:
         c.error(path + ("messages",), "a prompt needs at least one message.")
@@ -801,6 +884,11 @@ def entry_document(kind: str, data: Mapping[str, Any], *, labels: list[str] | No
             item["required"] = bool(arg.get("required"))
             for key in ("default", "suggestions"):
                 _put(item, key, arg.get(key))
+            if (arg.get("type") or argtypes.TEXT) != argtypes.TEXT:
+                item["type"] = arg["type"]
+            for key, doc_key in (("choices", "choices"), ("min_length", "min_length"), ("max_length", "max_length"),
+                                 ("pattern", "pattern"), ("minimum", "min"), ("maximum", "max")):
+                _put(item, doc_key, arg.get(key))
             arguments.append(item)
         _put(out, "arguments", arguments)
         out["messages"] = [_message_document(m) for m in data.get("messages", [])]

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from registry.errors import InvalidArguments, MissingArguments, TemplateSyntaxError
+from registry.argtypes import PatternError, check_value, compile_pattern
+from registry.errors import ArgumentErrors, InvalidArguments, MissingArguments, TemplateSyntaxError
 from registry.uris import validate_uri
 
 PLACEHOLDER_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
@@ -90,28 +91,43 @@ def placeholders_in(text: str) -> list[str]:
     return list(seen)
 
 
-def resolve_arguments(declared: Sequence[Mapping[str, Any]], given: Mapping[str, Any] | None) -> dict[str, str]:
-    """Check `given` against the declared arguments and apply defaults.
+def resolve_arguments(
+    declared: Sequence[Mapping[str, Any]],
+    given: Mapping[str, Any] | None,
+    is_resource: Callable[[str], bool] | None = None,
+) -> dict[str, str]:
+    """Check `given` against the declared arguments and their types, and apply defaults.
 
-    Raises InvalidArguments for non-string values and MissingArguments for absent required ones.
+    Every problem is collected before anything is raised, so a caller learns all of them at
+    once: MissingArguments when required ones are absent and nothing else is wrong, otherwise
+    ArgumentErrors listing the missing names and each invalid value with its reason.
     Undeclared extra arguments are ignored, as MCP clients may send context they hold.
+    `is_resource` decides whether a URI names a readable registry resource (resource type).
     """
     given = given or {}
     if not isinstance(given, Mapping):
         raise InvalidArguments("Prompt arguments must be an object mapping names to strings.")
     values: dict[str, str] = {}
     missing: list[str] = []
+    invalid: list[dict[str, str]] = []
     for arg in declared:
         name = arg["name"]
         if name in given and given[name] is not None:
             value = given[name]
             if not isinstance(value, str):
-                raise InvalidArguments(f"Argument {name!r} must be a string, not {type(value).__name__}.")
+                invalid.append({"name": name, "reason": f"must be a string, not {type(value).__name__}"})
+                continue
+            value, reason = check_value(arg, value, is_resource)
+            if reason is not None:
+                invalid.append({"name": name, "reason": reason})
+                continue
             values[name] = value
         elif arg.get("required"):
             missing.append(name)
         else:
             values[name] = arg.get("default") or ""
+    if invalid:
+        raise ArgumentErrors(missing, invalid)
     if missing:
         raise MissingArguments(missing)
     return values
@@ -146,6 +162,12 @@ def compile_prompt(snapshot: Mapping[str, Any]) -> CompiledPrompt:
             uri = block["resource"]["uri"] if block["type"] == "resource" else block["uri"]
             template = parse_template(uri)
         messages.append((message["role"], block, template))
+    for arg in snapshot.get("arguments", []):
+        if arg.get("pattern"):
+            try:
+                compile_pattern(arg["pattern"])  # cached: the render path never compiles again
+            except PatternError:
+                pass  # validation refuses such a pattern; check_value reports it if one slips through
     return CompiledPrompt(
         description=snapshot.get("description", ""),
         arguments=tuple(snapshot.get("arguments", [])),
@@ -153,23 +175,35 @@ def compile_prompt(snapshot: Mapping[str, Any]) -> CompiledPrompt:
     )
 
 
-def render_compiled(prompt: CompiledPrompt, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Turn a compiled version plus string arguments into an MCP GetPromptResult."""
-    values = resolve_arguments(prompt.arguments, arguments)
+# Fills a content block's stored bytes in (image/audio data, embedded resource text or blob).
+BlockFiller = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def render_compiled(
+    prompt: CompiledPrompt, arguments: Mapping[str, Any] | None, fill: BlockFiller | None = None,
+    is_resource: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
+    """Turn a compiled version plus string arguments into an MCP GetPromptResult.
+
+    Snapshots reference documents by hash; `fill` (from the caller, which knows the content
+    store) turns such a block into what clients receive. Without it blocks pass unchanged.
+    `is_resource` answers whether a resource-typed argument names a readable registry URI.
+    """
+    values = resolve_arguments(prompt.arguments, arguments, is_resource)
     messages = []
     for role, block, template in prompt.messages:
         kind = block["type"]
         if kind == "text":
             content: dict[str, Any] = {"type": "text", "text": template.render(values)}  # type: ignore[union-attr]
         elif kind == "resource":
-            resource = dict(block["resource"])
+            resource = dict((fill(block) if fill else block)["resource"])
             resource["uri"] = _render_uri(template, values)  # type: ignore[arg-type]
             content = {"type": "resource", "resource": resource}
         elif kind == "resource_link":
             content = dict(block)
             content["uri"] = _render_uri(template, values)  # type: ignore[arg-type]
-        else:  # image, audio: bytes are already base64 in the snapshot
-            content = dict(block)
+        else:  # image, audio
+            content = fill(block) if fill else dict(block)
         messages.append({"role": role, "content": content})
     result: dict[str, Any] = {"messages": messages}
     if prompt.description:
@@ -177,9 +211,12 @@ def render_compiled(prompt: CompiledPrompt, arguments: Mapping[str, Any] | None)
     return result
 
 
-def render_prompt(snapshot: Mapping[str, Any], arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def render_prompt(
+    snapshot: Mapping[str, Any], arguments: Mapping[str, Any] | None, fill: BlockFiller | None = None,
+    is_resource: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
     """One published prompt version plus string arguments -> exactly the MCP GetPromptResult."""
-    return render_compiled(compile_prompt(snapshot), arguments)
+    return render_compiled(compile_prompt(snapshot), arguments, fill, is_resource)
 
 
 def render_body(body: str, variables: Mapping[str, str]) -> str:

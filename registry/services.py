@@ -63,7 +63,8 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator
 from registry.signals import audit_recorded
-from registry.snapshots import content_hash, diff_snapshots, snapshot_of
+from registry.listing import listing_of
+from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
 from registry.validation import validate_entry
 
 User = AbstractBaseUser | AnonymousUser | None
@@ -234,16 +235,19 @@ def publish(
     report = validate_entry(entry)
     if not report.ok:
         raise InvalidEntry(report.errors)
-    snapshot = snapshot_of(entry)
+    payloads: Payloads = {}
+    snapshot = snapshot_of(entry, payloads)
     digest = content_hash(snapshot)
     previous = latest_version(entry)
     if previous is not None and previous.content_hash == digest:
         raise NothingToPublish(f"The draft of {entry.key} is identical to v{previous.number}; nothing to publish.")
+    store_payloads(payloads)  # bytes first: a storage failure rolls the publish back
     version = kind_of(entry).version_model.objects.create(
         entry=entry,
         number=(previous.number + 1) if previous else 1,
         parent=previous,
         snapshot=snapshot,
+        listing=listing_of(entry.kind, snapshot),
         content_hash=digest,
         change_note=note,
         author=author if getattr(author, "pk", None) else None,

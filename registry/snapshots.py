@@ -4,6 +4,11 @@ A snapshot is the MCP-shaped content of one version (placeholders still unrender
 read side serves it without touching the working-copy tables. Its `tags` (sorted, left out when
 there are none) decide which scoped clients see the version, so a tag change is a content change:
 it is reviewed, published, diffed and audited like any other, and a draft's tags serve nothing.
+
+Documents are not inside it: a resource, an embedded resource or an image/audio block carries
+a reference to the content store instead, `{"sha256", "size", "encoding": "text"|"base64"}`
+(registry/content.py), so a version row stays small while its content hash still changes
+whenever the bytes do. `materialise` turns a reference back into the MCP `text`/`blob` item.
 """
 
 from __future__ import annotations
@@ -12,13 +17,95 @@ import base64
 import hashlib
 import json
 import re
-from typing import Any
+from typing import Any, Callable, Mapping
 
+from registry import argtypes, content
+from registry.content_cache import ContentCache
+from registry.errors import ContentMissing
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 
+# sha256 -> bytes a publish must store first, or None for bytes that must already be stored.
+Payloads = dict[str, bytes | None]
+# (sha256, encoding) -> the served string: the text itself, or the bytes as base64.
+Loader = Callable[[str, str], str]
 
-def _b64(data: bytes | memoryview | None) -> str:
-    return base64.b64encode(bytes(data or b"")).decode("ascii")
+
+# Texts of drafts hashed lately, so a diff can show them before they are stored (bounded).
+_recent_texts = ContentCache(lambda: 4 * 1024 * 1024)
+DIFF_TEXT_LIMIT = 64 * 1024  # longer texts are shown in diffs by size and hash
+
+
+def _text_ref(text: str, payloads: Payloads | None) -> dict[str, Any]:
+    raw = text.encode("utf-8")
+    sha = content.sha256_of(raw)
+    if payloads is not None:
+        payloads[sha] = raw
+    if len(raw) <= DIFF_TEXT_LIMIT:
+        _recent_texts.put(sha, text, len(raw))
+    return {"sha256": sha, "size": len(raw), "encoding": "text"}
+
+
+def _bytes_ref(row: Any, payloads: Payloads | None) -> dict[str, Any]:
+    if payloads is not None:
+        payloads.setdefault(row.data_sha256, None)
+    return {"sha256": row.data_sha256, "size": row.data_size, "encoding": "base64"}
+
+
+def store_payloads(payloads: Payloads) -> None:
+    """Put a snapshot's new text into the content store and check its stored bytes are there.
+
+    Called by publish before the version row is written: a storage failure raises and rolls
+    the publish back, and at worst leaves an unreferenced object behind.
+    """
+    for sha, raw in payloads.items():
+        if raw is not None:
+            content.put(raw)
+        elif not content.exists(sha):
+            raise ContentMissing(sha)
+
+
+def read_content(sha256: str, encoding: str) -> str:
+    """The default Loader: straight from the content store (the catalog uses its bounded cache)."""
+    raw = content.read(sha256)
+    return raw.decode("utf-8") if encoding == "text" else base64.b64encode(raw).decode("ascii")
+
+
+def draft_loader(payloads: Payloads) -> Loader:
+    """A Loader for previews of a draft: its own unpublished text first, the content store after."""
+
+    def load(sha256: str, encoding: str) -> str:
+        raw = payloads.get(sha256)
+        if raw is None:
+            return read_content(sha256, encoding)
+        return raw.decode("utf-8") if encoding == "text" else base64.b64encode(raw).decode("ascii")
+
+    return load
+
+
+def materialise(ref: Mapping[str, Any], load: Loader = read_content) -> dict[str, Any]:
+    """A resource content reference -> the MCP contents item (`text` or base64 `blob`)."""
+    item: dict[str, Any] = {"uri": ref["uri"]}
+    if ref.get("mimeType"):
+        item["mimeType"] = ref["mimeType"]
+    if "sha256" not in ref:  # inline content
+        if "blob" in ref:
+            item["blob"] = ref["blob"]
+        else:
+            item["text"] = ref.get("text", "")
+        return item
+    encoding = ref.get("encoding", "text")
+    item["blob" if encoding == "base64" else "text"] = load(ref["sha256"], encoding)
+    return item
+
+
+def materialise_block(block: Mapping[str, Any], load: Loader = read_content) -> dict[str, Any]:
+    """A prompt message's content block with its stored bytes filled in, as clients receive it."""
+    kind = block.get("type")
+    if kind in ("image", "audio") and "sha256" in block:
+        return {"type": kind, "data": load(block["sha256"], "base64"), "mimeType": block.get("mimeType", "")}
+    if kind == "resource":
+        return {"type": "resource", "resource": materialise(block["resource"], load)}
+    return dict(block)
 
 
 def _annotations(entry: Any) -> dict[str, Any]:
@@ -41,37 +128,47 @@ def _omit_empty(d: dict[str, Any], *keys: str) -> dict[str, Any]:
     return d
 
 
-def resource_content(resource_snapshot: dict[str, Any]) -> dict[str, Any]:
-    """The `resources/read` contents item of a resource snapshot."""
+def resource_content(resource_snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The content reference of a resource snapshot: its URI, MIME type and stored bytes (not the bytes)."""
     item: dict[str, Any] = {"uri": resource_snapshot["uri"]}
     if resource_snapshot.get("mimeType"):
         item["mimeType"] = resource_snapshot["mimeType"]
-    if "blob" in resource_snapshot:
-        item["blob"] = resource_snapshot["blob"]
-    else:
-        item["text"] = resource_snapshot.get("text", "")
+    for key in ("sha256", "size", "encoding", "text", "blob"):
+        if key in resource_snapshot:
+            item[key] = resource_snapshot[key]
     return item
 
 
-def _message_block(message: Any) -> dict[str, Any]:
+def with_content(snapshot: Mapping[str, Any], load: Loader = read_content) -> dict[str, Any]:
+    """A snapshot with its stored documents inlined (`text`, or base64 `blob`/`data`) as clients receive them."""
+    out = dict(snapshot)
+    if "sha256" in out and "uri" in out:
+        item = materialise(out, load)
+        for key in ("sha256", "encoding"):
+            out.pop(key, None)
+        out.update({k: v for k, v in item.items() if k in ("text", "blob")})
+    if "messages" in out:
+        out["messages"] = [{**m, "content": materialise_block(m["content"], load)} for m in out["messages"]]
+    return out
+
+
+def _message_block(message: Any, payloads: Payloads | None = None) -> dict[str, Any]:
     kind = message.kind
     if kind == "text":
         return {"type": "text", "text": message.text}
     if kind in ("image", "audio"):
-        return {"type": kind, "data": _b64(message.data), "mimeType": message.mime_type}
+        ref = _bytes_ref(message, payloads)
+        return {"type": kind, "mimeType": message.mime_type, "sha256": ref["sha256"], "size": ref["size"]}
     linked = message.resource
     if kind == "resource":
         if linked is not None:
             published = linked.versions.order_by("-number").first()
-            source = published.snapshot if published else snapshot_resource(linked)
+            source = published.snapshot if published else snapshot_resource(linked, payloads)
             return {"type": "resource", "resource": resource_content(source)}
         resource: dict[str, Any] = {"uri": message.uri}
         if message.mime_type:
             resource["mimeType"] = message.mime_type
-        if message.data:
-            resource["blob"] = _b64(message.data)
-        else:
-            resource["text"] = message.text
+        resource.update(_bytes_ref(message, payloads) if message.data_sha256 else _text_ref(message.text, payloads))
         return {"type": "resource", "resource": resource}
     # resource_link
     block: dict[str, Any] = {"type": "resource_link", "uri": message.uri, "name": message.link_name}
@@ -92,17 +189,34 @@ def _messages(prompt: Prompt) -> Any:
     return prompt.messages.select_related("resource").all()
 
 
-def snapshot_prompt(prompt: Prompt) -> dict[str, Any]:
-    arguments = []
-    for arg in prompt.arguments.all():
-        item = {"name": arg.name, "title": arg.title, "description": arg.description, "required": arg.required}
-        _omit_empty(item, "title", "description")
-        if not arg.required and arg.default:
-            item["default"] = arg.default
-        if arg.suggestion_list:
-            item["suggestions"] = arg.suggestion_list
-        arguments.append(item)
-    messages = [{"role": m.role, "content": _message_block(m)} for m in _messages(prompt)]
+def snapshot_argument(arg: Any) -> dict[str, Any]:
+    """One argument (a saved or unsaved PromptArgument row) as its snapshot spec.
+
+    The type and its bounds are written only for typed arguments, so an untyped argument's
+    snapshot (and so its version's content hash) is the same as before types existed.
+    """
+    item: dict[str, Any] = {"name": arg.name, "title": arg.title, "description": arg.description,
+                            "required": arg.required}
+    _omit_empty(item, "title", "description")
+    if not arg.required and arg.default:
+        item["default"] = arg.default
+    if arg.suggestion_list:
+        item["suggestions"] = arg.suggestion_list
+    kind = arg.type or argtypes.TEXT
+    if kind != argtypes.TEXT:
+        item["type"] = kind
+    bounds = {"choices": arg.choice_list, "minLength": arg.min_length, "maxLength": arg.max_length,
+              "pattern": arg.pattern, "minimum": argtypes.plain_number(arg.minimum),
+              "maximum": argtypes.plain_number(arg.maximum)}
+    for key in argtypes.ALL_BOUNDS:
+        if bounds[key] not in (None, "", []):
+            item[key] = bounds[key]
+    return item
+
+
+def snapshot_prompt(prompt: Prompt, payloads: Payloads | None = None) -> dict[str, Any]:
+    arguments = [snapshot_argument(arg) for arg in prompt.arguments.all()]
+    messages = [{"role": m.role, "content": _message_block(m, payloads)} for m in _messages(prompt)]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
          "arguments": arguments, "messages": messages, "tags": _tag_list(prompt)},
@@ -110,16 +224,13 @@ def snapshot_prompt(prompt: Prompt) -> dict[str, Any]:
     )
 
 
-def snapshot_resource(resource: Resource) -> dict[str, Any]:
+def snapshot_resource(resource: Resource, payloads: Payloads | None = None) -> dict[str, Any]:
     snap: dict[str, Any] = {
         "uri": resource.uri, "name": resource.name, "title": resource.title,
         "description": resource.description, "mimeType": resource.mime_type,
         "annotations": _annotations(resource), "size": resource.size, "tags": _tag_list(resource),
     }
-    if resource.data:
-        snap["blob"] = _b64(resource.data)
-    else:
-        snap["text"] = resource.text
+    snap.update(_bytes_ref(resource, payloads) if resource.data_sha256 else _text_ref(resource.text, payloads))
     return _omit_empty(snap, "title", "description", "mimeType", "annotations", "tags")
 
 
@@ -138,11 +249,12 @@ def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
     return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables", "tags")
 
 
-def snapshot_of(entry: VersionedEntry) -> dict[str, Any]:
+def snapshot_of(entry: VersionedEntry, payloads: Payloads | None = None) -> dict[str, Any]:
+    """The snapshot the draft of `entry` would publish; `payloads` collects the bytes it references."""
     if isinstance(entry, Prompt):
-        return snapshot_prompt(entry)
+        return snapshot_prompt(entry, payloads)
     if isinstance(entry, Resource):
-        return snapshot_resource(entry)
+        return snapshot_resource(entry, payloads)
     if isinstance(entry, ResourceTemplate):
         return snapshot_template(entry)
     raise TypeError(f"not a registry entry: {entry!r}")
@@ -167,15 +279,42 @@ def _flatten(value: Any, path: str, out: dict[str, Any]) -> None:
         out[path] = value
 
 
+def _diff_text(sha256: str) -> str | None:
+    found = _recent_texts.get(sha256)
+    if found is not None:
+        return found
+    try:
+        return content.text(sha256)
+    except (ContentMissing, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _readable(value: Any) -> Any:
+    """A snapshot with short stored texts shown as `text` again, so diffs read as before."""
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _readable(v) for k, v in value.items()}
+    if out.get("encoding") == "text" and isinstance(out.get("sha256"), str) and (out.get("size") or 0) <= DIFF_TEXT_LIMIT:
+        text = _diff_text(out["sha256"])
+        if text is not None:
+            out.pop("sha256")
+            out.pop("encoding")
+            out["text"] = text
+    return out
+
+
 def diff_snapshots(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Field-level changes between two snapshots, e.g. {'field': 'messages[2].content.text', ...}.
 
-    Base64 payloads are summarised by size and hash so the audit log stays readable.
+    Content hashes are shortened and (older) base64 payloads summarised by size and hash, so
+    the audit log stays readable.
     """
     flat_before: dict[str, Any] = {}
     flat_after: dict[str, Any] = {}
-    _flatten(before or {}, "", flat_before)
-    _flatten(after or {}, "", flat_after)
+    _flatten(_readable(before or {}), "", flat_before)
+    _flatten(_readable(after or {}), "", flat_after)
     changes = []
     for field in sorted(set(flat_before) | set(flat_after), key=_field_order):
         old, new = flat_before.get(field), flat_after.get(field)
@@ -189,6 +328,8 @@ def _field_order(field: str) -> str:
 
 
 def _summarise(field: str, value: Any) -> Any:
+    if isinstance(value, str) and field.endswith("sha256") and len(value) == 64:
+        return f"sha256 {value[:12]}"
     if isinstance(value, str) and (field.endswith(".data") or field.endswith("blob")) and len(value) > 64:
         raw = base64.b64decode(value)
         return f"<{len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()[:12]}>"

@@ -11,9 +11,11 @@ from typing import Any
 
 from django.conf import settings
 
+from registry.argtypes import spec_problems
 from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 from registry.rendering import placeholders_in
+from registry.snapshots import snapshot_argument
 from registry.uris import template_variable_names, validate_uri
 
 
@@ -36,10 +38,10 @@ def max_document_bytes() -> int:
     return int(settings.REGISTRY.get("MAX_IMPORT_BYTES", 20 * 1024 * 1024))
 
 
-def check_size(data: bytes | memoryview | None, where: str, report: DraftReport) -> None:
+def check_size(size: int, where: str, report: DraftReport, what: str = "file") -> None:
     limit = max_upload_bytes()
-    if data and len(bytes(data)) > limit:
-        report.errors.append(f"{where}: the file is {len(bytes(data)):,} bytes; the limit is {limit:,} bytes.")
+    if size > limit:
+        report.errors.append(f"{where}: the {what} is {size:,} bytes; the limit is {limit:,} bytes.")
 
 
 def template_placeholders(text: str, where: str, report: DraftReport) -> list[str]:
@@ -48,6 +50,11 @@ def template_placeholders(text: str, where: str, report: DraftReport) -> list[st
     except TemplateSyntaxError as exc:
         report.errors.append(f"{where}: {exc.message}")
         return []
+
+
+def registry_resource_exists(uri: str) -> bool:
+    """Whether a resource argument's default or suggestion names a resource of the registry."""
+    return Resource.objects.filter(uri=uri, archived_at__isnull=True).exists()
 
 
 def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages: list[Any] | None = None) -> DraftReport:
@@ -63,6 +70,9 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages
     for name, count in declared.items():
         if count > 1:
             report.errors.append(f"The argument name '{name}' is used {count} times; names must be unique.")
+    for arg in arguments:
+        for problem in spec_problems(snapshot_argument(arg), registry_resource_exists):
+            report.errors.append(f"Argument '{arg.name}': {problem}")
     if not messages:
         report.errors.append("A prompt needs at least one message.")
     used: set[str] = set()
@@ -73,12 +83,12 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages
                 report.errors.append(f"{where}: the text is empty.")
             used.update(template_placeholders(message.text, where, report))
         elif message.kind in ("image", "audio"):
-            if not message.data:
+            if not message.data_sha256:
                 report.errors.append(f"{where}: upload the {message.kind} file.")
             if not (message.mime_type or "").startswith(message.kind + "/"):
                 report.errors.append(f"{where}: the file type must be {message.kind}/..., e.g. "
                                      f"{'image/png' if message.kind == 'image' else 'audio/mpeg'}.")
-            check_size(message.data, where, report)
+            check_size(message.data_size, where, report)
         else:  # resource, resource_link
             if message.resource_id is None:
                 if not message.uri:
@@ -95,7 +105,8 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages
                         except InvalidUri as exc:
                             report.errors.append(f"{where}: {exc.message}")
                 if message.kind == "resource":
-                    check_size(message.data, where, report)
+                    check_size(message.data_size, where, report)
+                    check_size(len(message.text.encode("utf-8")), where, report, "text")
     for name in sorted(used - set(declared)):
         report.errors.append(f"The placeholder {{{{ {name} }}}} is not a declared argument; add it or fix the spelling.")
     for name in sorted(set(declared) - used):
@@ -109,9 +120,10 @@ def validate_resource(resource: Resource) -> DraftReport:
         validate_uri(resource.uri)
     except InvalidUri as exc:
         report.errors.append(exc.message)
-    if resource.data and resource.text:
+    if resource.data_sha256 and resource.text:
         report.errors.append("Give either text or an uploaded file, not both.")
-    check_size(resource.data, "Content", report)
+    check_size(resource.data_size, "Content", report)
+    check_size(len(resource.text.encode("utf-8")), "Content", report, "text")
     if not resource.name.strip():
         report.errors.append("The resource needs a name.")
     return report

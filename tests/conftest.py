@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import changes, fetches
+from registry import changes, content_cache, fetches
 from tests.factories import grant, make_user
 
 
@@ -15,6 +15,18 @@ def fresh_catalog():
     fetches.AUTO_FLUSH = False
     yield
     changes.bump_generation()
+
+
+@pytest.fixture(autouse=True)
+def content_store(tmp_path, settings):
+    """Each test stores documents under its own MEDIA_ROOT and starts with an empty content cache."""
+    location = tmp_path / "media"
+    settings.MEDIA_ROOT = location
+    settings.STORAGES = {**settings.STORAGES, "registry": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": location}}}
+    content_cache.cache.clear()
+    yield location
+    content_cache.cache.clear()
 
 
 @pytest.fixture

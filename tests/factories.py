@@ -94,3 +94,23 @@ def grant(user, *perms: str):
         app_label, codename = perm.split(".", 1)
         user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
     return type(user).objects.get(pk=user.pk)  # permission caches are per instance
+
+
+TYPED_ARGUMENTS: list[dict[str, Any]] = [
+    {"name": "tone", "description": "Tone of the reply", "type": "enum", "choices": "formal\nwarm"},
+    {"name": "count", "type": "integer", "minimum": 1, "maximum": 10},
+    {"name": "ratio", "type": "number", "minimum": 0, "maximum": 1, "required": False, "default": "0.5"},
+    {"name": "short", "type": "boolean", "required": False, "default": "false"},
+    {"name": "code", "type": "string", "min_length": 3, "max_length": 8, "pattern": "[A-Z]+-[0-9]+"},
+    {"name": "doc", "type": "resource", "required": False},
+]
+
+
+def make_typed_prompt(name: str = "typed-reply", **fields: Any) -> Prompt:
+    """A draft prompt with one argument of each type (and its bounds), all used in one message."""
+    return make_prompt(
+        name, arguments=[dict(a) for a in TYPED_ARGUMENTS],
+        messages=[{"role": "user", "kind": "text",
+                   "text": "{{ tone }} x{{ count }} r{{ ratio }} s{{ short }} c{{ code }} d{{ doc }}"}],
+        **fields,
+    )

@@ -20,10 +20,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from registry import diffview, drafts, reviews, rollouts, services
+from registry import diffview, drafts, integrity, reviews, rollouts, services
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
-from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError
+from registry.errors import ContentMissing, InvalidEntry, PublishPermissionDenied, RegistryError
 from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.models.base import label_name_validator
@@ -121,6 +121,10 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             context["registry_pending_reviews"] = ReviewRequest.objects.filter(
                 entry_kind=obj.kind, entry_id=obj.pk, status="pending").count()
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
+        if obj is not None and obj.pk:
+            for problem in integrity.missing_for_entry(obj):
+                messages.warning(request, f"Integrity warning: {problem}. Clients reading it get an error; "
+                                          "upload the file again and publish, or restore it to the storage.")
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     # ------------------------------------------------------------------------- audited saving
@@ -597,6 +601,20 @@ def data_uri(mime_type: str, data: bytes | memoryview | None) -> str:
     import base64
 
     return f"data:{mime_type};base64,{base64.b64encode(bytes(data or b'')).decode('ascii')}"
+
+
+def stored_thumbnail(row: Any) -> str:
+    """Thumbnail of a draft row's stored bytes (a resource or message), or a warning when they are gone."""
+    if not row.data_sha256:
+        return "—"
+    mime_type = row.mime_type or "application/octet-stream"
+    if not mime_type.startswith(("image/", "audio/")):
+        return format_html("{} file, {} bytes, sha256 {}", mime_type, f"{row.data_size:,}", row.data_sha256[:12])
+    try:
+        data = row.data
+    except ContentMissing as exc:
+        return format_html('<strong class="errornote">{}</strong>', exc.message)
+    return thumbnail_html(mime_type, data)
 
 
 def thumbnail_html(mime_type: str, data: bytes | memoryview | None) -> str:

@@ -8,8 +8,9 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from registry.admin.common import VersionedEntryAdmin, thumbnail_html
-from registry.errors import MissingArguments, RegistryError
+from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
+from registry import argtypes
+from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.forms import (
     PromptArgumentForm,
     PromptArgumentFormSet,
@@ -19,7 +20,8 @@ from registry.forms import (
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.rendering import render_prompt
-from registry.snapshots import snapshot_of
+from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of
+from registry.validation import registry_resource_exists
 
 
 class PromptArgumentInline(admin.TabularInline):
@@ -53,26 +55,68 @@ class PromptMessageInline(admin.StackedInline):
 
     @admin.display(description="Current file")
     def current_file(self, obj: PromptMessage) -> str:
-        return thumbnail_html(obj.mime_type, obj.data) if obj and obj.pk else "—"
+        return stored_thumbnail(obj) if obj and obj.pk else "—"
 
 
 class PreviewArgumentsForm(forms.Form):
-    """One box per declared argument, prefilled with its default or first suggestion."""
+    """One input per declared argument, fitting its type, prefilled with its default or first suggestion.
+
+    Enums get a select, booleans a checkbox, numbers a number box; everything is handed to the
+    renderer as the string an MCP client would send, so the preview checks values exactly as
+    `prompts/get` does.
+    """
 
     def __init__(self, *args: Any, arguments: list[dict[str, Any]], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.arguments = arguments
         for arg in arguments:
-            suggestions = arg.get("suggestions") or []
-            help_parts = [arg.get("description", "")]
-            if suggestions:
-                help_parts.append("Suggestions: " + ", ".join(suggestions))
-            self.fields[arg["name"]] = forms.CharField(
-                label=arg.get("title") or arg["name"],
-                required=False,
-                initial=arg.get("default") or (suggestions[0] if suggestions else ""),
-                help_text=" ".join(p for p in help_parts if p) + ("" if arg.get("required") else " (optional)"),
-                widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
-            )
+            self.fields[arg["name"]] = self._field(arg)
+
+    @staticmethod
+    def _field(arg: dict[str, Any]) -> forms.Field:
+        suggestions = arg.get("suggestions") or []
+        kind = argtypes.type_of(arg)
+        help_parts = [argtypes.listed_description(arg)]
+        if suggestions and kind not in (argtypes.ENUM, argtypes.BOOLEAN):
+            help_parts.append("Suggestions: " + ", ".join(suggestions))
+        common = {
+            "label": arg.get("title") or arg["name"],
+            "required": False,
+            "help_text": " ".join(p for p in help_parts if p) + ("" if arg.get("required") else " (optional)"),
+        }
+        initial = arg.get("default") or (suggestions[0] if suggestions else "")
+        if kind == argtypes.ENUM:
+            choices = [(c, c) for c in arg.get("choices") or ()]
+            return forms.ChoiceField(choices=[("", "—")] + choices, initial=initial, **common)
+        if kind == argtypes.BOOLEAN:
+            return forms.BooleanField(initial=initial == "true", **common)
+        if kind in (argtypes.INTEGER, argtypes.NUMBER):
+            attrs: dict[str, Any] = {"step": "1" if kind == argtypes.INTEGER else "any"}
+            for key, attr in (("minimum", "min"), ("maximum", "max")):
+                if arg.get(key) is not None:
+                    attrs[attr] = argtypes.number_text(arg[key])
+            return forms.CharField(initial=initial, widget=forms.NumberInput(attrs=attrs), **common)
+        if kind in (argtypes.STRING, argtypes.RESOURCE):
+            attrs = {"size": 60}
+            if arg.get("maxLength") is not None:
+                attrs["maxlength"] = arg["maxLength"]
+            return forms.CharField(initial=initial, strip=False, widget=forms.TextInput(attrs=attrs), **common)
+        return forms.CharField(initial=initial, strip=False,
+                               widget=forms.Textarea(attrs={"rows": 2, "cols": 60}), **common)
+
+    def values(self) -> dict[str, str]:
+        """The filled-in values as MCP strings (bound form) or the initial ones (first visit)."""
+        out: dict[str, str] = {}
+        for name, field in self.fields.items():
+            if self.is_bound:
+                value = self.cleaned_data.get(name) if self.is_valid() else None
+            else:
+                value = field.initial
+            if isinstance(field, forms.BooleanField):
+                out[name] = "true" if value else "false"
+            elif value:
+                out[name] = str(value)
+        return out
 
 
 def transcript(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -122,21 +166,26 @@ class PromptAdmin(VersionedEntryAdmin):
         return formsets, inline_instances
 
     def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
-        snapshot = snapshot_of(obj)
+        payloads: Payloads = {}
+        snapshot = snapshot_of(obj, payloads)
         # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
         form = PreviewArgumentsForm(request.GET if "preview" in request.GET else None, prefix="arg",
                                     arguments=snapshot.get("arguments", []))
-        if form.is_bound:
-            values = {k: v for k, v in form.cleaned_data.items() if v} if form.is_valid() else {}
-        else:
-            values = {name: field.initial for name, field in form.fields.items() if field.initial}
+        values = form.values()
         context: dict[str, Any] = {"form": form, "values": values}
         try:
-            result = render_prompt(snapshot, values)
+            load = draft_loader(payloads)
+            result = render_prompt(snapshot, values, lambda block: materialise_block(block, load),
+                                   registry_resource_exists)
         except MissingArguments as exc:
             message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
             # Before the first "Render preview" that is an invitation, not a mistake.
             context["error" if form.is_bound else "hint"] = message
+        except ArgumentErrors as exc:
+            for problem in exc.invalid:
+                if problem["name"] in form.fields and form.is_bound:
+                    form.add_error(problem["name"], f"This value {problem['reason']}.")
+            context["error"] = exc.message
         except RegistryError as exc:
             context["error"] = exc.message
         else:

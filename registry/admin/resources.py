@@ -10,12 +10,13 @@ from django.contrib import admin
 from django.utils.html import format_html
 from uritemplate import URITemplate
 
-from registry.admin.common import VersionedEntryAdmin, thumbnail_html
+from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry.errors import RegistryError
 from registry.forms import ResourceForm, ResourceTemplateForm, TemplateVariableForm, TemplateVariableFormSet
 from registry.models import Resource, ResourceTemplate, TemplateVariable
 from registry.rendering import render_body
-from registry.snapshots import resource_content, snapshot_of
+from registry.errors import ContentMissing
+from registry.snapshots import Payloads, draft_loader, materialise, resource_content, snapshot_of
 from registry.uris import UriTemplateMatcher, validate_uri
 
 TEXT_PREVIEW_CHARS = 2000
@@ -42,18 +43,22 @@ class ResourceAdmin(VersionedEntryAdmin):
     def content_preview(self, obj: Resource) -> str:
         if obj is None or obj.pk is None:
             return "—"
-        if obj.data:
-            return thumbnail_html(obj.mime_type, obj.data)
+        if obj.data_sha256:
+            return stored_thumbnail(obj)
         text = obj.text[:TEXT_PREVIEW_CHARS] + ("…" if len(obj.text) > TEXT_PREVIEW_CHARS else "")
         return format_html('<pre style="white-space:pre-wrap;max-height:20em;overflow:auto">{}</pre>', text)
 
     def preview_context(self, request, obj: Resource) -> dict[str, Any]:
-        snapshot = snapshot_of(obj)
-        result = {"contents": [resource_content(snapshot)]}
+        payloads: Payloads = {}
+        snapshot = snapshot_of(obj, payloads)
+        try:
+            item = materialise(resource_content(snapshot), draft_loader(payloads))
+        except ContentMissing as exc:
+            return {"result_json": "", "text": None, "thumbnail": format_html("<strong>{}</strong>", exc.message)}
         return {
-            "result_json": json.dumps(result, indent=2, ensure_ascii=False),
-            "text": snapshot.get("text"),
-            "thumbnail": thumbnail_html(obj.mime_type, obj.data) if obj.data else "",
+            "result_json": json.dumps({"contents": [item]}, indent=2, ensure_ascii=False),
+            "text": item.get("text"),
+            "thumbnail": stored_thumbnail(obj) if obj.data_sha256 else "",
         }
 
 

@@ -2,8 +2,10 @@
 
 from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
+from registry.models.content import ContentObject
 from registry.models.clients import FetchCounter, McpClient
 from registry.models.prompts import (
+    ArgumentType,
     ContentKind,
     MessageRole,
     Prompt,
@@ -27,11 +29,13 @@ from registry.models.reviews import ReviewRequest, ReviewStatus, Rollout
 __all__ = [
     "PRODUCTION",
     "STAGING",
+    "ArgumentType",
     "Audience",
     "AuditAction",
     "AuditEntry",
     "ChangeLogEntry",
     "ContentKind",
+    "ContentObject",
     "EntryVersion",
     "FetchCounter",
     "McpClient",

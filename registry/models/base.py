@@ -118,7 +118,11 @@ class EntryVersion(models.Model):
     """A published, frozen snapshot of an entry. Insert-only."""
 
     number = models.PositiveIntegerField()
-    snapshot = models.JSONField(help_text="Everything clients receive from this version.")
+    snapshot = models.JSONField(help_text="Everything clients receive from this version; bytes by SHA-256.")
+    listing = models.JSONField(
+        default=dict, editable=False,
+        help_text="What lists and completion need (registry/listing.py), so serving never loads message bodies.",
+    )
     content_hash = models.CharField(max_length=64, help_text="SHA-256 of the canonical snapshot.")
     change_note = models.TextField()
     author = models.ForeignKey(

@@ -6,6 +6,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
+from registry.models.content import StoredBytesMixin
 
 prompt_name_validator = RegexValidator(
     r"^[A-Za-z0-9_.\-]{1,128}$",
@@ -43,6 +44,18 @@ class Prompt(VersionedEntry):
         return self.name
 
 
+class ArgumentType(models.TextChoices):
+    """What values an argument accepts; MCP sends them all as strings, the registry checks them."""
+
+    TEXT = "text", "Text (any, may span lines)"
+    STRING = "string", "Single line of text"
+    ENUM = "enum", "One of a list of choices"
+    INTEGER = "integer", "Whole number"
+    NUMBER = "number", "Number"
+    BOOLEAN = "boolean", "Yes/no (true or false)"
+    RESOURCE = "resource", "URI of a registry resource"
+
+
 class PromptArgument(models.Model):
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="arguments")
     position = models.PositiveIntegerField(default=0)
@@ -54,6 +67,19 @@ class PromptArgument(models.Model):
     suggestions = models.TextField(
         blank=True, help_text="Suggested values, one per line; clients offer them as completions."
     )
+    type = models.CharField(
+        max_length=16, choices=ArgumentType.choices, default=ArgumentType.TEXT,
+        help_text="What values are accepted; clients that send anything else get an error naming the argument.",
+    )
+    choices = models.TextField(blank=True, help_text="One of a list: the allowed values, one per line.")
+    min_length = models.PositiveIntegerField(null=True, blank=True, help_text="Text: fewest characters.")
+    max_length = models.PositiveIntegerField(null=True, blank=True, help_text="Text: most characters.")
+    pattern = models.CharField(
+        max_length=500, blank=True,
+        help_text="Text: a regular expression the whole value must match, e.g. [A-Z]{3}-[0-9]+.",
+    )
+    minimum = models.FloatField(null=True, blank=True, help_text="Numbers: the smallest value allowed.")
+    maximum = models.FloatField(null=True, blank=True, help_text="Numbers: the largest value allowed.")
 
     class Meta:
         ordering = ["position", "id"]
@@ -65,6 +91,10 @@ class PromptArgument(models.Model):
     @property
     def suggestion_list(self) -> list[str]:
         return [line.strip() for line in self.suggestions.splitlines() if line.strip()]
+
+    @property
+    def choice_list(self) -> list[str]:
+        return [line.strip() for line in self.choices.splitlines() if line.strip()]
 
 
 class MessageRole(models.TextChoices):
@@ -80,7 +110,7 @@ class ContentKind(models.TextChoices):
     RESOURCE_LINK = "resource_link", "Resource link"
 
 
-class PromptMessage(models.Model):
+class PromptMessage(StoredBytesMixin, models.Model):
     """One message of the prompt body; each carries exactly one content block."""
 
     prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="messages")
@@ -104,7 +134,9 @@ class PromptMessage(models.Model):
         help_text="Embed or link a registry resource (its published content is frozen into the version).",
     )
     mime_type = models.CharField(max_length=100, blank=True)
-    data = models.BinaryField(null=True, blank=True, help_text="Uploaded bytes (images, audio, binary embeds).")
+    data_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False,
+                                   help_text="SHA-256 of the uploaded bytes (images, audio, binary embeds).")
+    data_size = models.PositiveBigIntegerField(default=0, editable=False)
     link_name = models.CharField(max_length=200, blank=True, help_text="Resource links: the name shown.")
 
     class Meta:

@@ -8,6 +8,7 @@ from django.db import models
 
 from registry.errors import InvalidUri
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
+from registry.models.content import StoredBytesMixin
 from registry.uris import normalize_uri, normalize_uri_template, parse_uri_template, validate_uri
 
 
@@ -51,7 +52,7 @@ class ResourceDescription(VersionedEntry):
         abstract = True
 
 
-class Resource(ResourceDescription):
+class Resource(StoredBytesMixin, ResourceDescription):
     uri = models.CharField(
         max_length=2048,
         unique=True,
@@ -59,7 +60,9 @@ class Resource(ResourceDescription):
         help_text="The URI clients read, e.g. docs://style-guide. Cannot change once published.",
     )
     text = models.TextField(blank=True, help_text="Text content (leave empty when uploading a file).")
-    data = models.BinaryField(null=True, blank=True, help_text="Uploaded bytes, for binary content.")
+    data_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False,
+                                   help_text="SHA-256 of the uploaded bytes in the content store (binary content).")
+    data_size = models.PositiveBigIntegerField(default=0, editable=False)
 
     kind = "resource"
 
@@ -80,7 +83,7 @@ class Resource(ResourceDescription):
 
     @property
     def size(self) -> int:
-        return len(bytes(self.data)) if self.data else len(self.text.encode("utf-8"))
+        return self.data_size if self.data_sha256 else len(self.text.encode("utf-8"))
 
 
 class ResourceVersion(EntryVersion):

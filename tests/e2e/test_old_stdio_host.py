@@ -53,5 +53,5 @@ def test_the_typescript_sdk_1_0_stdio_client_connects_lists_gets_and_reads(ts_sd
     done = subprocess.run(["node", "probe.mjs", sys.executable, str(ROOT / "manage.py")], cwd=ts_sdk_1_0, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert '"prompts":4' in done.stdout and "arg1='a1', arg2='b2'" in done.stdout
+    assert '"prompts":5' in done.stdout and "arg1='a1', arg2='b2'" in done.stdout
     assert "This is the content of the static text resource." in done.stdout

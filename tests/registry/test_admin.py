@@ -1131,3 +1131,17 @@ def test_every_diff_escapes_markup_in_the_entry(client, publisher, payload, page
     assert response.status_code == 200
     assert payload not in response.text
     assert _escaped(payload) in response.text
+
+
+def test_entry_whose_stored_content_is_missing_shows_an_integrity_warning(client, publisher, content_store):
+    from registry import content
+
+    resource = make_resource("docs://lost", text="", data=PNG_1X1, mime_type="image/png")
+    release(resource)
+    (content_store / content.object_name(resource.data_sha256)).unlink()
+    response = client_for(client, publisher).get(url("resource_change", resource.pk))
+    assert response.status_code == 200
+    warnings = [str(m) for m in response.context["messages"] if m.level_tag == "warning"]
+    assert any(w.startswith("Integrity warning: the draft: content " + resource.data_sha256) for w in warnings)
+    assert any("v1 (production)" in w for w in warnings)
+    assert "missing from the content store" in response.content.decode()

@@ -264,7 +264,7 @@ def test_export_shows_released_versions_and_labels_on_the_newest_version():
 
 def test_conformance_fixture_imports_twice_cleanly_and_serves_what_the_suite_expects():
     first = import_documents(CONFORMANCE, publish=True, note="conformance fixtures")
-    assert first.summary() == "prompts: 4 created; resources: 3 created; templates: 1 created; published 8"
+    assert first.summary() == "prompts: 5 created; resources: 3 created; templates: 1 created; published 9"
     before = counts()
     second = import_documents(CONFORMANCE, publish=True, note="conformance fixtures")
     assert not second.changed and counts() == before
@@ -273,7 +273,7 @@ def test_conformance_fixture_imports_twice_cleanly_and_serves_what_the_suite_exp
     viewer = Viewer()
     assert {p["name"] for p in catalog.prompts(viewer)} == {
         "test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
-        "test_prompt_with_image"}
+        "test_prompt_with_image", "test_input_required_result_prompt"}
     assert all(p.get("description") for p in catalog.prompts(viewer))
     args = catalog.get_prompt(viewer, "test_prompt_with_arguments", {"arg1": "testValue1", "arg2": "testValue2"})
     assert "arg1='testValue1', arg2='testValue2'" in args.result["messages"][0]["content"]["text"]
@@ -359,3 +359,47 @@ def test_reimport_reads_unchanged_entries_in_bulk_rather_than_one_by_one(tmp_pat
     many = _queries(lambda: import_documents(write(tmp_path, _many(30)), publish=True, note="again"))
     assert not import_documents(write(tmp_path, _many(30)), publish=True, note="again").changed
     assert many - few <= 27 * 3
+
+
+TYPED_DOC = """
+resources:
+  - {uri: "docs://style", name: style, text: Be brief.}
+prompts:
+  - name: reply
+    description: Reply to a customer
+    arguments:
+      - {name: tone, description: Tone of the reply, required: true, type: enum, choices: [formal, warm]}
+      - {name: count, type: integer, min: 1, max: 10, default: 5}
+      - {name: code, required: true, type: string, max_length: 8, pattern: "[A-Z]+-[0-9]+"}
+      - {name: doc, type: resource, default: "docs://style"}
+    messages:
+      - text: "{{ tone }} {{ count }} {{ code }} {{ doc }}"
+"""
+
+
+def test_typed_arguments_import_publish_export_and_reimport_unchanged(tmp_path):
+    path = write(tmp_path, TYPED_DOC)
+    import_documents(path, publish=True, note="typed")
+    catalog = catalog_for("production")
+    with pytest.raises(RegistryError) as caught:
+        catalog.get_prompt(Viewer(), "reply", {"tone": "loud", "code": "AB-1"})
+    assert caught.value.invalid == [{"name": "tone", "reason": "must be one of: formal, warm"}]
+    served = catalog.get_prompt(Viewer(), "reply", {"tone": "warm", "code": "AB-1"}).result
+    assert served["messages"][0]["content"]["text"] == "warm 5 AB-1 docs://style"
+
+    exported = yaml.safe_load(export_yaml())
+    [reply] = [p for p in exported["prompts"] if p["name"] == "reply"]
+    assert reply["arguments"][1] == {"name": "count", "required": False, "default": "5", "type": "integer",
+                                     "min": 1, "max": 10}
+    before = counts()
+    (tmp_path / "again.yaml").write_text(export_yaml())
+    report = import_documents(Path("again.yaml"), publish=True, note="again")
+    assert counts() == before and not report.changed
+
+
+def test_import_refuses_a_typed_default_naming_no_registry_resource(tmp_path):
+    path = write(tmp_path, TYPED_DOC.replace('default: "docs://style"', 'default: "docs://nowhere"'))
+    with pytest.raises(ImportFailed) as caught:
+        import_documents(path, publish=True, note="typed")
+    assert "the default 'docs://nowhere' must be the URI of a registry resource" in str(caught.value.problems)
+    assert not Prompt.objects.filter(name="reply").exists()

@@ -233,3 +233,89 @@ def test_a_file_over_the_size_limit_is_refused_without_reading_it(settings, tmp_
     with pytest.raises(FormatError) as caught:
         load_file(path)
     assert caught.value.problems == [f"{path}: the file is larger than 1,000 bytes."]
+
+
+TYPED_DOC = """
+prompts:
+  - name: reply
+    description: Reply to a customer
+    arguments:
+      - {name: tone, description: Tone of the reply, required: true, type: enum, choices: [formal, warm]}
+      - {name: count, type: integer, min: 1, max: 10, default: 5}
+      - {name: ratio, type: number, min: 0.5}
+      - {name: flag, type: boolean, default: true}
+      - {name: code, type: string, min_length: 3, max_length: 8, pattern: "[A-Z]+-[0-9]+"}
+      - {name: doc, type: resource}
+    messages:
+      - text: "{{ tone }} {{ count }} {{ ratio }} {{ flag }} {{ code }} {{ doc }}"
+"""
+
+
+def test_typed_arguments_read_into_draft_data():
+    [spec] = entries(TYPED_DOC)
+    args = {a["name"]: a for a in spec.data["arguments"]}
+    assert args["tone"]["type"] == "enum" and args["tone"]["choices"] == ["formal", "warm"]
+    assert (args["count"]["minimum"], args["count"]["maximum"], args["count"]["default"]) == (1, 10, "5")
+    assert args["ratio"]["minimum"] == 0.5 and "maximum" not in args["ratio"]
+    assert args["flag"]["default"] == "true"
+    assert (args["code"]["min_length"], args["code"]["max_length"], args["code"]["pattern"]) == (3, 8, "[A-Z]+-[0-9]+")
+    assert args["doc"]["type"] == "resource"
+
+
+def test_bad_typed_declarations_name_file_line_and_argument():
+    found = problems("""
+prompts:
+  - name: reply
+    arguments:
+      - {name: a, type: enum}
+      - {name: b, type: integer, min: 1.5, pattern: x}
+      - {name: c, type: colour}
+      - {name: d, type: integer, min: ten, min_length: -1}
+      - {name: e, pattern: "(a)\\\\1"}
+      - {name: f, type: number, min: 3, max: 1, default: 0}
+      - {name: g, type: enum, choices: ["two\\nlines"], max_length: 2147483648}
+    messages:
+      - text: "{{ a }} {{ b }} {{ c }} {{ d }} {{ e }} {{ f }} {{ g }}"
+""")
+    assert "demo.yaml:5: prompts[1] (name: reply): arguments[1]: an argument of type enum needs at least one choice." \
+        in found
+    assert any(p.startswith("demo.yaml:6:") and "a pattern applies only to text arguments" in p for p in found)
+    assert any(p.startswith("demo.yaml:6:") and "must be a whole number, not 1.5" in p for p in found)
+    assert any("arguments[3].type: unknown type 'colour'" in p for p in found)
+    assert any("arguments[4].min: expected a number, got a string" in p for p in found)
+    assert any("arguments[4].min_length: expected a whole number of characters" in p for p in found)
+    assert any("arguments[5]: the pattern '(a)\\\\1' cannot be used" in p for p in found)
+    assert any("arguments[6]: the minimum 3 is larger than the maximum 1." in p for p in found)
+    assert any("arguments[7].choices[1]: a choice must be a single, non-empty line." in p for p in found)
+    assert any("arguments[7].max_length: expected a whole number of characters (0 or more), got 2147483648." in p
+               for p in found)
+
+
+def test_typed_arguments_dump_in_the_file_words_and_read_back_the_same():
+    [spec] = entries(TYPED_DOC)
+    document = entry_document("prompt", spec.data)
+    args = {a["name"]: a for a in document["arguments"]}
+    assert args["tone"] == {"name": "tone", "description": "Tone of the reply", "required": True, "type": "enum",
+                            "choices": ["formal", "warm"]}
+    assert args["count"] == {"name": "count", "required": False, "default": "5", "type": "integer", "min": 1, "max": 10}
+    [again] = entries(dump_document({"prompts": [document]}))
+    assert again.data == spec.data
+
+
+def test_untyped_arguments_dump_without_type_keys():
+    [spec] = entries("""
+prompts:
+  - name: greet
+    arguments: [{name: who, required: true}]
+    messages: [{text: "Hello {{ who }}"}]
+""")
+    assert entry_document("prompt", spec.data)["arguments"] == [{"name": "who", "required": True}]
+
+
+def test_inline_text_over_the_upload_limit_is_refused_at_import_with_its_size(settings):
+    settings.REGISTRY = {**settings.REGISTRY, "MAX_UPLOAD_BYTES": 10}
+    found = problems("""
+resources:
+  - {uri: docs://long, name: long, text: "twelve bytes"}
+""")
+    assert any("text: the content is 12 bytes; the limit is 10 bytes." in p for p in found)

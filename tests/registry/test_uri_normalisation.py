@@ -55,11 +55,10 @@ def test_the_importer_refuses_an_iri_naming_the_line_and_the_encoded_form(tmp_pa
 def test_the_migration_normalises_rows_and_reports_collisions(capsys):
     normalise = importlib.import_module("registry.migrations.0009_normalise_uris")
     ok = make_resource("docs://ok")
-    with connection.cursor() as cursor:  # rows written before URIs were normalised on save
-        for uri in ("docs://café", "DOCS://Clash", "docs://clash"):
-            cursor.execute(f"INSERT INTO {Resource._meta.db_table} (uri, name, title, description, mime_type, "
-                           "audience, tags, text, created_at, updated_at, revision, updated_by) VALUES "
-                           "(%s, 'n', '', '', '', '', '', '', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 0, '')", [uri])
+    for index, uri in enumerate(("docs://café", "DOCS://Clash", "docs://clash")):
+        row = make_resource(f"docs://placeholder-{index}")
+        with connection.cursor() as cursor:  # as written before URIs were normalised on save
+            cursor.execute(f"UPDATE {Resource._meta.db_table} SET uri = %s WHERE id = %s", [uri, row.pk])
     historical = MigrationLoader(connection).project_state(("registry", "0009_normalise_uris")).apps
     normalise.forwards(historical, None)
     uris = set(Resource.objects.values_list("uri", flat=True))

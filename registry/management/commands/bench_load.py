@@ -20,7 +20,6 @@ no-op and a larger N tops up. Names do not depend on the seed; contents do.
 
 from __future__ import annotations
 
-import base64
 import random
 import time
 from typing import Any, Callable
@@ -41,11 +40,12 @@ from registry.models import (
     ResourceTemplate,
     TemplateVariable,
 )
-from registry.snapshots import content_hash
+from registry.listing import listing_of
+from registry.snapshots import Payloads, content_hash, snapshot_resource, store_payloads
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
-SNAPSHOT_TAGS = ["bench", "synthetic"]  # tags are part of a version's snapshot (sorted)
+SNAPSHOT_TAGS = sorted(t.strip() for t in TAGS.split(","))  # as registry.snapshots records them
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
 VOCABULARY = (
@@ -87,7 +87,7 @@ def _publish_rows(kind_name: str, entries: list[Any], snapshots: list[dict[str, 
         raise CommandError("This database does not return ids from bulk inserts (SQLite 3.35+ or PostgreSQL needed).")
     versions = kind.version_model.objects.bulk_create(  # type: ignore[attr-defined]
         [kind.version_model(entry=entry, number=1, snapshot=snap, content_hash=content_hash(snap),
-                            change_note="Synthetic benchmark data", author_name=ACTOR)
+                            listing=listing_of(kind_name, snap), change_note="Synthetic benchmark data", author_name=ACTOR)
          for entry, snap in zip(entries, snapshots)],
         batch_size=BATCH,
     )
@@ -158,7 +158,8 @@ def load_prompts(n: int, seed: int, note: str) -> int:
     snapshots = [
         {"name": p.name, "description": p.description, "arguments": arguments, "tags": SNAPSHOT_TAGS,
          "messages": [{"role": "user", "content": {"type": "text", "text": user}},
-                      {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
+                      {"role": "assistant", "content": {"type": "text", "text": assistant}}],
+         "tags": SNAPSHOT_TAGS}
         for p, (user, assistant) in zip(prompts, contents)
     ]
     _publish_rows("prompt", prompts, snapshots)
@@ -167,12 +168,10 @@ def load_prompts(n: int, seed: int, note: str) -> int:
 
 
 def _resource_snapshot(r: Resource) -> dict[str, Any]:
-    snap: dict[str, Any] = {"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type,
-                            "size": r.size, "tags": SNAPSHOT_TAGS}
-    if r.data:
-        snap["blob"] = base64.b64encode(bytes(r.data)).decode("ascii")
-    else:
-        snap["text"] = r.text
+    """The published snapshot, its text put into the content store first (as publish does)."""
+    payloads: Payloads = {}
+    snap = snapshot_resource(r, payloads)
+    store_payloads(payloads)
     return snap
 
 
@@ -188,6 +187,8 @@ def load_resources(m: int, seed: int, note: str) -> int:
         blob = random.Random(f"{seed}:bench-blob").randbytes(1024)
         rows.append(Resource(uri=BLOB_URI, name="blob-00000", description="Synthetic binary document",
                              mime_type="application/octet-stream", data=blob, tags=TAGS))
+    for row in rows:
+        row.store_pending()  # uploaded bytes go to the content store before the rows
     resources = Resource.objects.bulk_create(rows, batch_size=BATCH)
     _publish_rows("resource", resources, [_resource_snapshot(r) for r in resources])
     _summarise("resource", [r.uri for r in resources], note)

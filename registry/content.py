@@ -1,0 +1,87 @@
+"""The content store: every document's bytes kept once, under their SHA-256, outside the rows.
+
+Bytes live in Django's storage named `registry` (settings.STORAGES; the filesystem under
+MEDIA_ROOT by default, an S3-compatible bucket when configured) as `blobs/ab/<sha256>`.
+Drafts and versions hold only the hash and size, so identical bytes are stored once, a
+rollback or restore copies nothing, and a version's row stays small.
+
+Objects are write-once: storing bytes that exist is a no-op, nothing here overwrites or
+deletes an object, and a `ContentObject` row records each one. Bytes are written before any
+row that references them, so a failure leaves at worst an unreferenced object (harmless).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage, storages
+
+from registry.errors import ContentMissing
+
+STORAGE_ALIAS = "registry"
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A reference to bytes in the content store (what drafts and snapshots keep instead of bytes)."""
+
+    sha256: str
+    size: int
+
+
+def storage() -> Storage:
+    return storages[STORAGE_ALIAS]
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def object_name(sha256: str) -> str:
+    """Where the bytes of `sha256` live in the storage; two hex digits of fan-out keep directories small."""
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise ValueError(f"not a SHA-256 hex digest: {sha256!r}")
+    return f"blobs/{sha256[:2]}/{sha256}"
+
+
+def put(data: bytes) -> Stored:
+    """Store `data` unless it is there already, record it, and return its reference."""
+    from registry.models import ContentObject
+
+    data = bytes(data)
+    ref = Stored(sha256_of(data), len(data))
+    name = object_name(ref.sha256)
+    backend = storage()
+    if not backend.exists(name):
+        backend.save(name, ContentFile(data))  # a concurrent writer of the same bytes may win: same content
+    ContentObject.objects.get_or_create(sha256=ref.sha256, defaults={"size": ref.size})
+    return ref
+
+
+def exists(sha256: str) -> bool:
+    return storage().exists(object_name(sha256))
+
+
+def read(sha256: str) -> bytes:
+    """The bytes stored under `sha256`, checked against it; ContentMissing when absent or damaged."""
+    name = object_name(sha256)
+    backend = storage()
+    try:
+        with backend.open(name, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError as exc:
+        raise ContentMissing(sha256) from exc
+    except Exception as exc:  # S3 reports a missing key as a client error on open or read
+        if not backend.exists(name):
+            raise ContentMissing(sha256) from exc
+        raise
+    if sha256_of(data) != sha256:
+        raise ContentMissing(sha256, "does not match its hash (the stored bytes are damaged)")
+    return data
+
+
+def text(sha256: str) -> str:
+    """Stored UTF-8 text (text resources, inline embedded text)."""
+    return read(sha256).decode("utf-8")

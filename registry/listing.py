@@ -1,0 +1,85 @@
+"""The small per-version summary serving lists and completion: a version's `listing` column.
+
+Written once when a version is published (and backfilled by a migration), it holds what
+`prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` need,
+so building a label's catalog reads a few hundred bytes per entry and never the message
+bodies, resource text or template bodies (those are loaded on demand, registry/catalog.py).
+
+    prompt:   {"item": {name, title, description, arguments: [{name, title, description, required}]},
+               "suggestions": {argument: [value, ...]}, "tags": [...], "resource_arguments": [name, ...]}
+    resource: {"item": {uri, name, title, description, mimeType, size, annotations},
+               "content": {uri, mimeType, sha256, size, encoding}}
+    template: {"item": {uriTemplate, name, title, description, mimeType, annotations},
+               "suggestions": {variable: [value, ...]}}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from registry import argtypes
+from registry.snapshots import resource_content
+
+LISTING_VERSION = 1
+
+
+def _pick(snapshot: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: snapshot[k] for k in keys if k in snapshot and snapshot[k] not in ("", None, {}, [])}
+
+
+def _tags(snapshot: Mapping[str, Any]) -> list[str]:
+    return sorted(snapshot.get("tags") or ())
+
+
+def prompt_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments are listed with their constraint in words ("one of: formal, warm"), so clients
+    that only show text still help users; completion offers what the argument's type allows."""
+    arguments = snapshot.get("arguments", [])
+    item = _pick(snapshot, ("name", "title", "description"))
+    item["arguments"] = [
+        _pick(a | {"description": argtypes.listed_description(a)}, ("name", "title", "description"))
+        | {"required": bool(a.get("required"))}
+        for a in arguments
+    ]
+    suggestions = {a["name"]: list(argument_pool(a)) for a in arguments}
+    resource_arguments = [a["name"] for a in arguments if argtypes.type_of(a) == argtypes.RESOURCE]
+    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions, "tags": _tags(snapshot),
+            "resource_arguments": resource_arguments}
+
+
+def argument_pool(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """Completion values an argument's type allows: its choices, true/false, else its suggestions."""
+    kind = argtypes.type_of(spec)
+    if kind == argtypes.ENUM:
+        choices = list(spec.get("choices") or ())
+        suggested = [s for s in spec.get("suggestions", ()) if s in choices]
+        return tuple(dict.fromkeys(suggested + choices))  # editors' suggestions first
+    if kind == argtypes.BOOLEAN:
+        return ("true", "false")
+    return tuple(spec.get("suggestions", ()))
+
+
+def resource_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    item = _pick(snapshot, ("uri", "name", "title", "description", "mimeType", "size"))
+    if snapshot.get("annotations"):
+        item["annotations"] = dict(snapshot["annotations"])
+    ref = resource_content(snapshot)
+    ref.pop("text", None)
+    ref.pop("blob", None)
+    return {"v": LISTING_VERSION, "item": item, "content": ref, "tags": _tags(snapshot)}
+
+
+def template_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    item = _pick(snapshot, ("uriTemplate", "name", "title", "description", "mimeType"))
+    if snapshot.get("annotations"):
+        item["annotations"] = dict(snapshot["annotations"])
+    suggestions = {v["name"]: list(v.get("suggestions", ())) for v in snapshot.get("variables", [])}
+    return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions, "tags": _tags(snapshot)}
+
+
+_BY_KIND = {"prompt": prompt_listing, "resource": resource_listing, "template": template_listing}
+
+
+def listing_of(kind: str, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The listing column of a version of `kind` ("prompt", "resource", "template")."""
+    return _BY_KIND[kind](snapshot)
