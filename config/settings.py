@@ -77,6 +77,8 @@ INSTALLED_APPS = [
     "mcp_endpoint",
     "api",
     "webhooks",
+    "oauth2_provider",
+    "oauth",
 ]
 
 MIDDLEWARE = [
@@ -279,6 +281,51 @@ MCP_ENDPOINT = {
 }
 if os.environ.get("MCP_KEEPALIVE_SECONDS"):  # SSE keep-alive (and stream re-check) interval
     MCP_ENDPOINT["KEEPALIVE_SECONDS"] = float(os.environ["MCP_KEEPALIVE_SECONDS"])
+
+# OAuth 2.1 for hosted assistants (oauth/, django-oauth-toolkit): authorization code with PKCE
+# S256 only, refresh-token rotation, open dynamic client registration (registering grants nothing
+# until a user consents), RFC 9207 `iss`, loopback redirects on any port, tokens hashed at rest.
+OAUTH2_PROVIDER = {
+    "SCOPES": {"mcp": "Read the prompts and resources this registry serves you"},
+    "DEFAULT_SCOPES": ["mcp"],
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "ROTATE_REFRESH_TOKEN": True,
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "ACCESS_TOKEN_EXPIRE_SECONDS": int(os.environ.get("OAUTH_ACCESS_TOKEN_SECONDS", 3600)),
+    "REFRESH_TOKEN_EXPIRE_SECONDS": int(os.environ.get("OAUTH_REFRESH_TOKEN_SECONDS", 30 * 24 * 3600)),
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    # Client ID Metadata Documents: an https URL as client_id, fetched by the toolkit's SSRF-hardened
+    # fetcher (https only, public addresses only, no redirects, size and time bounds).
+    "CIMD_ENABLED": env_flag("OAUTH_CLIENT_METADATA_DOCUMENTS", True),
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "MCP Prompt Registry",
+}
+# W008 warns that plain-http redirect URIs are allowed at all: they must be, for native apps'
+# loopback callbacks (RFC 8252 §7.3), and oauth/views.py refuses http to any other host at
+# registration and at authorization, which is what RFC 9700 §2.1 asks.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
+# django-oauth-toolkit's own models (named so that makemigrations can resolve its swappable ones).
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+OAUTH2_PROVIDER_ACCESS_TOKEN_MODEL = "oauth2_provider.AccessToken"
+OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
+OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
+OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
+OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
+# What an OAuth user's MCP client is served when none of their groups has a default
+# (oauth.models.GroupDefault): the production label, every entry.
+OAUTH_DEFAULT_LABEL = os.environ.get("OAUTH_DEFAULT_LABEL", "production")
 
 LOGGING = {
     "version": 1,

@@ -8,5 +8,7 @@ from django.views.generic import RedirectView
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
+    # OAuth 2.1: /.well-known/ metadata, /oauth/ authorization server, /register (oauth/urls.py).
+    path("", include("oauth.urls")),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
+from oauth.resource import challenge, resource_url
+
 from . import errors, jsonrpc, sse
 from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
@@ -127,10 +129,18 @@ class McpHttpApp:
         if not _host_ok(host) or (origin is not None and not _origin_ok(origin)):
             await self._reply(send, self._refusal(errors.Forbidden("Forbidden: Host or Origin not allowed")))
             return
+        scheme = scope.get("scheme") or "http"
         try:
-            identity = await self.dispatcher.authenticate(headers.get("authorization"), scope.get("client"))
+            identity = await self.dispatcher.authenticate(headers.get("authorization"), scope.get("client"),
+                                                          resource=resource_url(scheme, host))
         except errors.McpError as exc:
-            await self._reply(send, self._refusal(exc))
+            reply = self._refusal(exc)
+            if isinstance(exc, (errors.Unauthorized, errors.InsufficientScope)):
+                # RFC 9728 §5.1: point the client at the metadata that leads to our authorization server.
+                reply.authenticate = False
+                value = challenge(scheme, host, getattr(exc, "bearer_error", None))
+                reply.extra.append((b"www-authenticate", value.encode("ascii")))
+            await self._reply(send, reply)
             return
         if method == "POST":
             await self._post(scope, receive, send, headers, duplicated, identity)

@@ -17,6 +17,7 @@ class Identity:
     scoped: bool = False     # scoped clients see per-client lists -> cacheScope "private"
     label: str = "production"
     peer: str = ""           # anonymous callers: their network (sessions.peer_key), which bounds their sessions
+    oauth_token: str = ""    # OAuth callers: their access token's checksum, re-checked by long-lived streams
 
     @property
     def cache_key(self) -> tuple:

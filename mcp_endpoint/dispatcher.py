@@ -222,10 +222,12 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ entry points
 
-    async def authenticate(self, authorization: str | None, client: Any = None) -> Identity:
-        """``client``: the ASGI scope's (host, port); anonymous sessions are bounded per network."""
+    async def authenticate(self, authorization: str | None, client: Any = None, *,
+                           resource: str | None = None) -> Identity:
+        """``client``: the ASGI scope's (host, port); anonymous sessions are bounded per network.
+        ``resource``: this endpoint's public URL, the audience OAuth tokens must carry."""
         try:
-            identity = await handlers.authenticate(authorization)
+            identity = await handlers.authenticate(authorization, resource)
         except errors.McpError:
             raise
         except Exception as exc:  # the token lookup hit a database outage: 503, not a crash

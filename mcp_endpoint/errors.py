@@ -130,6 +130,19 @@ class SessionNotFound(TransportError):
 class Unauthorized(TransportError):
     default_message = "Unauthorized: a valid bearer token is required"
     http_status = 401
+    bearer_error: str | None = None    # RFC 6750 error code for the challenge, when a token was sent
+
+
+class InvalidToken(Unauthorized):
+    bearer_error = "invalid_token"
+
+
+class InsufficientScope(TransportError):
+    """A valid OAuth token without the scope /mcp needs (RFC 6750 §3.1: 403)."""
+
+    default_message = "Forbidden: the access token lacks the required scope"
+    http_status = 403
+    bearer_error = "insufficient_scope"
 
 
 class Forbidden(TransportError):

@@ -10,6 +10,7 @@ Hot path (list/get/read with the label's catalog in memory): no database query, 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 from typing import Any
@@ -109,10 +110,12 @@ def anonymous() -> Identity:
     return _anonymous[0]
 
 
-async def authenticate(authorization: str | None) -> Identity:
+async def authenticate(authorization: str | None, resource: str | None = None) -> Identity:
     """``Authorization`` header -> Identity, or :class:`errors.Unauthorized` (HTTP 401).
     No header is accepted only while ALLOW_ANONYMOUS is on; a bad token is never anonymous.
-    The registry caches token lookups in memory, so the hot path makes no query."""
+    Pre-shared ``mcpr_`` tokens are the registry's; any other token is an OAuth access token,
+    which must have been issued for ``resource`` (this endpoint's public URL, RFC 8707).
+    Both kinds are cached in memory, so the hot path makes no query."""
     if not authorization:
         if mcp_settings.ALLOW_ANONYMOUS:
             return anonymous()
@@ -121,18 +124,41 @@ async def authenticate(authorization: str | None) -> Identity:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise errors.Unauthorized("Unauthorized: use Authorization: Bearer <token>")
+    if not token.startswith(clients.TOKEN_PREFIX):
+        viewer = await _oauth_viewer(token, resource or "")
+        return dataclasses.replace(identity_of(viewer), oauth_token=hashlib.sha256(token.encode()).hexdigest())
     known, viewer = source.cached_viewer(token)
     if not known:
         viewer = await database_sync_to_async(source.load_viewer)(token)
     if viewer is None:
-        raise errors.Unauthorized("Unauthorized: invalid, expired or revoked token")
+        raise errors.InvalidToken("Unauthorized: invalid, expired or revoked token")
     return identity_of(viewer)
+
+
+async def _oauth_viewer(token: str, resource: str) -> Any:
+    from oauth import bearer  # the OAuth app is optional to the transport; imported on first use
+
+    known, result = bearer.cached(token, resource)
+    if not known:
+        try:
+            result = await database_sync_to_async(bearer.resolve)(token, resource)
+        except bearer.OAuthRefusal as refusal:
+            result = refusal
+    if isinstance(result, bearer.OAuthRefusal):
+        kind = errors.InsufficientScope if result.error == "insufficient_scope" else errors.InvalidToken
+        raise kind(f"{'Forbidden' if kind is errors.InsufficientScope else 'Unauthorized'}: {result.description}")
+    return result
 
 
 async def still_authorised(identity: Identity) -> bool:
     """For long-lived streams: is the client behind this identity still allowed (not revoked)?"""
     if identity.client_id is None:
         return True
+    if identity.oauth_token:  # an OAuth token revoked or expired ends its streams too
+        from oauth import bearer
+
+        if not await database_sync_to_async(bearer.token_live)(identity.oauth_token):
+            return False
     return await database_sync_to_async(clients.client_usable)(identity.client_id)
 
 

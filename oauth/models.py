@@ -1,0 +1,47 @@
+"""Which McpClient an OAuth grant stands for, and what a group's users get by default."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+
+from registry.models import McpClient
+from registry.models.base import PRODUCTION, label_name_validator
+
+
+class GroupDefault(models.Model):
+    """What a user of this group is served when they connect an assistant through OAuth.
+
+    Applied once, when the (application, user) pair first gets a token; edit the MCP client
+    row afterwards to change that one connection."""
+
+    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="oauth_default")
+    label = models.CharField(max_length=40, default=PRODUCTION, validators=[label_name_validator])
+    scope_tags = models.CharField(max_length=500, blank=True,
+                                  help_text="Comma-separated tags; if set, only entries with one are served.")
+    priority = models.IntegerField(default=0, help_text="When a user is in several groups, the highest wins.")
+
+    class Meta:
+        ordering = ["-priority", "group__name"]
+        verbose_name = "OAuth default for a group"
+
+    def __str__(self) -> str:
+        return f"{self.group.name}: {self.label}"
+
+
+class OAuthConnection(models.Model):
+    """One (application, user) pair and the McpClient row that its tokens are served as."""
+
+    application = models.ForeignKey("oauth2_provider.Application", on_delete=models.CASCADE,
+                                    related_name="mcp_connections")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_connections")
+    client = models.OneToOneField(McpClient, on_delete=models.CASCADE, related_name="oauth_connection")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["application", "user"], name="unique_oauth_connection")]
+        verbose_name = "OAuth connection"
+
+    def __str__(self) -> str:
+        return self.client.name

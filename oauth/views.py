@@ -1,0 +1,170 @@
+"""OAuth HTTP views: our resource metadata, the consent page, registration and JSON 404s.
+
+The authorization server's endpoints are django-oauth-toolkit's; these subclasses only add
+what the MCP setup needs (the /mcp resource, admin-styled consent naming what the client will
+be served, authorization-code-only registration, JSON instead of the HTML 404 page)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import csrf_exempt
+from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.views import (AuthorizationView, DynamicClientRegistrationManagementView,
+                                   DynamicClientRegistrationView)
+from oauth2_provider.views import OAuthProtectedResourceMetadataView
+
+from .bearer import defaults_for
+from .models import OAuthConnection
+from .resource import SCOPE, resource_url
+
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+_ALLOWED_GRANTS = {"authorization_code", "refresh_token"}
+
+
+class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
+    """RFC 9728 document for /mcp, at the root and the path-suffixed well-known URI."""
+
+    def get_resource(self, request: HttpRequest) -> str:
+        return resource_url(request.scheme, request.get_host())
+
+    def get_authorization_servers(self, request: HttpRequest) -> list[str]:
+        return [oauth2_settings.oauth2_authorization_server_issuer(request)]
+
+    def get_scopes_supported(self) -> list[str]:
+        return [SCOPE]
+
+
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Unknown /.well-known/* and /oauth/* paths: a JSON error, which OAuth clients can read."""
+    return JsonResponse({"error": "not_found", "error_description": f"No OAuth endpoint at {request.path}"},
+                        status=404)
+
+
+def _redirect_uri_problem(uri: str) -> str | None:
+    """OAuth 2.1 §2.3.1 / RFC 8252 §7.3: https anywhere, plain http only to a loopback host."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return f"redirect_uri {uri!r} is not a URI"
+    if parts.fragment:
+        return f"redirect_uri {uri!r} must not have a fragment"
+    if parts.scheme == "http" and (parts.hostname or "") not in _LOOPBACK:
+        return f"redirect_uri {uri!r}: plain http is allowed only to 127.0.0.1, [::1] or localhost"
+    return None
+
+
+def _metadata_problem(request: HttpRequest) -> JsonResponse | None:
+    """What this server refuses in RFC 7591 metadata (the toolkit checks the rest)."""
+    try:
+        data = json.loads(request.body or b"null")
+    except ValueError:
+        return None  # the toolkit answers invalid_client_metadata
+    if not isinstance(data, dict):
+        return None
+    grants = data.get("grant_types", ["authorization_code"])
+    if isinstance(grants, list) and not set(map(str, grants)) <= _ALLOWED_GRANTS:
+        return _metadata_error("only the authorization_code and refresh_token grant types are offered")
+    uris = data.get("redirect_uris")
+    if isinstance(uris, list):
+        for uri in uris:
+            problem = isinstance(uri, str) and _redirect_uri_problem(uri)
+            if problem:
+                return JsonResponse({"error": "invalid_redirect_uri", "error_description": problem}, status=400)
+    return None
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ClientRegistration(DynamicClientRegistrationView):
+    """RFC 7591 registration, limited to what this server issues: authorization code (+ refresh)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return _metadata_problem(request) or super().post(request, *args, **kwargs)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class ClientManagement(DynamicClientRegistrationManagementView):
+    """RFC 7592 updates keep the same limits as registration."""
+
+    def put(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return _metadata_problem(request) or super().put(request, *args, **kwargs)
+
+
+def _form_action_source(redirect_uri: str) -> str | None:
+    """The CSP source expression for a validated redirect URI: its origin, or ``scheme:``."""
+    if not redirect_uri or any(c in redirect_uri for c in " \t\r\n;,'\""):
+        return None
+    parts = urlsplit(redirect_uri)
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.netloc}" if parts.netloc else None
+    return f"{parts.scheme}:" if parts.scheme else None
+
+
+def _metadata_error(description: str) -> JsonResponse:
+    return JsonResponse({"error": "invalid_client_metadata", "error_description": description}, status=400)
+
+
+class Consent(AuthorizationView):
+    """The consent page in the admin's style: which client, which user, what it will be served."""
+
+    template_name = "oauth/authorize.html"
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # The toolkit refuses "plain" only when it issues the code, after the user consented;
+        # refuse it before asking anyone anything (OAuth 2.1 §4.1.1: S256 only here).
+        if request.GET.get("code_challenge_method") == "plain":
+            error = {"error": "invalid_request",
+                     "description": 'The "plain" PKCE method is not accepted; use "S256".'}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+        ours = resource_url(request.scheme, request.get_host())
+        asked = request.GET.getlist("resource")
+        if not asked:  # RFC 8707 §2: the server may bind a default audience; ours is the only one
+            request.GET = request.GET.copy()
+            request.GET["resource"] = ours
+        elif any(value != ours for value in asked):
+            error = {"error": "invalid_target",
+                     "description": f"This server issues tokens only for {ours}, not for {', '.join(asked)}."}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+        response = super().get(request, *args, **kwargs)
+        redirect_uri = getattr(self, "oauth2_data", {}).get("redirect_uri") or ""
+        problem = redirect_uri and _redirect_uri_problem(redirect_uri)
+        if problem:  # whoever registered it (an admin, a metadata document): no code over plain http
+            error = {"error": "invalid_request", "description": problem}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+        source = _form_action_source(redirect_uri)
+        if source and response.status_code == 200:
+            # CSP form-action also governs the redirect that answers the form (the client's
+            # callback), so the page's policy must name the callback the toolkit just validated.
+            response._csp_update = {"form-action": [source]}
+        return response
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        problem = _redirect_uri_problem(form.cleaned_data.get("redirect_uri") or "")
+        if problem:
+            error = {"error": "invalid_request", "description": problem}
+            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+        if not form.cleaned_data.get("resource"):
+            form.cleaned_data["resource"] = resource_url(self.request.scheme, self.request.get_host())
+        return super().form_valid(form)
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        application = context.get("application")
+        user = self.request.user
+        link = None
+        if application is not None and user.is_authenticated:
+            link = OAuthConnection.objects.select_related("client").filter(application=application, user=user).first()
+        if link is not None:
+            label, tags = link.client.label, link.client.scope_tags
+        elif user.is_authenticated:
+            label, tags = defaults_for(user)
+        else:
+            label, tags = "", ""
+        context.update(served_label=label, served_tags=[t.strip() for t in tags.split(",") if t.strip()],
+                       title="Connect an assistant", site_header="MCP Prompt Registry",
+                       redirect_host=urlsplit(context.get("redirect_uri") or "").netloc)
+        return context
