@@ -501,6 +501,11 @@ class Catalog:
         if ref_type == "ref/resource":
             uri = ref.get("uri", "")
             template = self.template(viewer, normalize_uri_template(uri) if isinstance(uri, str) else uri)
+            if template is None and isinstance(uri, str):
+                provided = dynamic.template(normalize_uri_template(uri))
+                if provided is not None:
+                    return _complete_from(provided.suggest(self, viewer, argument_name) if provided.suggest else (),
+                                          value)
             if template is None:
                 resource = self.resource_items.get(lookup_uri(uri) if isinstance(uri, str) else uri)
                 if resource is not None and viewer.sees(resource.tags):

@@ -25,6 +25,8 @@ from registry.uris import UriTemplateMatcher
 Render = Callable[[Any, Any, Mapping[str, str], str], list[dict[str, Any]]]
 # affected(params, kind, key) -> whether a change of (kind, key) alters what `params` return
 Affected = Callable[[Mapping[str, str], str, str], bool]
+# suggest(catalog, viewer, variable) -> values completion/complete offers for a template variable
+Suggest = Callable[[Any, Any, str], Iterable[str]]
 
 
 def _always(_params: Mapping[str, str], _kind: str, _key: str) -> bool:
@@ -45,6 +47,7 @@ class Provider:
     cache_scope: str | None = None  # "private" forces private; None/"public": the viewer decides
     templated: bool = False
     affected: Affected = _always
+    suggest: Suggest | None = None
     matcher: UriTemplateMatcher | None = field(default=None, compare=False)
 
     @property
@@ -72,7 +75,8 @@ PROVIDERS: list[Provider] = []
 
 def provider(*, uri: str, title: str, mime_type: str, description: str = "",
              depends_on: Iterable[str] = ("prompt", "resource", "template"), ttl_ms: int | None = None,
-             cache_scope: str | None = None, affected: Affected | None = None) -> Callable[[Render], Render]:
+             cache_scope: str | None = None, affected: Affected | None = None,
+             suggest: Suggest | None = None) -> Callable[[Render], Render]:
     """Register `render` as the dynamic resource `uri` (a URI template when it contains "{")."""
     if cache_scope not in (None, "public", "private"):
         raise ValueError(f"cache_scope must be 'public' or 'private', not {cache_scope!r}")
@@ -82,7 +86,7 @@ def provider(*, uri: str, title: str, mime_type: str, description: str = "",
         PROVIDERS.append(Provider(
             uri=uri, title=title, mime_type=mime_type, render=render, description=description,
             depends_on=frozenset(depends_on), ttl_ms=ttl_ms, cache_scope=cache_scope, templated=templated,
-            affected=affected or _always, matcher=UriTemplateMatcher.build(uri) if templated else None,
+            affected=affected or _always, suggest=suggest, matcher=UriTemplateMatcher.build(uri) if templated else None,
         ))
         return render
 
@@ -95,6 +99,10 @@ def fixed() -> list[Provider]:
 
 def templates() -> list[Provider]:
     return [p for p in PROVIDERS if p.templated]
+
+
+def template(uri_template: str) -> Provider | None:
+    return next((p for p in templates() if p.uri == uri_template), None)
 
 
 def find(uri: str) -> tuple[Provider, dict[str, str]] | None:
@@ -173,9 +181,13 @@ def _changelog_affected(params: Mapping[str, str], kind: str, key: str) -> bool:
     return kind == "prompt" and (key == "*" or params.get("name") == key)
 
 
+def _visible_prompt_names(catalog: Any, viewer: Any, variable: str) -> list[str]:
+    return [p["name"] for p in catalog.prompts(viewer)] if variable == "name" else []
+
+
 @provider(uri="registry://prompts/{name}/changelog", title="Prompt changelog", mime_type="text/markdown",
           description="Every published version of one prompt and the labels serving it: Markdown, then JSON.",
-          depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected)
+          depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names)
 def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
     from registry.models import PromptLabel, PromptVersion
 

@@ -115,3 +115,14 @@ def test_reads_are_recomputed_after_a_change(django_capture_on_commit_callbacks)
 def test_a_provider_rejects_an_unknown_cache_scope():
     with pytest.raises(ValueError):
         dynamic.provider(uri="registry://x", title="x", mime_type="text/plain", cache_scope="shared")
+
+
+@pytest.mark.django_db
+def test_changelog_template_completes_the_prompt_names_a_viewer_may_see():
+    publish(make_prompt("billing-help", tags="billing"))
+    publish(make_prompt("general"))
+    catalog = catalog_for("production")
+    ref = {"type": "ref/resource", "uri": CHANGELOG}
+    assert catalog.complete(ANYONE, ref, "name", "")["values"] == ["billing-help", "general"]
+    assert catalog.complete(BILLING, ref, "name", "")["values"] == ["billing-help"]
+    assert catalog.complete(ANYONE, ref, "name", "gen")["values"] == ["general"]
