@@ -252,23 +252,18 @@ def dynamic_updates(listener: Listener, old: Catalog | None, new: Catalog, batch
     the subscribed URI (a changelog cares about its own prompt only), and this listener may see
     the changed entry before or after: a change outside its scope is not in what it reads."""
     viewer = listener.viewer
-    batch = list(batch)
-    updated: list[str] = []
-    for uri in sorted(listener.uris):
-        if uri in new.resource_items:
-            continue  # a stored resource of that URI wins over a provider
-        found = dynamic.find(uri)
-        if found is None:
-            continue
-        provider, variables = found
-        for change in batch:
-            if change.kind not in provider.depends_on or not provider.affected(variables, change.kind, change.key):
-                continue
-            if change.key == "*" or any(catalog is not None and dynamic.visible(catalog, viewer, change.kind, change.key)
-                                        for catalog in (old, new)):
-                updated.append(uri)
-                break
-    return updated
+    wanted = {uri for uri in listener.uris if uri not in new.resource_items}  # a stored resource wins
+    updated: dict[str, None] = {}
+    for change in batch:
+        if not wanted:
+            break
+        uris = dynamic.affected_uris(wanted, change.kind, change.key)
+        if uris and (change.key == "*" or any(catalog is not None and dynamic.visible(catalog, viewer, change.kind,
+                                                                                    change.key)
+                                              for catalog in (old, new))):
+            updated.update(dict.fromkeys(uris))
+            wanted.difference_update(uris)
+    return list(updated)
 
 
 class Hub:

@@ -114,6 +114,18 @@ def find(uri: str) -> tuple[Provider, dict[str, str]] | None:
     return None
 
 
+def affected_uris(uris: Iterable[str], kind: str, key: str) -> list[str]:
+    """Those of `uris` served by a provider whose content a change of (kind, key) may alter.
+
+    Who may see the change is the caller's judgement (the hub and the stream replay differ)."""
+    out = []
+    for uri in sorted(uris):
+        found = find(uri)
+        if found is not None and kind in found[0].depends_on and found[0].affected(found[1], kind, key):
+            out.append(uri)
+    return out
+
+
 # ------------------------------------------------------------------------------ helpers
 def visible(catalog: Any, viewer: Any, kind: str, key: str) -> bool:
     """Whether `viewer` is served entry (kind, key) by `catalog` (scope by the served version's tags)."""
