@@ -419,8 +419,9 @@ class Catalog:
         try:
             validate_uri(uri)
             key = lookup_uri(uri)
-            if dynamic.find(key) is not None:
-                return True
+            provided = self._dynamic(key)
+            if provided is not None:
+                return provided[0].exists(self, viewer, provided[1])
             for template in self.template_items:
                 if viewer.sees(template.tags) and self._for(viewer, template).matcher.match(key) is not None:
                     return True
@@ -444,7 +445,7 @@ class Catalog:
             return Served({"contents": [materialise(item.ref, _load_stored)]}, "resource", uri, item.version,
                           item.label)
         validate_uri(uri)
-        found = dynamic.find(uri)
+        found = self._dynamic(uri)
         if found is not None:
             return self._read_dynamic(viewer, uri, *found)
         for template in self.template_items:
@@ -462,6 +463,13 @@ class Catalog:
             content["text"] = body.render(variables)
             return Served({"contents": [content]}, "template", template.uri_template, template.version, template.label)
         raise UnknownResource(uri)
+
+    def _dynamic(self, uri: str) -> tuple[dynamic.Provider, dict[str, str]] | None:
+        """The provider serving `uri`, unless a stored template of the same URI template takes its place."""
+        found = dynamic.find(uri)
+        if found is not None and found[0].templated and any(t.uri_template == found[0].uri for t in self.template_items):
+            return None
+        return found
 
     def _read_dynamic(self, viewer: Viewer, uri: str, provider: dynamic.Provider,
                       variables: dict[str, str]) -> Served:

@@ -25,11 +25,17 @@ from registry.uris import UriTemplateMatcher
 Render = Callable[[Any, Any, Mapping[str, str], str], list[dict[str, Any]]]
 # affected(params, kind, key) -> whether a change of (kind, key) alters what `params` return
 Affected = Callable[[Mapping[str, str], str, str], bool]
+# exists(catalog, viewer, params) -> whether a read would find something (judged without a query)
+Exists = Callable[[Any, Any, Mapping[str, str]], bool]
 # suggest(catalog, viewer, variable) -> values completion/complete offers for a template variable
 Suggest = Callable[[Any, Any, str], Iterable[str]]
 
 
 def _always(_params: Mapping[str, str], _kind: str, _key: str) -> bool:
+    return True
+
+
+def _exists(_catalog: Any, _viewer: Any, _params: Mapping[str, str]) -> bool:
     return True
 
 
@@ -48,6 +54,7 @@ class Provider:
     templated: bool = False
     affected: Affected = _always
     suggest: Suggest | None = None
+    exists: Exists = _exists
     matcher: UriTemplateMatcher | None = field(default=None, compare=False)
 
     @property
@@ -76,7 +83,7 @@ PROVIDERS: list[Provider] = []
 def provider(*, uri: str, title: str, mime_type: str, description: str = "",
              depends_on: Iterable[str] = ("prompt", "resource", "template"), ttl_ms: int | None = None,
              cache_scope: str | None = None, affected: Affected | None = None,
-             suggest: Suggest | None = None) -> Callable[[Render], Render]:
+             suggest: Suggest | None = None, exists: Exists | None = None) -> Callable[[Render], Render]:
     """Register `render` as the dynamic resource `uri` (a URI template when it contains "{")."""
     if cache_scope not in (None, "public", "private"):
         raise ValueError(f"cache_scope must be 'public' or 'private', not {cache_scope!r}")
@@ -86,7 +93,7 @@ def provider(*, uri: str, title: str, mime_type: str, description: str = "",
         PROVIDERS.append(Provider(
             uri=uri, title=title, mime_type=mime_type, render=render, description=description,
             depends_on=frozenset(depends_on), ttl_ms=ttl_ms, cache_scope=cache_scope, templated=templated,
-            affected=affected or _always, suggest=suggest, matcher=UriTemplateMatcher.build(uri) if templated else None,
+            affected=affected or _always, suggest=suggest, exists=exists or _exists, matcher=UriTemplateMatcher.build(uri) if templated else None,
         ))
         return render
 
@@ -197,9 +204,14 @@ def _visible_prompt_names(catalog: Any, viewer: Any, variable: str) -> list[str]
     return [p["name"] for p in catalog.prompts(viewer)] if variable == "name" else []
 
 
+def _prompt_visible(catalog: Any, viewer: Any, params: Mapping[str, str]) -> bool:
+    return visible(catalog, viewer, "prompt", params.get("name", ""))
+
+
 @provider(uri="registry://prompts/{name}/changelog", title="Prompt changelog", mime_type="text/markdown",
           description="Every published version of one prompt and the labels serving it: Markdown, then JSON.",
-          depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names)
+          depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names,
+          exists=_prompt_visible)
 def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
     from registry.models import PromptLabel, PromptVersion
 

@@ -10,7 +10,7 @@ from registry import dynamic, services
 from registry.catalog import Viewer, catalog_for
 from registry.errors import UnknownResource
 from registry.models import PromptMessage
-from tests.factories import make_prompt
+from tests.factories import make_prompt, make_template
 
 RECENT = "registry://changes/recent"
 CHANGELOG = "registry://prompts/{name}/changelog"
@@ -99,6 +99,18 @@ def test_out_of_scope_or_unknown_prompt_changelog_is_not_found():
     with pytest.raises(UnknownResource):
         catalog.read_resource(ANYONE, "registry://prompts/nobody/changelog")
     assert catalog.readable(ANYONE, "registry://prompts/general/changelog")
+    assert not catalog.readable(BILLING, "registry://prompts/general/changelog")
+    assert catalog.readable(BILLING, RECENT)
+
+
+@pytest.mark.django_db
+def test_a_stored_template_of_the_same_uri_template_wins_over_the_provider():
+    publish(make_template(CHANGELOG, body="Stored log of {{ name }}"))
+    publish(make_prompt("greet"))
+    catalog = catalog_for("production")
+    served = catalog.read_resource(ANYONE, "registry://prompts/greet/changelog")
+    assert served.kind == "template" and served.result["contents"][0]["text"] == "Stored log of greet"
+    assert [t["uriTemplate"] for t in catalog.templates(ANYONE)].count(CHANGELOG) == 1
 
 
 @pytest.mark.django_db
