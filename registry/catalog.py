@@ -467,7 +467,8 @@ class Catalog:
     def _dynamic(self, uri: str) -> tuple[dynamic.Provider, dict[str, str]] | None:
         """The provider serving `uri`, unless a stored template of the same URI template takes its place."""
         found = dynamic.find(uri)
-        if found is not None and found[0].templated and any(t.uri_template == found[0].uri for t in self.template_items):
+        if found is not None and found[0].templated and any(t.uri_template == found[0].uri
+                                                            for t in self.template_items):
             return None
         return found
 

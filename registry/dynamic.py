@@ -93,7 +93,8 @@ def provider(*, uri: str, title: str, mime_type: str, description: str = "",
         PROVIDERS.append(Provider(
             uri=uri, title=title, mime_type=mime_type, render=render, description=description,
             depends_on=frozenset(depends_on), ttl_ms=ttl_ms, cache_scope=cache_scope, templated=templated,
-            affected=affected or _always, suggest=suggest, exists=exists or _exists, matcher=UriTemplateMatcher.build(uri) if templated else None,
+            affected=affected or _always, suggest=suggest, exists=exists or _exists,
+            matcher=UriTemplateMatcher.build(uri) if templated else None,
         ))
         return render
 
