@@ -32,6 +32,7 @@ from registry import content, services
 from registry.argtypes import plain_number
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
+from registry.rendering import normalise_newlines
 from registry.models import (
     AuditAction,
     Prompt,
@@ -164,6 +165,8 @@ def _set_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[
                 value = _bytes(value)
             elif value is None and name != "priority":
                 value = ""
+            elif isinstance(value, str):
+                value = normalise_newlines(value)
             setattr(entry, name, value)
     if "tags" in data:
         entry.tags = ", ".join(normalise_tags(data["tags"]))
@@ -208,8 +211,9 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
         arguments = PromptArgument.objects.bulk_create([
             PromptArgument(
                 prompt=prompt, position=position, name=arg["name"], title=arg.get("title") or "",
-                description=arg.get("description") or "", required=bool(arg.get("required", True)),
-                default=arg.get("default") or "", suggestions=_lines(arg.get("suggestions") or ()),
+                description=normalise_newlines(arg.get("description") or ""),
+                required=bool(arg.get("required", True)), default=normalise_newlines(arg.get("default") or ""),
+                suggestions=_lines(arg.get("suggestions") or ()),
                 type=arg.get("type") or "text", choices=_lines(arg.get("choices") or ()),
                 min_length=arg.get("min_length"), max_length=arg.get("max_length"), pattern=arg.get("pattern") or "",
                 minimum=arg.get("minimum"), maximum=arg.get("maximum"),
@@ -224,7 +228,7 @@ def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
         for position, message in enumerate(data["messages"]):
             rows.append(PromptMessage(
                 prompt=prompt, position=position, role=message.get("role") or "user",
-                kind=message.get("kind") or "text", text=message.get("text") or "", uri=message.get("uri") or "",
+                kind=message.get("kind") or "text", text=normalise_newlines(message.get("text") or ""), uri=message.get("uri") or "",
                 resource=resources[message["resource_uri"]] if message.get("resource_uri") else None,
                 mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
                 link_name=message.get("link_name") or "",
@@ -247,7 +251,8 @@ def apply_template(template: ResourceTemplate, data: Mapping[str, Any]) -> Resou
     if "variables" in data:
         template.variables.all().delete()
         variables = TemplateVariable.objects.bulk_create([
-            TemplateVariable(template=template, name=v["name"], description=v.get("description") or "",
+            TemplateVariable(template=template, name=v["name"],
+                             description=normalise_newlines(v.get("description") or ""),
                              suggestions=_lines(v.get("suggestions") or ()))
             for v in data["variables"]
         ])

@@ -8,12 +8,16 @@ are collected on `registry_warnings` and shown by the admin through the messages
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Iterable
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.models import BaseInlineFormSet
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
+from registry.errors import TemplateSyntaxError
 from registry.models import (
     PRODUCTION,
     STAGING,
@@ -28,6 +32,7 @@ from registry.models import (
 from registry.argtypes import BOUNDS, spec_problems
 from registry.models import ArgumentType
 from registry.models.base import label_name_validator
+from registry.rendering import normalise_newlines, placeholder_lines
 from registry.snapshots import snapshot_argument
 from registry.validation import (
     max_upload_bytes,
@@ -95,6 +100,19 @@ def _strip_where(message: str, where: str) -> str | None:
     return message[:1].upper() + message[1:]
 
 
+class NewlinesMixin:
+    """Text typed in a browser arrives with CRLF; the registry stores and serves LF only."""
+
+    cleaned_data: dict[str, Any]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()  # type: ignore[misc]
+        for name, value in list(self.cleaned_data.items()):
+            if isinstance(value, str):
+                self.cleaned_data[name] = normalise_newlines(value)
+        return cleaned
+
+
 class DraftRevisionMixin:
     """Optimistic concurrency for people: the form remembers the draft revision it was opened at.
 
@@ -125,7 +143,7 @@ class DraftRevisionMixin:
         self.data[self.add_prefix("draft_revision")] = str(self.instance.revision)  # type: ignore[attr-defined]
 
 
-class EntryForm(DraftRevisionMixin, forms.ModelForm):
+class EntryForm(NewlinesMixin, DraftRevisionMixin, forms.ModelForm):
     draft_revision = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -152,7 +170,7 @@ ARGUMENT_BOUND_FIELDS = {"choices": "choices", "minLength": "min_length", "maxLe
                          "pattern": "pattern", "minimum": "minimum", "maximum": "maximum"}
 
 
-class PromptArgumentForm(forms.ModelForm):
+class PromptArgumentForm(NewlinesMixin, forms.ModelForm):
     """One argument row. Bounds that do not apply to the chosen type are cleared (the page
     hides them), so switching a row from enum to integer never leaves stale choices behind."""
 
@@ -214,7 +232,7 @@ def _bound_field_of(problem: str) -> str | None:
     return None
 
 
-def _live_forms(formset: BaseInlineFormSet) -> list[forms.ModelForm]:
+def live_forms(formset: BaseInlineFormSet) -> list[forms.ModelForm]:
     """Forms that will exist after saving: valid, filled in and not marked for deletion."""
     live = []
     for form in formset.forms:
@@ -239,7 +257,7 @@ def _number_positions(live: list[forms.ModelForm]) -> None:
 
 class PromptArgumentFormSet(BaseInlineFormSet):
     def clean(self) -> None:
-        live = _live_forms(self)
+        live = live_forms(self)
         names: dict[str, int] = {}
         for form in live:
             name = form.cleaned_data.get("name")
@@ -261,10 +279,10 @@ class PromptArgumentFormSet(BaseInlineFormSet):
         super().clean()
 
     def live_arguments(self) -> list[PromptArgument]:
-        return [form.instance for form in _live_forms(self) if form.cleaned_data.get("name")]
+        return [form.instance for form in live_forms(self) if form.cleaned_data.get("name")]
 
 
-class PromptMessageForm(UploadMixin, forms.ModelForm):
+class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
     position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
     upload = forms.FileField(
         required=False,
@@ -278,6 +296,9 @@ class PromptMessageForm(UploadMixin, forms.ModelForm):
         fields = ["position", "role", "kind", "text", "uri", "resource", "link_name", "mime_type"]
         widgets = {"text": forms.Textarea(attrs={"rows": 5, "cols": 80})}
         help_texts = {
+            "role": gettext_lazy("MCP has only two roles, user and assistant: there is no “system” role. Put "
+                                 "standing instructions (tone, rules, persona) at the start of the first user "
+                                 "message."),
             "mime_type": "File type, e.g. image/png or audio/mpeg; filled in from the upload when left empty.",
         }
 
@@ -329,22 +350,60 @@ class PromptMessageFormSet(BaseInlineFormSet):
 
     def clean(self) -> None:
         super().clean()
+        declared = self.declared_arguments()
+        # Every message that parses is checked, even when another one has errors: one pass, all problems.
+        misspelt = self._mark_undeclared_placeholders({arg.name for arg in declared})
         if any(self.errors):
             return
-        live = _live_forms(self)
+        live = live_forms(self)
         _number_positions(live)
         messages = [f.instance for f in sorted(live, key=lambda f: f.cleaned_data["position"])]
-        report = validate_prompt(self.instance, arguments=self.declared_arguments(), messages=messages)
+        report = validate_prompt(self.instance, arguments=declared, messages=messages)
         errors = [
             ValidationError(e, code="invalid_prompt")
             for e in report.errors
             # Per-message problems are shown on the message; duplicates on the argument inline.
             if not e.startswith("Message ") and not e.startswith("The argument name ")
+            and not any(e.startswith(f"The placeholder {{{{ {name} }}}} ") for name in misspelt)
             and not e.startswith("Argument '")  # shown on the argument row itself
         ]
         if errors:
             raise ValidationError(errors)
         self.registry_warnings = report.warnings
+
+    def _mark_undeclared_placeholders(self, declared: set[str]) -> set[str]:
+        """Put each unknown placeholder's error at its message's field, with the line and a suggestion."""
+        found: set[str] = set()
+        for form in self.forms:
+            if not getattr(form, "cleaned_data", None) or (self.can_delete and self._should_delete_form(form)):
+                continue
+            kind = form.cleaned_data.get("kind")
+            field = "text" if kind == ContentKind.TEXT else "uri"
+            if field in form.errors or (field == "uri" and form.cleaned_data.get("resource")):
+                continue
+            try:
+                uses = placeholder_lines(form.cleaned_data.get(field) or "")
+            except TemplateSyntaxError:  # the message's own check explains it
+                continue
+            for name, line in uses:
+                if name in declared:
+                    continue
+                found.add(name)
+                form.add_error(field, ValidationError(undeclared_message(name, line, declared),
+                                                      code="undeclared_placeholder"))
+        return found
+
+
+def undeclared_message(name: str, line: int, declared: Iterable[str]) -> str:
+    """'Line 2: {{ custmer }} is not a declared argument; did you mean `customer_name`?'"""
+    close = difflib.get_close_matches(name, sorted(declared), n=1, cutoff=0.6)
+    if close:
+        hint = _("Did you mean `%(name)s`?") % {"name": close[0]}
+    elif declared:
+        hint = _("Add it as an argument above, or fix the spelling.")
+    else:
+        hint = _("Add it as an argument above.")
+    return _("Line %(line)s: {{ %(name)s }} is not a declared argument.") % {"line": line, "name": name} + " " + hint
 
 
 # ------------------------------------------------------------------------------------- resources
@@ -412,7 +471,7 @@ class ResourceTemplateForm(EntryForm):
             self.add_error(field, ValidationError(problem, code="invalid_template"))
 
 
-class TemplateVariableForm(forms.ModelForm):
+class TemplateVariableForm(NewlinesMixin, forms.ModelForm):
     class Meta:
         model = TemplateVariable
         fields = ["name", "description", "suggestions"]
@@ -427,7 +486,7 @@ class TemplateVariableFormSet(BaseInlineFormSet):
         super().clean()
         if any(self.errors):
             return
-        variables = [f.instance for f in _live_forms(self)]
+        variables = [f.instance for f in live_forms(self)]
         report = validate_template(self.instance, variables=variables)
         errors = [e for e in report.errors if e.startswith("Suggestions are given")]
         if errors:
@@ -551,8 +610,12 @@ class ReviewDecisionForm(forms.Form):
 
 
 class RolloutForm(forms.Form):
-    label = forms.CharField(max_length=40, initial=PRODUCTION, validators=[label_name_validator])
-    version = forms.IntegerField(min_value=1, label="Candidate version")
+    """Label and candidate are chosen from what the entry has: nothing to mistype."""
+
+    label = forms.ChoiceField(choices=[], initial=PRODUCTION,
+                              error_messages={"invalid_choice": gettext_lazy("Choose one of the entry's labels.")})
+    version = forms.TypedChoiceField(choices=[], coerce=int, label="Candidate version",
+                                     error_messages={"invalid_choice": gettext_lazy("Choose one of the published versions.")})
     percent = forms.IntegerField(
         label="Share of clients (%)", min_value=0, max_value=100,
         help_text="0 stops the rollout (everyone gets the label's version again); 100 completes it (the label "
@@ -565,7 +628,10 @@ class RolloutForm(forms.Form):
         help_text="Only for protected labels without an approved review; recorded in the audit log.",
     )
 
-    def __init__(self, *args: Any, can_override: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, can_override: bool = False, labels: Iterable[str] = (),
+                 versions: Iterable[tuple[int, str]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["label"].choices = [(name, name) for name in labels]
+        self.fields["version"].choices = [(number, text) for number, text in versions]
         if not can_override:
             del self.fields["override_reason"]

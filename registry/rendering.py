@@ -83,6 +83,17 @@ def parse_template(text: str) -> Template:
     return Template(tuple(parts))
 
 
+def placeholder_lines(text: str) -> list[tuple[str, int]]:
+    """Each placeholder use in `text` as (name, line), in order (raises on syntax errors)."""
+    parse_template(text)
+    return [(match.group(1), _line_of(text, match.start())) for match in _PLACEHOLDER.finditer(text)]
+
+
+def normalise_newlines(text: str) -> str:
+    """CRLF (what browsers send from a text box) and lone CR become LF, the one newline clients get."""
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
 def placeholders_in(text: str) -> list[str]:
     """Names used in `text`, in order of first use (raises on syntax errors)."""
     seen: dict[str, None] = {}

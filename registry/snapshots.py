@@ -214,12 +214,18 @@ def snapshot_argument(arg: Any) -> dict[str, Any]:
     return item
 
 
-def snapshot_prompt(prompt: Prompt, payloads: Payloads | None = None) -> dict[str, Any]:
-    arguments = [snapshot_argument(arg) for arg in prompt.arguments.all()]
-    messages = [{"role": m.role, "content": _message_block(m, payloads)} for m in _messages(prompt)]
+def snapshot_prompt(prompt: Prompt, payloads: Payloads | None = None, *, arguments: Any = None,
+                    messages: Any = None) -> dict[str, Any]:
+    """The prompt's snapshot; `arguments` / `messages` (ordered rows) stand in for the saved ones.
+
+    The admin's unsaved-edit preview passes the rows of the submitted form, which are never saved.
+    """
+    items = [snapshot_argument(arg) for arg in (prompt.arguments.all() if arguments is None else arguments)]
+    rows = _messages(prompt) if messages is None else messages
+    blocks = [{"role": m.role, "content": _message_block(m, payloads)} for m in rows]
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
-         "arguments": arguments, "messages": messages, "tags": _tag_list(prompt)},
+         "arguments": items, "messages": blocks, "tags": _tag_list(prompt)},
         "title", "tags",
     )
 

@@ -26,6 +26,9 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
     search_fields = ["entry_key", "actor_name", "note", "label"]
     date_hierarchy = "created_at"
     change_list_template = "admin/registry/auditentry/change_list.html"
+
+    class Media:
+        css = {"all": ["registry/audit.css"]}
     fields = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note",
               "readable_changes"]
     readonly_fields = fields

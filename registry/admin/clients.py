@@ -9,7 +9,7 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
 from registry import clients
-from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.fetch_stats import client_receives
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.models import FetchCounter, McpClient
@@ -92,7 +92,7 @@ class McpClientAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(FetchCounter)
-class FetchCounterAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
+class FetchCounterAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["client_name", "entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
     list_filter = ["entry_kind", "label", "client_name"]
     search_fields = ["entry_key", "client_name"]

@@ -21,10 +21,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from registry import diffview, drafts, integrity, reviews, rollouts, services
+from registry.admin.badges import badges_html, entry_badges
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import ContentMissing, InvalidEntry, PublishPermissionDenied, RegistryError
 from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
+from registry.kinds import KINDS
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.models.base import label_name_validator
 from registry.snapshots import snapshot_of
@@ -62,10 +64,36 @@ class ReadOnlyAdminMixin:
         return False
 
 
+def sees_internals(user: Any) -> bool:
+    """Publishers and auditors oversee versions, labels, rollouts and fetches; editors work on drafts."""
+    if not user.is_active:
+        return False
+    return bool(user.is_superuser or user.has_perm("registry.export_auditentry")
+                or any(user.has_perm(kind.publish_permission) for kind in KINDS.values()))
+
+
+class InternalsMixin:
+    """Keeps a ModelAdmin off an editor's home page and sidebar (its pages stay reachable by link)."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return sees_internals(request.user) and super().has_module_permission(request)  # type: ignore[misc]
+
+
 def add_refusal(form: forms.BaseForm, exc: RegistryError) -> None:
     """Show why the registry refused at the top of `form`, each problem of an invalid draft on its own line."""
     for problem in exc.problems if isinstance(exc, InvalidEntry) else [exc.message]:
         form.add_error(None, problem)
+
+
+def can_roll_back(entry: VersionedEntry, label: str = PRODUCTION) -> bool:
+    """True when `label` serves a version and an older one exists to go back to."""
+    current = entry.labels.filter(name=label).select_related("version").first()
+    return current is not None and entry.versions.filter(number__lt=current.version.number).exists()
+
+
+def version_choices(entry: VersionedEntry) -> list[tuple[int, str]]:
+    """Published versions as 'v3 — change note' choices, newest first."""
+    return [(v.number, f"v{v.number} — {v.change_note[:60]}") for v in entry.versions.all()]
 
 
 class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
@@ -78,6 +106,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_filter = [ArchivedFilter]
     readonly_fields = ["published_versions"]
 
+    class Media:
+        css = {"all": ["registry/editor.css"]}
+
     # ----------------------------------------------------------------------------- list & form
 
     @admin.display(description="production")
@@ -86,6 +117,17 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         if obj.archived_at:
             return "archived"
         return f"v{label.version.number}" if label else "not published"
+
+    @admin.display(description="state")
+    def state(self, obj: VersionedEntry) -> str:
+        return badges_html(entry_badges(obj))
+
+    def get_list_display(self, request):
+        columns = list(super().get_list_display(request))
+        if "state" not in columns:
+            at = columns.index("production_version") + 1 if "production_version" in columns else len(columns)
+            columns.insert(at, "state")
+        return columns
 
     @admin.display(description="published versions")
     def published_versions(self, obj: VersionedEntry) -> str:
@@ -118,9 +160,13 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context["registry_can_publish"] = bool(obj is not None and obj.pk and services.can_publish(request.user, obj))
         context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
         if obj is not None and obj.pk:
-            context["registry_pending_reviews"] = ReviewRequest.objects.filter(
-                entry_kind=obj.kind, entry_id=obj.pk, status="pending").count()
+            pending = list(ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"))
+            context["registry_pending_reviews"] = len(pending)
+            context["registry_badges"] = badges_html(entry_badges(obj))
+            # A request for the draft as it was is approved only while the draft is unchanged.
+            context["registry_draft_reviews"] = [r for r in pending if r.version_number is None]
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
+        context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:
             for problem in integrity.missing_for_entry(obj):
                 messages.warning(request, f"Integrity warning: {problem}. Clients reading it get an error; "
@@ -359,6 +405,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             by_client=served_by_client(obj), by_version=served_by_version(obj),
             rollouts=Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk),
             pending_reviews=ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"),
+            can_roll_back=can_roll_back(obj),
             **(extra_context or {}),
         )
         return TemplateResponse(request, "admin/registry/history.html", context)
@@ -467,7 +514,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                    "version": request.GET.get("version") or (first.candidate_version if first else None),
                    "percent": first.percent if first else 10}
         form = RolloutForm(request.POST if request.method == "POST" else None, initial=initial,
-                           can_override=services.can_override(request.user))
+                           can_override=services.can_override(request.user),
+                           labels=[label.name for label in obj.labels.all()], versions=version_choices(obj))
         if request.method == "POST":
             if not can_publish:
                 return self._denied(request, obj, "You may not change rollouts. Ask a publisher, or request a "

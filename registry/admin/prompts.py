@@ -7,6 +7,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry import argtypes
@@ -17,10 +21,11 @@ from registry.forms import (
     PromptForm,
     PromptMessageForm,
     PromptMessageFormSet,
+    live_forms,
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.rendering import render_prompt
-from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of
+from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
 from registry.validation import registry_resource_exists
 
 
@@ -42,11 +47,14 @@ class PromptMessageInline(admin.StackedInline):
     autocomplete_fields = ["resource"]
     fieldsets = [
         (None, {"fields": [("position", "role", "kind"), "text"]}),
+        # The classes let change_form.js show only the fieldsets of the chosen content kind.
         ("Image, audio or file", {
+            "classes": ["registry-kind-file"],
             "fields": [("upload", "clear_file"), "mime_type", "current_file"],
             "description": "For image and audio messages, and embedded resources given as a file.",
         }),
         ("Embedded resource or resource link", {
+            "classes": ["registry-kind-uri"],
             "fields": ["uri", "resource", "link_name"],
             "description": "Give a URI (it may use {{ argument }} placeholders) or choose a registry resource. "
             "For an embedded resource given inline, type its text in the Text box above.",
@@ -165,31 +173,104 @@ class PromptAdmin(VersionedEntryAdmin):
                 formset.argument_formset = arguments
         return formsets, inline_instances
 
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None and obj.pk:
+            context["registry_preview_edits_url"] = self._url("preview_edits", obj)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
     def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
         payloads: Payloads = {}
         snapshot = snapshot_of(obj, payloads)
-        # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
-        form = PreviewArgumentsForm(request.GET if "preview" in request.GET else None, prefix="arg",
-                                    arguments=snapshot.get("arguments", []))
-        values = form.values()
-        context: dict[str, Any] = {"form": form, "values": values}
-        try:
-            load = draft_loader(payloads)
-            result = render_prompt(snapshot, values, lambda block: materialise_block(block, load),
-                                   registry_resource_exists)
-        except MissingArguments as exc:
-            message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
-            # Before the first "Render preview" that is an invitation, not a mistake.
-            context["error" if form.is_bound else "hint"] = message
-        except ArgumentErrors as exc:
-            for problem in exc.invalid:
-                if problem["name"] in form.fields and form.is_bound:
-                    form.add_error(problem["name"], f"This value {problem['reason']}.")
-            context["error"] = exc.message
-        except RegistryError as exc:
-            context["error"] = exc.message
-        else:
-            context["result_json"] = json.dumps(result, indent=2, ensure_ascii=False)
-            context["transcript"] = transcript(result)
-        return context
+        return preview_result(snapshot, payloads, request.GET if "preview" in request.GET else None)
 
+    def get_urls(self):
+        info = self.opts.app_label, self.opts.model_name
+        return [
+            path("<path:object_id>/preview-edits/", self.admin_site.admin_view(self.preview_edits_view),
+                 name="%s_%s_preview_edits" % info),
+        ] + super().get_urls()
+
+    def preview_edits_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Render what is in the change form (unsaved) as `prompts/get` would. Never writes anything.
+
+        Editors want to see an edit before keeping it; the form and its inlines are validated as a
+        save would validate them, but nothing is saved: the rows are built in memory only.
+        """
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        obj = self._entry(request, object_id)
+        context: dict[str, Any] = {"errors": []}
+        payloads: Payloads = {}
+        with transaction.atomic():
+            snapshot = self._snapshot_of_posted_form(request, obj, context["errors"], payloads)
+            # Belt and braces: whatever a form or signal might have written is undone.
+            transaction.set_rollback(True)
+        if snapshot is not None:
+            context.update(preview_result(snapshot, payloads, request.POST if "preview" in request.POST else None))
+        context["form_url"] = self._url("preview_edits", obj)
+        if request.headers.get("X-Registry-Fragment"):
+            return TemplateResponse(request, "admin/registry/prompt/_preview_panel.html", context)
+        # Without JavaScript the page opens on its own; its form carries the edits again.
+        context["carried"] = [(key, value) for key, values in request.POST.lists() for value in values
+                              if key != "preview" and not key.startswith("arg-")]
+        context = self._context(request, obj, f"Preview of your unsaved edits of {obj.key}", **context)
+        return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
+
+    def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str],
+                                 payloads: Payloads) -> dict[str, Any] | None:
+        """The snapshot the posted change form would save, or None with `errors` filled in.
+
+        `payloads` collects the bytes of files it references (uploads included), so the preview
+        can show them without anything being written to the content store."""
+        form = self.get_form(request, obj, change=True)(request.POST, request.FILES, instance=obj)
+        form.is_valid()
+        # Someone else's newer save does not stop a preview; saving will still warn about it.
+        errors.extend(" ".join(e.messages) for key, errs in form.errors.as_data().items() for e in errs
+                      if not (key == "__all__" and e.code == "draft_conflict"))
+        new_object = form.instance  # validation has put the posted values on it, in memory
+        formsets, _ = self._create_formsets(request, new_object, change=True)
+        for formset in formsets:
+            if not formset.is_valid():
+                errors.extend(str(e) for e in formset.non_form_errors())
+                for i, item in enumerate(formset.errors, start=1):
+                    for field, messages_ in item.items():
+                        errors.extend(f"{formset.prefix.capitalize()[:-1]} {i} › {field}: {m}" for m in messages_)
+        if errors:
+            return None
+        arguments = messages = None
+        for formset in formsets:
+            live = sorted(live_forms(formset), key=lambda f: f.cleaned_data.get("position") or 0)
+            if isinstance(formset, PromptArgumentFormSet):
+                arguments = [f.instance for f in live if f.cleaned_data.get("name")]
+            elif isinstance(formset, PromptMessageFormSet):
+                messages = [f.instance for f in live]
+        return snapshot_prompt(new_object, payloads, arguments=arguments or [], messages=messages or [])
+
+
+def preview_result(snapshot: dict[str, Any], payloads: Payloads, data: Any) -> dict[str, Any]:
+    """Sample-argument boxes plus the rendering of `snapshot` with them (`data` None: the defaults).
+
+    `payloads` holds the draft's own unpublished bytes; anything else comes from the content store."""
+    # Prefixed, so an argument called e.g. "preview" cannot collide with the page's own parameters.
+    form = PreviewArgumentsForm(data, prefix="arg", arguments=snapshot.get("arguments", []))
+    values = form.values()
+    context: dict[str, Any] = {"form": form, "values": values}
+    try:
+        load = draft_loader(payloads)
+        result = render_prompt(snapshot, values, lambda block: materialise_block(block, load),
+                               registry_resource_exists)
+    except MissingArguments as exc:
+        message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
+        # Before the first "Render preview" that is an invitation, not a mistake.
+        context["error" if form.is_bound else "hint"] = message
+    except ArgumentErrors as exc:
+        for problem in exc.invalid:
+            if problem["name"] in form.fields and form.is_bound:
+                form.add_error(problem["name"], f"This value {problem['reason']}.")
+        context["error"] = exc.message
+    except RegistryError as exc:
+        context["error"] = exc.message
+    else:
+        context["result_json"] = json.dumps(result, indent=2, ensure_ascii=False)
+        context["transcript"] = transcript(result)
+    return context

@@ -14,9 +14,10 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext, gettext_lazy
 
 from registry import diffview, reviews
-from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
 from registry.forms import ReviewDecisionForm
@@ -48,12 +49,33 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
     list_filter = [StatusFilter, "entry_kind", "label"]
     search_fields = ["entry_key", "note", "requested_by_name", "decided_by_name"]
     list_display_links = ["number"]
+    actions = ["approve_selected"]
 
     def get_queryset(self, request):
         pending_first = Case(When(status=ReviewStatus.PENDING, then=Value(0)), default=Value(1),
                              output_field=IntegerField())
         return super().get_queryset(request).annotate(_pending_first=pending_first).order_by(
             "_pending_first", "-created_at", "-id")
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if not any(request.user.has_perm(kind.publish_permission) for kind in KINDS.values()):
+            actions.pop("approve_selected", None)
+        return actions
+
+    @admin.action(description=gettext_lazy("Approve selected requests (each is checked on its own)"))
+    def approve_selected(self, request, queryset):
+        """Approve each request through registry.reviews, so each meets the four-eyes and staleness rules."""
+        for review in queryset.order_by("id"):
+            try:
+                reviews.approve(review, acting_user=request.user)
+            except RegistryError as exc:
+                messages.error(request, gettext("Review #%(pk)s was not approved: %(reason)s")
+                               % {"pk": review.pk, "reason": exc.message})
+            else:
+                messages.success(request, gettext("Approved review #%(pk)s: '%(label)s' of %(key)s gets %(what)s.")
+                                 % {"pk": review.pk, "label": review.label, "key": review.entry_key,
+                                    "what": review.what})
 
     @admin.display(description="#", ordering="id")
     def number(self, obj: ReviewRequest) -> str:
@@ -166,7 +188,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
 
 
 @admin.register(Rollout)
-class RolloutAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
+class RolloutAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     # Started from an entry's "Rollout…" page, through registry.rollouts.
     list_display = ["entry_link", "label", "candidate_version", "percent", "authority", "updated_by_name",
                     "updated_at"]

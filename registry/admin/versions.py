@@ -7,7 +7,7 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
-from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.models import (
     PromptLabel,
@@ -19,7 +19,7 @@ from registry.models import (
 )
 
 
-class VersionAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
+class VersionAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["entry", "number", "author_name", "created_at", "short_hash", "change_note"]
     list_select_related = ["entry"]
     search_fields = ["change_note", "author_name"]
@@ -37,7 +37,7 @@ class VersionAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmi
                            json.dumps(obj.snapshot, indent=2, ensure_ascii=False))
 
 
-class LabelAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
+class LabelAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     list_display = ["entry", "name", "version", "protected", "moved_by", "moved_at"]
     list_select_related = ["entry", "version"]
     list_filter = ["name"]

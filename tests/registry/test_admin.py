@@ -219,7 +219,7 @@ def test_placeholder_that_is_not_a_declared_argument_is_rejected(client, editor)
     data["messages-0-text"] = "Tell me about {{ topic }} for {{ audience }}."
     response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)
     assert response.status_code == 200
-    errors = " ".join(response.context["inline_admin_formsets"][1].formset.non_form_errors())
+    errors = " ".join(response.context["inline_admin_formsets"][1].formset.forms[0].errors["text"])
     assert "{{ audience }} is not a declared argument" in errors
     assert "audience" not in prompt.messages.get().text
 

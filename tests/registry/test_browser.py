@@ -9,10 +9,12 @@ when it is not installed (CI's .ci/run installs it with apt).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from registry.models import McpClient, Prompt, PromptLabel, PromptVersion, ReviewRequest
+from registry import reviews
+from registry.models import McpClient, Prompt, PromptLabel, PromptVersion, ReviewRequest, Rollout
 from tests.factories import make_prompt, make_user, release
 
 CHROMIUM = "/usr/bin/chromium"
@@ -96,7 +98,8 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
 
             # ...previews it with a sample value and sees the rendered text...
             page.goto(change_url)
-            page.click("text=Preview")
+            page.click(".registry-menu summary:has-text('View')")
+            page.click("text=Preview saved draft")
             page.fill("textarea[name=arg-topic]", "volcanoes")
             page.click("input[value='Render preview']")
             page.wait_for_selector(".registry-message")
@@ -107,6 +110,7 @@ def test_editor_edits_and_previews_then_publisher_publishes_in_a_real_browser(li
             # ...and a publisher publishes it with a change note.
             log_in(page, live_server.url, publisher.username)
             page.goto(change_url)
+            page.click(".registry-menu summary:has-text('Release')")
             page.click("a.registry-publish")
             assert page.is_checked("input[name=labels][value=production]")
             page.fill("#id_note", "Simpler wording for young readers")
@@ -216,4 +220,93 @@ def test_api_docs_render_under_their_policy(live_server, chromium):
     page.wait_for_selector(".swagger-ui .info .title")
     assert "MCP prompt & resource registry API" in page.inner_text(".swagger-ui .info .title")
     page.wait_for_selector(".opblock-tag")  # the operations, read from /api/schema/
+    assert violations == [], violations
+
+
+def screenshot(page, name: str) -> None:
+    """With REGISTRY_SCREENSHOTS=<dir> set, save the page for the README's tour of the admin."""
+    folder = os.environ.get("REGISTRY_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_editor_previews_unsaved_edits_sees_errors_and_badges_and_a_publisher_rolls_out_from_history(
+        live_server, chromium):
+    editor = make_user("Editors")
+    publisher = make_user("Publishers")
+    prompt = make_prompt(name="support-reply", description="Answers a customer",
+                         arguments=[{"name": "customer_name", "required": True}],
+                         messages=[{"role": "user", "kind": "text", "text": "Greet {{ customer_name }} warmly."}])
+    release(prompt, note="v1", labels=("production", "staging"))
+    change_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/change/"
+    page = chromium.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.set_default_timeout(15_000)
+    violations = csp_violations(page)
+    log_in(page, live_server.url, editor.username)
+
+    # Unsaved edit -> Preview: the panel renders the form as it is, and nothing is saved.
+    page.goto(change_url)
+    assert page.is_hidden("fieldset.registry-kind-file")  # a text message shows no file fields
+    page.fill("#id_messages-0-text", "Greet {{ customer_name }} briefly.")
+    page.click("[data-registry-preview-button]")
+    page.wait_for_selector("[data-registry-preview-output] textarea[name=arg-customer_name]")
+    page.fill("[data-registry-preview-output] textarea[name=arg-customer_name]", "Ada")
+    page.click("[data-registry-preview-button]")
+    page.wait_for_selector("[data-registry-preview-output] .registry-message")
+    assert "Greet Ada briefly." in page.inner_text("[data-registry-preview-output] .registry-message")
+    assert '"text": "Greet Ada briefly."' in page.inner_text(".registry-preview-json")
+    assert prompt.messages.get().text == "Greet {{ customer_name }} warmly."
+    screenshot(page, "change-page-preview")
+
+    # Leaving with the unsaved edit asks first.
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.type), dialog.dismiss()))
+    page.click(".registry-menu summary:has-text('View')")
+    page.click("text=History")
+    page.wait_for_timeout(500)
+    assert asked == ["beforeunload"] and page.url == change_url
+
+    # A misspelt placeholder: the error is at the faulty message, with a suggestion.
+    page.fill("#id_messages-0-text", "Greet {{ customer }} briefly.")
+    page.click("input[name=_save]")
+    error = page.wait_for_selector(".inline-related .field-text .errorlist")
+    assert "Did you mean `customer_name`?" in error.inner_text()
+    page.fill("#id_messages-0-text", "Greet {{ customer_name }} briefly.")
+    page.click("input[name=_save]")
+    page.wait_for_selector("ul.messagelist li.success")
+
+    # The change list says what state the entry is in.
+    page.goto(f"{live_server.url}/admin/registry/prompt/")
+    assert "draft changed since v1" in page.inner_text(".registry-badge-changed")
+    reviews.request_publication(prompt, acting_user=editor, note="Shorter greeting", label="production")
+    page.reload()
+    assert "in review #" in page.inner_text(".registry-badge-review")
+    screenshot(page, "change-list-badges")
+    page.goto(f"{live_server.url}/admin/")
+    screenshot(page, "home-editor")
+    log_out(page)
+
+    # A publisher publishes v2 without labels, then rolls it out to 10% of staging from the history page.
+    log_in(page, live_server.url, publisher.username)
+    page.goto(f"{live_server.url}/admin/")
+    assert "Waiting for your review (1)" in page.inner_text("#registry-waiting")
+    screenshot(page, "home-publisher")
+    page.click("#registry-waiting a")
+    page.wait_for_selector("button.registry-approve")
+    screenshot(page, "review-page")
+    from registry import services
+
+    services.publish(prompt, acting_user=publisher, note="Shorter greeting", labels=[])
+    page.goto(f"{live_server.url}/admin/registry/prompt/{prompt.pk}/history/")
+    row = page.locator("tr.registry-version", has_text="Roll v2 out")
+    row.locator("select[name=label]").select_option("staging")
+    row.locator("input[name=percent]").fill("10")
+    row.locator("button:has-text('Roll v2 out')").click()
+    page.wait_for_selector("ul.messagelist li.success")
+    assert "v2 now goes to 10% of the clients of 'staging'" in page.inner_text("ul.messagelist").lower()
+    rollout = Rollout.objects.get()
+    assert (rollout.label, rollout.candidate_version, rollout.percent) == ("staging", 2, 10)
     assert violations == [], violations

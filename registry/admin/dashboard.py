@@ -1,0 +1,77 @@
+"""What the admin home page tells each person: reviews waiting for them, what became of their
+requests, and the state of the entries they work on.
+
+Publishers should not have to poll the review queue, and editors should learn that a request
+was rejected (and why) without asking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.urls import reverse
+from django.utils.translation import gettext as _
+
+from registry import reviews
+from registry.admin.badges import badges_html, entry_badges
+from registry.admin.reviews import entry_admin_url
+from registry.kinds import KINDS
+from registry.models import ReviewRequest, ReviewStatus
+
+RECENT = 10
+
+
+def _review_url(review: ReviewRequest) -> str:
+    return reverse("admin:registry_reviewrequest_change", args=[review.pk])
+
+
+def _waiting_for(user: AbstractBaseUser | AnonymousUser) -> list[ReviewRequest]:
+    """Pending requests this user may decide: not their own, and of a kind they may publish."""
+    pending = ReviewRequest.objects.filter(status=ReviewStatus.PENDING).exclude(requested_by_id=user.pk)
+    return [review for review in pending.order_by("created_at", "id") if reviews.can_decide(user, review)]
+
+
+def _request_outcome(review: ReviewRequest) -> str:
+    if review.status == ReviewStatus.APPROVED:
+        if review.result_version:
+            return _("approved by %(name)s: v%(number)s is served") % {
+                "name": review.decided_by_name, "number": review.result_version}
+        return _("approved by %(name)s") % {"name": review.decided_by_name}
+    if review.status == ReviewStatus.REJECTED:
+        return _("rejected by %(name)s") % {"name": review.decided_by_name}
+    if review.status == ReviewStatus.SUPERSEDED:
+        return _("superseded: the label moved before anyone decided")
+    if review.status == ReviewStatus.WITHDRAWN:
+        return _("withdrawn by you")
+    entry = reviews.entry_of(review)
+    if entry is not None and any(b.tone == "stale" and f"#{review.pk} " in b.text for b in entry_badges(entry)):
+        return _("stale: the draft changed after the request, file a new one")
+    return _("waiting for a reviewer")
+
+
+def _my_entries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]]:
+    """The entries this user saved last, newest first, with their badges."""
+    rows: list[dict[str, Any]] = []
+    for kind in KINDS.values():
+        for entry in kind.entry_model.objects.filter(updated_by=user.get_username()).order_by("-updated_at")[:RECENT]:
+            rows.append({"entry": entry, "kind": kind.name, "url": entry_admin_url(kind.name, entry.pk),
+                         "badges": badges_html(entry_badges(entry)), "updated_at": entry.updated_at})
+    rows.sort(key=lambda row: row["updated_at"], reverse=True)
+    return rows[:RECENT]
+
+
+def dashboard(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
+    """The home page panels for `user`; a panel with nothing to say is left out by the template."""
+    if not user.is_authenticated:
+        return {}
+    is_publisher = any(user.has_perm(kind.publish_permission) for kind in KINDS.values())
+    mine = ReviewRequest.objects.filter(requested_by_id=user.pk).order_by("-created_at", "-id")[:RECENT]
+    return {
+        "is_publisher": is_publisher,
+        "waiting": [{"review": r, "url": _review_url(r)} for r in _waiting_for(user)]
+        if is_publisher else [],
+        "my_requests": [{"review": r, "outcome": _request_outcome(r), "url": _review_url(r)}
+                        for r in mine],
+        "my_entries": _my_entries(user),
+    }

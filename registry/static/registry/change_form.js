@@ -1,0 +1,95 @@
+/* Change pages of registry entries: warn before leaving with unsaved edits, and preview the edits
+   in the page without saving them. Without JavaScript the Preview button still works: it submits
+   the form to the preview page in a new tab, and the edits stay in this one. */
+(function () {
+  "use strict";
+
+  function ready(fn) {
+    if (document.readyState !== "loading") { fn(); } else { document.addEventListener("DOMContentLoaded", fn); }
+  }
+
+  /* Which fieldsets of a prompt message matter for each content kind. */
+  var KIND_FIELDSETS = {
+    "text": [],
+    "image": ["registry-kind-file"],
+    "audio": ["registry-kind-file"],
+    "resource": ["registry-kind-file", "registry-kind-uri"],
+    "resource_link": ["registry-kind-uri"]
+  };
+
+  function showFieldsetsFor(select) {
+    var message = select.closest(".inline-related");
+    if (!message) { return; }
+    var wanted = KIND_FIELDSETS[select.value] || ["registry-kind-file", "registry-kind-uri"];
+    ["registry-kind-file", "registry-kind-uri"].forEach(function (cls) {
+      message.querySelectorAll("fieldset." + cls).forEach(function (fieldset) {
+        // A fieldset holding an error stays visible, so no problem is hidden from the editor.
+        var keep = wanted.indexOf(cls) !== -1 || fieldset.querySelector(".errorlist");
+        fieldset.hidden = !keep;
+      });
+    });
+  }
+
+  function kindSelects(root) {
+    return root.querySelectorAll("select[name$='-kind']");
+  }
+
+  ready(function () {
+    kindSelects(document).forEach(showFieldsetsFor);
+    document.addEventListener("change", function (event) {
+      if (event.target.matches && event.target.matches("select[name$='-kind']")) { showFieldsetsFor(event.target); }
+    });
+    document.addEventListener("formset:added", function (event) {
+      kindSelects(event.target).forEach(showFieldsetsFor);
+    });
+
+    var panel = document.querySelector("[data-registry-preview]");
+    var form = panel ? panel.closest("form") : document.querySelector("#content-main form[method='post']");
+    if (!form) { return; }
+
+    var dirty = false;
+    function markDirty(event) {
+      // Sample argument values of the preview are not edits of the entry.
+      if (panel && panel.contains(event.target)) { return; }
+      dirty = true;
+      form.setAttribute("data-registry-dirty", "1");
+    }
+    form.addEventListener("input", markDirty);
+    form.addEventListener("change", markDirty);
+    form.addEventListener("submit", function () { dirty = false; });
+    window.addEventListener("beforeunload", function (event) {
+      if (!dirty) { return undefined; }
+      event.preventDefault();
+      event.returnValue = "";
+      return "";
+    });
+
+    if (!panel) { return; }
+    var output = panel.querySelector("[data-registry-preview-output]");
+    panel.addEventListener("click", function (event) {
+      var button = event.target.closest("[data-registry-preview-button]");
+      if (!button) { return; }
+      event.preventDefault();
+      button.disabled = true;
+      output.setAttribute("aria-busy", "true");
+      fetch(button.getAttribute("formaction"), {
+        method: "POST",
+        body: new FormData(form),
+        credentials: "same-origin",
+        headers: {"X-Registry-Fragment": "1"}
+      }).then(function (response) {
+        return response.text().then(function (text) {
+          if (!response.ok) { throw new Error("The preview failed (HTTP " + response.status + ")."); }
+          return text;
+        });
+      }).then(function (html) {
+        output.innerHTML = html;
+      }).catch(function (error) {
+        output.textContent = error.message;
+      }).finally(function () {
+        button.disabled = false;
+        output.removeAttribute("aria-busy");
+      });
+    });
+  });
+})();
