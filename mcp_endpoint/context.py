@@ -49,12 +49,16 @@ class RequestContext:
         """A 2026-07-28 InputRequiredResult: never cacheable, so no ttlMs/cacheScope."""
         return finalize_modern({"inputRequests": input_requests}, self.server_info, result_type="input_required")
 
-    def complete(self, result: dict[str, Any], *, cacheable: bool = False,
-                 private: bool = False) -> dict[str, Any]:
+    def complete(self, result: dict[str, Any], *, cacheable: bool = False, private: bool = False,
+                 ttl_ms: int | None = None, cache_scope: str | None = None) -> dict[str, Any]:
         """Add the 2026-07-28 result fields (``resultType``, serverInfo ``_meta``, and caching
         hints when ``cacheable``; ``private`` forces cacheScope private, e.g. for results
-        personalised by a rollout); legacy results pass through untouched."""
+        personalised by a rollout); legacy results pass through untouched.
+
+        ``ttl_ms`` and ``cache_scope`` are a result's own hints (a dynamic resource's): the ttl
+        replaces the default, and a "private" scope narrows it; nothing widens a private result."""
         if not self.modern:
             return result
-        scope = "private" if private else self.cache_scope
-        return finalize_modern(result, self.server_info, cache=(self.ttl_ms, scope) if cacheable else None)
+        scope = "private" if private or cache_scope == "private" else self.cache_scope
+        ttl = self.ttl_ms if ttl_ms is None else ttl_ms
+        return finalize_modern(result, self.server_info, cache=(ttl, scope) if cacheable else None)

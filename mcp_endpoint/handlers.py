@@ -375,7 +375,8 @@ async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[st
     if not served.result.get("contents"):
         raise errors.ResourceNotFound(uri)  # never answer with empty contents
     raw = RawJSON(dumps(ctx.complete(shapes.shape_contents(served.result, ctx.version), cacheable=True,
-                                     private=private)))
+                                     private=private, ttl_ms=getattr(served, "ttl_ms", None),
+                                     cache_scope=getattr(served, "cache_scope", None))))
     if len(raw.data) <= _CACHEABLE_READ_BYTES:
         _results.put(cache_key, (served, raw), catalog.generation, len(raw.data))
     source.record_fetch(served, ctx.identity.viewer)

@@ -31,6 +31,7 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
+from registry import dynamic
 from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, load_catalog, refresh_catalog
 from registry.changes import Change, ChangeBatch
 from registry.consistency import served_fingerprint, stale_keys
@@ -244,6 +245,27 @@ def notifications_for(listener: Listener, diff: LabelDiff, new: Catalog) -> list
     return out
 
 
+def dynamic_updates(listener: Listener, old: Catalog | None, new: Catalog, batch: Iterable[Change]) -> list[str]:
+    """Subscribed URIs of built-in dynamic resources (registry/dynamic.py) that a batch alters.
+
+    A change counts when its kind is one the provider depends on, the provider says it alters
+    the subscribed URI (a changelog cares about its own prompt only), and this listener may see
+    the changed entry before or after: a change outside its scope is not in what it reads."""
+    viewer = listener.viewer
+    wanted = {uri for uri in listener.uris if uri not in new.resource_items}  # a stored resource wins
+    updated: dict[str, None] = {}
+    for change in batch:
+        if not wanted:
+            break
+        uris = dynamic.affected_uris(wanted, change.kind, change.key)
+        if uris and (change.key == "*" or any(catalog is not None and dynamic.visible(catalog, viewer, change.kind,
+                                                                                    change.key)
+                                              for catalog in (old, new))):
+            updated.update(dict.fromkeys(uris))
+            wanted.difference_update(uris)
+    return list(updated)
+
+
 class Hub:
     def __init__(self) -> None:
         self.listeners: set[Listener] = set()
@@ -433,15 +455,15 @@ class Hub:
         old = self.catalogs.get(label)
         self.catalogs[label] = new
         diff = diff_catalogs(old, new, batch)
-        if diff.empty():
-            return
         # Listeners that want the same things judge alike: decide once per kind of listener.
         decided: dict[tuple, list[tuple[str, dict[str, Any] | None]]] = {}
         for listener in [l for l in self.listeners if l.viewer.label == label]:
             interest = (listener.viewer, listener.prompts, listener.resources, frozenset(listener.uris))
             notes = decided.get(interest)
             if notes is None:
-                notes = decided[interest] = notifications_for(listener, diff, new)
+                notes = [] if diff.empty() else notifications_for(listener, diff, new)
+                notes += [(RESOURCE_UPDATED, {"uri": uri}) for uri in dynamic_updates(listener, old, new, batch)]
+                decided[interest] = notes
             for method, params in notes:
                 frame = listener.render(method, params)
                 listener.offer((frame, str(position)) if listener.event_ids else frame)

@@ -23,6 +23,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
+from registry import dynamic
 from registry.catalog import Viewer, catalog_for
 from registry.models import PRODUCTION
 
@@ -65,7 +66,11 @@ def changed_since(last_event_id: str, viewer: Viewer, uris: set[str]) -> list[No
     templates = {t.uri_template: t for t in catalog.template_items}
     prompts = resources = False
     updated: dict[str, None] = {}
+    dynamic_uris = {uri for uri in uris if uri not in catalog.resource_items}
     for kind, key, label, list_changed in rows:
+        for uri in dynamic.affected_uris(dynamic_uris, kind, key):
+            if key == "*" or _maybe_seen(catalog, viewer, kind, key):
+                updated[uri] = None  # a computed resource reports every label's changes
         if label and label not in (viewer.label, PRODUCTION):
             continue  # another label moved; this viewer is not served from it
         if kind == "prompt":
@@ -95,6 +100,17 @@ def changed_since(last_event_id: str, viewer: Viewer, uris: set[str]) -> list[No
         notes.append((RESOURCES_CHANGED, None))
     notes.extend((RESOURCE_UPDATED, {"uri": uri}) for uri in updated)
     return notes
+
+
+def _maybe_seen(catalog: Any, viewer: Viewer, kind: str, key: str) -> bool:
+    """Whether the viewer may have seen a change of (kind, key): an entry gone since counts (a replay
+    may repeat a notification, never leave one out)."""
+    present = {"prompt": catalog.prompt_items, "resource": catalog.resource_items}.get(kind)
+    if present is not None and key not in present:
+        return True
+    if kind == "template" and all(t.uri_template != key for t in catalog.template_items):
+        return True
+    return dynamic.visible(catalog, viewer, kind, key)
 
 
 def _matches(template: Any, uri: str) -> bool:

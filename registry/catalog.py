@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from django.db.models import TextField
 from django.db.models.functions import Cast
 
-from registry import argtypes, changes, content_cache
+from registry import argtypes, changes, content_cache, dynamic
 from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
@@ -72,6 +72,9 @@ class Served:
     key: str
     version: int
     label: str
+    ttl_ms: int | None = None  # a provider's own caching hints (registry/dynamic.py); None: the defaults
+    cache_scope: str | None = None
+    counted: bool = True  # computed resources are not versions a client could be counted as fetching
 
 
 @dataclass(frozen=True)
@@ -355,17 +358,33 @@ class Catalog:
         key = (kind, viewer.scope_tags)
         cached = self._lists.get(key)
         if cached is None:
-            cached = [item.listing for item in items if viewer.sees(item.tags)]
+            cached = self._with_dynamic(kind, [item.listing for item in items if viewer.sees(item.tags)])
             self._lists[key] = cached
         return cached
+
+    def _with_dynamic(self, kind: str, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The built-in dynamic resources join every viewer's lists (their content is scoped, not their
+        existence); a stored resource of the same URI wins."""
+        if kind == "resources":
+            extra = [p.listing for p in dynamic.fixed() if p.uri not in self.resource_items]
+            return sorted(listed + extra, key=lambda item: item["uri"]) if extra else listed
+        if kind == "templates":
+            taken = {t.uri_template for t in self.template_items}
+            return listed + [p.listing for p in dynamic.templates() if p.uri not in taken]
+        return listed
 
     def prompts(self, viewer: Viewer) -> list[dict[str, Any]]:
         return self._list("prompts", viewer, (self.prompt_items[k] for k in sorted(self.prompt_items)))
 
     def resources(self, viewer: Viewer) -> list[dict[str, Any]]:
+        if self.rolled_out and self.personalised(viewer):
+            return self._with_dynamic("resources", self._list("resources", viewer, (
+                self.resource_items[k] for k in sorted(self.resource_items))))
         return self._list("resources", viewer, (self.resource_items[k] for k in sorted(self.resource_items)))
 
     def templates(self, viewer: Viewer) -> list[dict[str, Any]]:
+        if self.rolled_out and self.personalised(viewer):
+            return self._with_dynamic("templates", self._list("templates", viewer, self.template_items))
         return self._list("templates", viewer, self.template_items)
 
     # ---------------------------------------------------------------- single entries
@@ -400,6 +419,9 @@ class Catalog:
         try:
             validate_uri(uri)
             key = lookup_uri(uri)
+            provided = self._dynamic(key)
+            if provided is not None:
+                return provided[0].exists(self, viewer, provided[1])
             for template in self.template_items:
                 if viewer.sees(template.tags) and self._for(viewer, template).matcher.match(key) is not None:
                     return True
@@ -423,6 +445,9 @@ class Catalog:
             return Served({"contents": [materialise(item.ref, _load_stored)]}, "resource", uri, item.version,
                           item.label)
         validate_uri(uri)
+        found = self._dynamic(uri)
+        if found is not None:
+            return self._read_dynamic(viewer, uri, *found)
         for template in self.template_items:
             if not viewer.sees(template.tags):
                 continue
@@ -438,6 +463,27 @@ class Catalog:
             content["text"] = body.render(variables)
             return Served({"contents": [content]}, "template", template.uri_template, template.version, template.label)
         raise UnknownResource(uri)
+
+    def _dynamic(self, uri: str) -> tuple[dynamic.Provider, dict[str, str]] | None:
+        """The provider serving `uri`, unless a stored template of the same URI template takes its place."""
+        found = dynamic.find(uri)
+        if found is not None and found[0].templated and any(t.uri_template == found[0].uri
+                                                            for t in self.template_items):
+            return None
+        return found
+
+    def _read_dynamic(self, viewer: Viewer, uri: str, provider: dynamic.Provider,
+                      variables: dict[str, str]) -> Served:
+        """A provider's contents, computed once per catalog generation, label and scope (then cached)."""
+        key = ("dynamic", self.generation, self.label, viewer.scope_tags, uri)
+
+        def load() -> tuple[list[dict[str, Any]], int]:
+            contents = provider.render(self, viewer, variables, uri)
+            return contents, sum(len(c.get("text") or "") for c in contents) + 64
+
+        contents = _cached(key, load)
+        return Served({"contents": [dict(c) for c in contents]}, "dynamic", provider.uri, self.generation, self.label,
+                      ttl_ms=provider.ttl_ms, cache_scope=provider.cache_scope, counted=False)
 
     def template(self, viewer: Viewer, uri_template: str) -> TemplateItem | None:
         for item in self.template_items:
@@ -464,6 +510,11 @@ class Catalog:
         if ref_type == "ref/resource":
             uri = ref.get("uri", "")
             template = self.template(viewer, normalize_uri_template(uri) if isinstance(uri, str) else uri)
+            if template is None and isinstance(uri, str):
+                provided = dynamic.template(normalize_uri_template(uri))
+                if provided is not None:
+                    return _complete_from(provided.suggest(self, viewer, argument_name) if provided.suggest else (),
+                                          value)
             if template is None:
                 resource = self.resource_items.get(lookup_uri(uri) if isinstance(uri, str) else uri)
                 if resource is not None and viewer.sees(resource.tags):

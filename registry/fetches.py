@@ -32,6 +32,8 @@ _flusher: threading.Thread | None = None
 
 def record_fetch(served: Served, viewer: Viewer) -> None:
     """Count one served prompts/get or resources/read; cheap and non-blocking."""
+    if not getattr(served, "counted", True):
+        return
     key = (viewer.client_id, viewer.client_name, served.kind, served.key, served.version, served.label)
     with _lock:
         _pending[key] += 1

@@ -175,7 +175,7 @@ async def test_scoped_client_sees_only_its_tags_with_private_cache_scope(registr
     identity = await handlers.authenticate(f"Bearer {token}")
     assert identity.scoped and identity.client_id is not None
     page = as_dict(await handlers.resources_list(ctx("2026-07-28", identity), {}))
-    assert [r["uri"] for r in page["resources"]] == ["test://secret-notes"]
+    assert [r["uri"] for r in page["resources"]] == ["registry://changes/recent", "test://secret-notes"]
     assert page["cacheScope"] == "private"
     public = as_dict(await handlers.resources_list(ctx("2026-07-28"), {}))
     assert public["cacheScope"] == "public" and "test://secret-notes" in [r["uri"] for r in public["resources"]]

@@ -81,3 +81,15 @@ def test_more_rows_than_the_replay_limit_replays_everything(served, settings):
         assert changed_since(str(served), Viewer(), set()) == everything(set())
     finally:
         mcp_settings.reload()
+
+
+def test_a_change_replays_updated_for_the_dynamic_resources_it_alters(served):
+    recent, greet_log, other_log = "registry://changes/recent", "registry://prompts/greet/changelog", \
+        "registry://prompts/other/changelog"
+    change("resource", SECRET)
+    assert changed_since(str(served), Viewer(scope_tags=frozenset({"public"})), {recent}) == []
+    assert changed_since(str(served), Viewer(), {recent}) == [
+        (RESOURCES_CHANGED, None), (RESOURCE_UPDATED, {"uri": recent})]
+    position = change("prompt", "greet", label="staging")
+    assert changed_since(str(position - 1), Viewer(), {recent, greet_log, other_log}) == [
+        (RESOURCE_UPDATED, {"uri": recent}), (RESOURCE_UPDATED, {"uri": greet_log})]

@@ -127,7 +127,8 @@ def test_bench_load_follows_the_synthetic_naming_convention_and_publishes_to_pro
     assert blob.mime_type == "application/octet-stream" and len(bytes(blob.data)) == 1024
     by_tag = catalog.read_resource(viewer, "docs://by-tag/alpha").result["contents"][0]
     assert by_tag["mimeType"] == "text/plain" and "alpha" in by_tag["text"]
-    assert [t["uriTemplate"] for t in catalog.templates(viewer)] == ["docs://by-tag/{tag}"]
+    assert [t["uriTemplate"] for t in catalog.templates(viewer)] == [
+        "docs://by-tag/{tag}", "registry://prompts/{name}/changelog"]  # the built-in dynamic template last
 
 
 def test_bench_load_blobs_adds_published_4_mib_resources_once():

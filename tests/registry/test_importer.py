@@ -284,7 +284,7 @@ def test_conformance_fixture_imports_twice_cleanly_and_serves_what_the_suite_exp
     image = catalog.get_prompt(viewer, "test_prompt_with_image", {}).result["messages"][0]["content"]
     assert image["type"] == "image" and image["mimeType"] == "image/png" and len(image["data"]) == 96
     assert [r["uri"] for r in catalog.resources(viewer)] == [
-        "test://static-binary", "test://static-text", "test://watched-resource"]
+        "registry://changes/recent", "test://static-binary", "test://static-text", "test://watched-resource"]
     assert catalog.read_resource(viewer, "test://static-binary").result["contents"][0]["blob"]
     data = catalog.read_resource(viewer, "test://template/123/data").result["contents"][0]
     assert data["text"] == '{"id": "123", "templateTest": true, "data": "Data for ID: 123"}'

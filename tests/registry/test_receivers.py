@@ -162,7 +162,7 @@ def test_archiving_by_save_is_recorded_audited_and_stops_serving(django_capture_
     assert ChangeLogEntry.objects.latest("id").list_changed
     audit = AuditEntry.objects.latest("id")
     assert (audit.actor_name, audit.action, audit.entry_key) == ("database", "archive", "docs://old")
-    assert catalog_for("production").resources(ANYONE) == []
+    assert [r["uri"] for r in catalog_for("production").resources(ANYONE)] == ["registry://changes/recent"]
     resource.archived_at = None
     resource.save()
     assert AuditEntry.objects.latest("id").action == "unarchive"

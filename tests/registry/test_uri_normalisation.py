@@ -22,7 +22,7 @@ def test_a_resource_is_stored_and_served_under_its_normal_form_and_found_by_any_
     assert resource.uri == "https://docs.example.com/"
     services.publish(resource, acting_user=None, note="v1")
     catalog = catalog_for("production")
-    assert [r["uri"] for r in catalog.resources(Viewer())] == ["https://docs.example.com/"]
+    assert [r["uri"] for r in catalog.resources(Viewer())] == ["https://docs.example.com/", "registry://changes/recent"]
     for spelling in ("https://docs.example.com/", "https://DOCS.example.com", "https://docs.example.com:443/"):
         assert catalog.read_resource(Viewer(), spelling).result["contents"][0]["text"] == "hello"
 

@@ -1,0 +1,236 @@
+"""Built-in dynamic resources: content computed on read from the registry itself.
+
+A provider is one registered render function plus what clients need to list, cache and
+subscribe to it: a URI (or an RFC 6570 URI template), a title, a MIME type, the entry kinds
+whose changes alter what it returns (`depends_on`), and the 2026-07-28 caching hints it asks
+for (`ttl_ms`, `cache_scope`). The catalog (registry/catalog.py) lists and reads providers
+generically and the notification hub announces them from `depends_on` and `affected`, so a
+new dynamic resource is one small `@provider` function here and nothing elsewhere.
+
+Scope is the render function's duty: it gets the viewer and the viewer's catalog and must
+mention only entries the viewer may see (`visible`); an entry the viewer may not see is
+"not found" (UnknownResource), never an empty answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+from registry.errors import UnknownPrompt, UnknownResource
+from registry.uris import UriTemplateMatcher
+
+# render(catalog, viewer, params, uri) -> the resource's contents items (each with uri and mimeType)
+Render = Callable[[Any, Any, Mapping[str, str], str], list[dict[str, Any]]]
+# affected(params, kind, key) -> whether a change of (kind, key) alters what `params` return
+Affected = Callable[[Mapping[str, str], str, str], bool]
+# exists(catalog, viewer, params) -> whether a read would find something (judged without a query)
+Exists = Callable[[Any, Any, Mapping[str, str]], bool]
+# suggest(catalog, viewer, variable) -> values completion/complete offers for a template variable
+Suggest = Callable[[Any, Any, str], Iterable[str]]
+
+
+def _always(_params: Mapping[str, str], _kind: str, _key: str) -> bool:
+    return True
+
+
+def _exists(_catalog: Any, _viewer: Any, _params: Mapping[str, str]) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One dynamic resource (fixed `uri`) or resource template (`uri_template`)."""
+
+    uri: str
+    title: str
+    mime_type: str
+    render: Render
+    description: str = ""
+    depends_on: frozenset[str] = frozenset({"prompt", "resource", "template"})
+    ttl_ms: int | None = None  # None: the endpoint's default
+    cache_scope: str | None = None  # "private" forces private; None/"public": the viewer decides
+    templated: bool = False
+    affected: Affected = _always
+    suggest: Suggest | None = None
+    exists: Exists = _exists
+    matcher: UriTemplateMatcher | None = field(default=None, compare=False)
+
+    @property
+    def listing(self) -> dict[str, Any]:
+        """What resources/list (or resources/templates/list) shows of it."""
+        item: dict[str, Any] = {"uriTemplate" if self.templated else "uri": self.uri,
+                                "name": self.uri.rsplit("://", 1)[-1], "title": self.title, "mimeType": self.mime_type}
+        if self.description:
+            item["description"] = self.description
+        return item
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The template variables of `uri`, or None (a fixed provider matches its own URI only)."""
+        if not self.templated:
+            return {} if uri == self.uri else None
+        assert self.matcher is not None
+        try:
+            return self.matcher.match(uri)
+        except Exception:  # an unsafe URI never matches
+            return None
+
+
+PROVIDERS: list[Provider] = []
+
+
+def provider(*, uri: str, title: str, mime_type: str, description: str = "",
+             depends_on: Iterable[str] = ("prompt", "resource", "template"), ttl_ms: int | None = None,
+             cache_scope: str | None = None, affected: Affected | None = None,
+             suggest: Suggest | None = None, exists: Exists | None = None) -> Callable[[Render], Render]:
+    """Register `render` as the dynamic resource `uri` (a URI template when it contains "{")."""
+    if cache_scope not in (None, "public", "private"):
+        raise ValueError(f"cache_scope must be 'public' or 'private', not {cache_scope!r}")
+    templated = "{" in uri
+
+    def register(render: Render) -> Render:
+        PROVIDERS.append(Provider(
+            uri=uri, title=title, mime_type=mime_type, render=render, description=description,
+            depends_on=frozenset(depends_on), ttl_ms=ttl_ms, cache_scope=cache_scope, templated=templated,
+            affected=affected or _always, suggest=suggest, exists=exists or _exists,
+            matcher=UriTemplateMatcher.build(uri) if templated else None,
+        ))
+        return render
+
+    return register
+
+
+def fixed() -> list[Provider]:
+    return [p for p in PROVIDERS if not p.templated]
+
+
+def templates() -> list[Provider]:
+    return [p for p in PROVIDERS if p.templated]
+
+
+def template(uri_template: str) -> Provider | None:
+    return next((p for p in templates() if p.uri == uri_template), None)
+
+
+def find(uri: str) -> tuple[Provider, dict[str, str]] | None:
+    """The provider serving `uri` and its variables; fixed URIs before templates."""
+    for candidate in fixed() + templates():
+        variables = candidate.match(uri)
+        if variables is not None:
+            return candidate, variables
+    return None
+
+
+def affected_uris(uris: Iterable[str], kind: str, key: str) -> list[str]:
+    """Those of `uris` served by a provider whose content a change of (kind, key) may alter.
+
+    Who may see the change is the caller's judgement (the hub and the stream replay differ)."""
+    out = []
+    for uri in sorted(uris):
+        found = find(uri)
+        if found is not None and kind in found[0].depends_on and found[0].affected(found[1], kind, key):
+            out.append(uri)
+    return out
+
+
+# ------------------------------------------------------------------------------ helpers
+def visible(catalog: Any, viewer: Any, kind: str, key: str) -> bool:
+    """Whether `viewer` is served entry (kind, key) by `catalog` (scope by the served version's tags)."""
+    if kind == "prompt":
+        item = catalog.prompt_items.get(key)
+    elif kind == "resource":
+        item = catalog.resource_items.get(key)
+    else:
+        item = next((t for t in catalog.template_items if t.uri_template == key), None)
+    return item is not None and viewer.sees(item.tags)
+
+
+def _when(value: Any) -> str:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else ""
+
+
+def _cell(value: Any) -> str:
+    """A Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(value if value is not None else "").split()).replace("|", "\\|")
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _both(uri: str, markdown: str, data: Any) -> list[dict[str, Any]]:
+    """Markdown first, then the same facts as JSON (a second contents item)."""
+    return [{"uri": uri, "mimeType": "text/markdown", "text": markdown},
+            {"uri": uri, "mimeType": "application/json", "text": json.dumps(data, ensure_ascii=False)}]
+
+
+# ------------------------------------------------------------------------------ providers
+RECENT_CHANGES = 50
+_SCAN_LIMIT = 5000  # audit rows looked at per read, so a scoped viewer's read stays bounded
+
+
+@provider(uri="registry://changes/recent", title="Recent published changes", mime_type="text/markdown",
+          description=f"The last {RECENT_CHANGES} publishes and label moves you may see: Markdown, then JSON.",
+          ttl_ms=10_000)
+def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
+    from registry.models import AuditAction, AuditEntry
+
+    actions = [AuditAction.PUBLISH, AuditAction.LABEL_MOVE, AuditAction.ROLLBACK, AuditAction.INCIDENT_ROLLBACK]
+    rows = (AuditEntry.objects.filter(action__in=actions).order_by("-id")
+            .values_list("entry_kind", "entry_key", "action", "label", "to_version", "actor_name", "note",
+                         "created_at")[:_SCAN_LIMIT])
+    changes: list[dict[str, Any]] = []
+    for kind, key, action, label, version, author, note, created_at in rows.iterator(chunk_size=500):
+        if not visible(catalog, viewer, kind, key):
+            continue
+        changes.append({"kind": kind, "entry": key, "action": action, "version": version, "label": label,
+                        "author": author, "note": note, "time": _when(created_at)})
+        if len(changes) >= RECENT_CHANGES:
+            break
+    table = _table(["Time", "Kind", "Entry", "Version", "Label", "Change", "Author", "Note"],
+                   [[c["time"], c["kind"], c["entry"], c["version"], c["label"], c["action"], c["author"], c["note"]]
+                    for c in changes])
+    markdown = "# Recent published changes\n\n" + (table if changes else "No published changes yet.") + "\n"
+    return _both(uri, markdown, {"changes": changes})
+
+
+def _changelog_affected(params: Mapping[str, str], kind: str, key: str) -> bool:
+    return kind == "prompt" and (key == "*" or params.get("name") == key)
+
+
+def _visible_prompt_names(catalog: Any, viewer: Any, variable: str) -> list[str]:
+    return [p["name"] for p in catalog.prompts(viewer)] if variable == "name" else []
+
+
+def _prompt_visible(catalog: Any, viewer: Any, params: Mapping[str, str]) -> bool:
+    return visible(catalog, viewer, "prompt", params.get("name", ""))
+
+
+@provider(uri="registry://prompts/{name}/changelog", title="Prompt changelog", mime_type="text/markdown",
+          description="Every published version of one prompt and the labels serving it: Markdown, then JSON.",
+          depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names,
+          exists=_prompt_visible)
+def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
+    from registry.models import PromptLabel, PromptVersion
+
+    name = params.get("name", "")
+    try:
+        item = catalog.prompt(viewer, name)
+    except UnknownPrompt:
+        raise UnknownResource(uri) from None
+    serving: dict[int, list[str]] = {}
+    for label, number in PromptLabel.objects.filter(entry__name=name).values_list("name", "version__number"):
+        serving.setdefault(number, []).append(label)
+    versions = [
+        {"version": number, "date": _when(created_at), "author": author, "note": note,
+         "labels": sorted(serving.get(number, ()))}
+        for number, created_at, author, note in PromptVersion.objects.filter(entry__name=name).order_by("-number")
+        .values_list("number", "created_at", "author_name", "change_note")
+    ]
+    table = _table(["Version", "Date", "Author", "Labels", "Note"],
+                   [[v["version"], v["date"], v["author"], ", ".join(v["labels"]), v["note"]] for v in versions])
+    markdown = f"# Changelog of prompt {item.name}\n\n{table}\n"
+    return _both(uri, markdown, {"prompt": item.name, "versions": versions})
