@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from registry.admin import audit, clients, prompts, resources, reviews, versions  # noqa: F401  (registers the ModelAdmins)
+from registry.admin import audit, clients, preferences, prompts, resources, reviews, versions  # noqa: F401  (registers the ModelAdmins)
 
 admin.site.site_header = "MCP Registry"
 admin.site.site_title = "MCP Registry"
