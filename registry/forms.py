@@ -107,19 +107,6 @@ class UploadMixin:
         return False
 
 
-def _strip_where(message: str, where: str) -> str | None:
-    """'Message 1: the text is empty.' -> 'The text is empty.'; None if about somewhere else."""
-    prefix = where + ": "
-    if not message.startswith(prefix):
-        if message.startswith(where + " URI: "):
-            message = message[len(where) + len(" URI: ") :]
-        else:
-            return None
-    else:
-        message = message[len(prefix) :]
-    return message[:1].upper() + message[1:]
-
-
 class NewlinesMixin:
     """Text typed in a browser arrives with CRLF; the registry stores and serves LF only."""
 
@@ -340,17 +327,17 @@ class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
         # The per-message checks; cross-message ones (placeholders vs arguments) are the formset's.
         report = validate_prompt(Prompt(description="-"), arguments=[], messages=[message])
         for problem in report.errors:
-            text = _strip_where(problem, "Message 1")
-            if text is None:
+            if getattr(problem, "where", "") != "message:1":
                 continue
-            self.add_error(self._field_for(message.kind, text), ValidationError(text, code="invalid_message"))
+            self.add_error(self._field_for(message.kind, problem.code),
+                           ValidationError(problem.detail, code="invalid_message"))
 
     @staticmethod
-    def _field_for(kind: str, problem: str) -> str:
-        """The field a per-message problem is shown next to."""
-        if "file type" in problem:
+    def _field_for(kind: str, code: str) -> str:
+        """The field a per-message problem (by its registry.validation code) is shown next to."""
+        if code == "file_type":
             return "mime_type"
-        if "file" in problem:
+        if code in ("file_missing", "file_too_large"):
             return "upload"
         if kind == ContentKind.TEXT:
             return "text"
@@ -389,9 +376,9 @@ class PromptMessageFormSet(BaseInlineFormSet):
             ValidationError(e, code="invalid_prompt")
             for e in report.errors
             # Per-message problems are shown on the message; duplicates on the argument inline.
-            if not e.startswith("Message ") and not e.startswith("The argument name ")
-            and not any(e.startswith(f"The placeholder {{{{ {name} }}}} ") for name in misspelt)
-            and not e.startswith("Argument '")  # shown on the argument row itself
+            if not e.where.startswith("message:") and e.code != "duplicate_argument"
+            and not (e.code == "undeclared_placeholder" and e.name in misspelt)
+            and e.code != "argument"  # shown on the argument row itself
         ]
         if errors:
             raise ValidationError(errors)
@@ -459,11 +446,11 @@ class ResourceForm(UploadMixin, EntryForm):
         if "uri" in self.errors:
             return
         for problem in validate_resource(resource).errors:
-            if problem.startswith("Invalid URI"):
+            if problem.code == "invalid_uri":
                 field = "uri"
-            elif problem.startswith("Content:"):
+            elif problem.where == "content":
                 field = "upload"
-            elif "name" in problem:
+            elif problem.code == "no_name":
                 field = "name"
             else:
                 field = None
@@ -489,9 +476,9 @@ class ResourceTemplateForm(EntryForm):
         if "uri_template" in self.errors:
             return
         for problem in validate_template(self.instance, variables=[]).errors:
-            if problem.startswith("Invalid URI"):
+            if problem.code == "invalid_uri":
                 field = "uri_template"
-            elif "name" in problem and "placeholder" not in problem:
+            elif problem.code == "no_name":
                 field = "name"
             else:
                 field = "body"
@@ -518,7 +505,7 @@ class TemplateVariableFormSet(BaseInlineFormSet):
             return
         variables = [f.instance for f in live_forms(self)]
         report = validate_template(self.instance, variables=variables)
-        errors = [e for e in report.errors if e.startswith("Suggestions are given")]
+        errors = [e for e in report.errors if e.code == "unknown_variable"]
         if errors:
             raise ValidationError([ValidationError(e, code="unknown_variable") for e in errors])
 
