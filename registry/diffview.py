@@ -96,7 +96,7 @@ class TableChange:
             if row.status in ("added", "removed"):
                 out.append(status_phrase(row.status, f"{self.singular} {row.title}"))
             elif row.status == "changed":
-                names = [name.lower() for name, cell in zip(self.columns, row.cells) if cell.changed]
+                names = [in_sentence(name) for name, cell in zip(self.columns, row.cells) if cell.changed]
                 out.append(status_phrase("changed", f"{self.singular} {row.title} {join_words(names)}"))
         return out
 
@@ -124,7 +124,7 @@ class MessageChange:
         parts = [gettext("role")] if self.role_before is not None else []
         if any(s.op in ("ins", "del") for s in self.words):
             parts.append(gettext("text"))
-        parts += [f.label.lower() for f in self.fields]
+        parts += [in_sentence(f.label) for f in self.fields]
         return parts
 
 
@@ -178,7 +178,7 @@ class EntryDiff:
         parts: list[str] = []
         for section in self.sections:
             if section.kind == "fields":
-                parts += [change.label.lower() for change in section.fields]
+                parts += [in_sentence(change.label) for change in section.fields]
             elif section.table is not None:
                 count = len(section.table.rows)
                 if section.table.key == "variables":
@@ -222,6 +222,11 @@ _STATUS_PHRASES = {"changed": gettext_noop("%(what)s changed"), "added": gettext
 
 def status_phrase(status: str, what: str) -> str:
     return gettext(_STATUS_PHRASES[status]) % {"what": what}
+
+
+def in_sentence(label: str) -> str:
+    """A field label inside a sentence: lower-cased, except in German, where nouns keep their capital."""
+    return label if (get_language() or "").startswith("de") else label.lower()
 
 
 def message_name(number: int) -> str:

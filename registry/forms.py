@@ -151,7 +151,7 @@ class DraftRevisionMixin:
 
 
 class EntryForm(NewlinesMixin, DraftRevisionMixin, forms.ModelForm):
-    draft_revision = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    draft_revision = forms.IntegerField(label=gettext_lazy("Draft revision"), widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -59,6 +59,7 @@ class AuditEntry(models.Model):
     objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("audit entry")
         ordering = ["-created_at", "-id"]
         verbose_name_plural = _("audit entries")
         permissions = [("export_auditentry", _("Can export the audit log"))]

@@ -38,6 +38,7 @@ class McpClient(models.Model):
     objects = ClientQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = _("MCP clients")
         ordering = ["name"]
         verbose_name = _("MCP client")
 
@@ -67,6 +68,8 @@ class FetchCounter(models.Model):
     last_at = models.DateTimeField()
 
     class Meta:
+        verbose_name = _("fetch counter")
+        verbose_name_plural = _("fetch counters")
         ordering = ["-last_at"]
         constraints = [
             models.UniqueConstraint(

@@ -34,6 +34,8 @@ class Prompt(VersionedEntry):
     kind = "prompt"
 
     class Meta:
+        verbose_name = _("prompt")
+        verbose_name_plural = _("prompts")
         ordering = ["name"]
         permissions = [("publish_prompt", "Can publish prompt versions, move labels and roll back")]
 
@@ -83,6 +85,8 @@ class PromptArgument(models.Model):
     maximum = models.FloatField(null=True, blank=True, help_text=_("Numbers: the largest value allowed."))
 
     class Meta:
+        verbose_name = _("prompt argument")
+        verbose_name_plural = _("prompt arguments")
         ordering = ["position", "id"]
         constraints = [models.UniqueConstraint(fields=["prompt", "name"], name="unique_argument_name")]
 
@@ -141,6 +145,8 @@ class PromptMessage(StoredBytesMixin, models.Model):
     link_name = models.CharField(max_length=200, blank=True, help_text=_("Resource links: the name shown."))
 
     class Meta:
+        verbose_name = _("prompt message")
+        verbose_name_plural = _("prompt messages")
         ordering = ["position", "id"]
 
     def __str__(self) -> str:
@@ -152,6 +158,8 @@ class PromptVersion(EntryVersion):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta(EntryVersion.Meta):
+        verbose_name = _("prompt version")
+        verbose_name_plural = _("prompt versions")
         constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_prompt_version")]
 
 
@@ -160,4 +168,6 @@ class PromptLabel(ReleaseLabel):
     version = models.ForeignKey(PromptVersion, on_delete=models.PROTECT, related_name="labels")
 
     class Meta(ReleaseLabel.Meta):
+        verbose_name = _("prompt label")
+        verbose_name_plural = _("prompt labels")
         constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_prompt_label")]

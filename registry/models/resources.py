@@ -68,6 +68,8 @@ class Resource(StoredBytesMixin, ResourceDescription):
     kind = "resource"
 
     class Meta:
+        verbose_name = _("resource")
+        verbose_name_plural = _("resources")
         ordering = ["uri"]
         permissions = [("publish_resource", "Can publish resource versions, move labels and roll back")]
 
@@ -92,6 +94,8 @@ class ResourceVersion(EntryVersion):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta(EntryVersion.Meta):
+        verbose_name = _("resource version")
+        verbose_name_plural = _("resource versions")
         constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_resource_version")]
 
 
@@ -100,6 +104,8 @@ class ResourceLabel(ReleaseLabel):
     version = models.ForeignKey(ResourceVersion, on_delete=models.PROTECT, related_name="labels")
 
     class Meta(ReleaseLabel.Meta):
+        verbose_name = _("resource label")
+        verbose_name_plural = _("resource labels")
         constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_resource_label")]
 
 
@@ -117,6 +123,8 @@ class ResourceTemplate(ResourceDescription):
     kind = "template"
 
     class Meta:
+        verbose_name = _("resource template")
+        verbose_name_plural = _("resource templates")
         ordering = ["uri_template"]
         permissions = [("publish_resourcetemplate", "Can publish template versions, move labels and roll back")]
 
@@ -141,6 +149,8 @@ class TemplateVariable(models.Model):
     suggestions = models.TextField(blank=True, help_text=_("Suggested values, one per line."))
 
     class Meta:
+        verbose_name = _("template variable")
+        verbose_name_plural = _("template variables")
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["template", "name"], name="unique_template_variable")]
 
@@ -157,6 +167,8 @@ class ResourceTemplateVersion(EntryVersion):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta(EntryVersion.Meta):
+        verbose_name = _("resource template version")
+        verbose_name_plural = _("resource template versions")
         constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_template_version")]
 
 
@@ -165,4 +177,6 @@ class ResourceTemplateLabel(ReleaseLabel):
     version = models.ForeignKey(ResourceTemplateVersion, on_delete=models.PROTECT, related_name="labels")
 
     class Meta(ReleaseLabel.Meta):
+        verbose_name = _("resource template label")
+        verbose_name_plural = _("resource template labels")
         constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_template_label")]

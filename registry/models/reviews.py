@@ -57,6 +57,7 @@ class ReviewRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = _("review requests")
         ordering = ["-created_at", "-id"]
         verbose_name = _("review request")
         permissions = [
@@ -126,6 +127,8 @@ class Rollout(models.Model):
     objects = RolloutQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("rollout")
+        verbose_name_plural = _("rollouts")
         ordering = ["entry_kind", "entry_key", "label"]
         constraints = [
             models.UniqueConstraint(fields=["entry_kind", "entry_id", "label"], name="one_rollout_per_label"),
