@@ -94,3 +94,64 @@ def test_superusers_see_everyones_preferences(client, superuser):
     client.force_login(superuser)
     response = client.get(reverse("admin:registry_editorpreference_changelist"))
     assert "erika" in response.content.decode()
+
+
+# ------------------------------------------------------------------- pages in the editor's language
+
+
+def _speaks(user, language: str) -> None:
+    EditorPreference.objects.update_or_create(user=user, defaults={"language": language})
+
+
+def test_a_german_editor_sees_the_prompt_change_page_in_german(client):
+    from tests.factories import make_prompt, release
+
+    editor = make_user("Editors")
+    _speaks(editor, "de")
+    prompt = make_prompt("greet")
+    release(prompt, note="v1")
+    client.force_login(editor)
+    page = client.get(reverse("admin:registry_prompt_change", args=[prompt.pk])).content.decode()
+    assert "Vorschau des gespeicherten Entwurfs" in page  # the project's own menu
+    assert "Veröffentlichung beantragen…" in page
+    assert "Beschreibung" in page and "Rolle" in page  # form labels
+    assert "Sichern" in page  # Django's own admin
+    assert "Preview saved draft" not in page
+
+
+def test_a_chinese_publisher_sees_the_home_page_in_chinese(client):
+    publisher = make_user("Publishers")
+    _speaks(publisher, "zh-hans")
+    client.force_login(publisher)
+    page = client.get(reverse("admin:index")).content.decode()
+    assert "等待您审核（0）" in page and "提示词" in page
+    assert "Waiting for your review" not in page
+
+
+def test_a_german_editors_form_errors_are_german_and_sit_at_their_field(client):
+    from tests.factories import make_prompt
+    from tests.registry.test_admin import prompt_post
+
+    editor = make_user("Editors")
+    _speaks(editor, "de")
+    prompt = make_prompt("support", arguments=[{"name": "customer_name", "required": True}])
+    data = prompt_post(prompt)
+    data["messages-0-text"] = "   "
+    client.force_login(editor)
+    response = client.post(reverse("admin:registry_prompt_change", args=[prompt.pk]), data)
+    formset = response.context["inline_admin_formsets"][1].formset
+    assert formset.forms[0].errors["text"] == ["Der Text ist leer."]
+
+
+def test_a_german_editor_sees_a_diff_in_german(client):
+    from tests.factories import make_prompt, release
+    from tests.registry.test_admin import edit_first_message
+
+    publisher = make_user("Publishers")
+    _speaks(publisher, "de")
+    prompt = make_prompt("greet")
+    release(prompt, note="v1")
+    edit_first_message(prompt, "A new text about {{ topic }}.")
+    client.force_login(publisher)
+    page = client.get(reverse("admin:registry_prompt_diff", args=[prompt.pk])).content.decode()
+    assert "Nachricht 1" in page and "aktueller Entwurf" in page
