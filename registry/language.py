@@ -70,10 +70,19 @@ class UserLanguageMiddleware:
         user = getattr(request, "user", None)
         asked_by = user.pk if user is not None and user.is_authenticated else None
         code = saved_language(user) if asked_by is not None else ""
+        chosen_by_locale = translation.get_language()
         if code:
             translation.activate(code)
             request.LANGUAGE_CODE = code  # type: ignore[attr-defined]
-        response = self.get_response(request)
+        try:
+            response = self.get_response(request)
+        finally:
+            # The thread goes back to what LocaleMiddleware chose, so nothing after this request
+            # in the same thread speaks this user's language by accident.
+            if code and chosen_by_locale:
+                translation.activate(chosen_by_locale)
+        if code:
+            response.headers["Content-Language"] = code
         if getattr(request, "registry_language_saved", False):
             return response  # the language page has written the cookie itself
         # The view may have signed someone in (the login redirect carries their language on).

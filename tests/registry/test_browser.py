@@ -364,7 +364,6 @@ def test_a_german_and_a_chinese_editor_work_in_their_own_language_in_a_real_brow
     assert page.is_visible("text=预览已保存的草稿")
     assert "描述" in page.inner_text("#prompt_form")
     assert page.get_attribute("input[name=_save]", "value") == "保存"
-    screenshot(page, "change-page-zh-hans")
     assert violations == [], violations
 
 
@@ -401,8 +400,8 @@ def test_one_publisher_rolls_production_back_for_an_incident_and_another_sees_th
     notice = page.inner_text("#registry-incidents")
     assert on_call.username in notice and "refund-bot" in notice and "production" in notice
     assert "v2 → v1" in notice and "v2 promises refunds we do not give" in notice
+    screenshot(page, "home-incident-notice")
     page.click("#registry-incidents a:has-text('refund-bot')")
     page.wait_for_selector("tr.registry-version")
     assert "/history/" in page.url
-    screenshot(page, "incident-notice-followed")
     assert violations == [], violations

@@ -155,3 +155,14 @@ def test_a_german_editor_sees_a_diff_in_german(client):
     client.force_login(publisher)
     page = client.get(reverse("admin:registry_prompt_diff", args=[prompt.pk])).content.decode()
     assert "Nachricht 1" in page and "aktueller Entwurf" in page
+
+
+def test_the_users_language_does_not_outlive_the_request(client):
+    from django.utils import translation
+
+    editor = make_user("Editors")
+    EditorPreference.objects.create(user=editor, language="de")
+    client.force_login(editor)
+    response = client.get(reverse("admin:index"), HTTP_ACCEPT_LANGUAGE="en")
+    assert response["Content-Language"] == "de"
+    assert translation.get_language() == "en"  # what LocaleMiddleware chose for the thread, not the user's
