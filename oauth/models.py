@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.models import McpClient
 from registry.models.base import PRODUCTION, label_name_validator
@@ -24,7 +25,7 @@ class GroupDefault(models.Model):
 
     class Meta:
         ordering = ["-priority", "group__name"]
-        verbose_name = "OAuth default for a group"
+        verbose_name = _("OAuth default for a group")
 
     def __str__(self) -> str:
         return f"{self.group.name}: {self.label}"
@@ -41,7 +42,7 @@ class OAuthConnection(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["application", "user"], name="unique_oauth_connection")]
-        verbose_name = "OAuth connection"
+        verbose_name = _("OAuth connection")
 
     def __str__(self) -> str:
         return self.client.name

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from registry import content, services
 from registry.argtypes import plain_number
@@ -272,10 +273,11 @@ def apply_data(entry: VersionedEntry, data: Mapping[str, Any]) -> VersionedEntry
 
 def conflict_message(entry: VersionedEntry, expected: int) -> str:
     when = timezone.localtime(entry.updated_at).strftime("%Y-%m-%d %H:%M:%S %Z") if entry.updated_at else "?"
-    who = entry.updated_by or "someone"
-    return (f"The draft of {entry.key} was changed by {who} at {when} after you opened it (revision "
-            f"{entry.revision}; yours was based on revision {expected}). Nothing was saved: reload it to see "
-            "their changes, then apply yours again.")
+    who = entry.updated_by or _("someone")
+    return _("The draft of %(key)s was changed by %(who)s at %(when)s after you opened it (revision %(revision)s; "
+             "yours was based on revision %(expected)s). Nothing was saved: reload it to see their changes, then "
+             "apply yours again.") % {"key": entry.key, "who": who, "when": when, "revision": entry.revision,
+                                       "expected": expected}
 
 
 def lock_draft(entry: VersionedEntry, *, expected_revision: int | None = None) -> VersionedEntry:

@@ -58,3 +58,14 @@ def second_publisher(db):
 def release_manager(db):
     """A publisher who also holds the emergency override of protected labels."""
     return grant(make_user("Publishers"), "registry.override_protected_labels")
+
+
+@pytest.fixture(autouse=True)
+def default_language():
+    """Each test starts in the default language: Django's LocaleMiddleware leaves the last request's
+    language active in the thread, and a test that asked for German must not make the next one German."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from webhooks.events import Event
 from webhooks.models import Webhook
@@ -10,10 +11,10 @@ from webhooks.models import Webhook
 
 class WebhookForm(forms.ModelForm):
     url = forms.URLField(max_length=2000, assume_scheme="https",
-                         help_text="https:// address that receives a POST per event. Not this server itself.")
+                         help_text=_("https:// address that receives a POST per event. Not this server itself."))
     events = forms.MultipleChoiceField(
         choices=Event.choices, widget=forms.CheckboxSelectMultiple,
-        error_messages={"required": "Choose at least one event to send."},
+        error_messages={"required": _("Choose at least one event to send.")},
     )
 
     class Meta:

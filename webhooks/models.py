@@ -7,6 +7,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
 
 from webhooks.events import Event
@@ -82,7 +83,7 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "webhook deliveries"
+        verbose_name_plural = _("webhook deliveries")
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_delivery_due")]
 
     def __str__(self) -> str:

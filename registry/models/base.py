@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
 from registry.signals import served_rows_bulk_created
@@ -68,15 +69,15 @@ class VersionedEntry(models.Model):
     tags = models.CharField(
         max_length=500,
         blank=True,
-        help_text="Comma-separated tags. Clients limited to some tags only see entries carrying one of them.",
+        help_text=_("Comma-separated tags. Clients limited to some tags only see entries carrying one of them."),
     )
     archived_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     revision = models.PositiveIntegerField(
         default=0, editable=False,
-        help_text="Draft revision, bumped by every save of the working copy: a save based on an older one is refused.")
-    updated_by = models.CharField(max_length=150, blank=True, editable=False, help_text="Who saved the draft last.")
+        help_text=_("Draft revision, bumped by every save of the working copy: a save based on an older one is refused."))
+    updated_by = models.CharField(max_length=150, blank=True, editable=False, help_text=_("Who saved the draft last."))
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
@@ -118,17 +119,17 @@ class EntryVersion(models.Model):
     """A published, frozen snapshot of an entry. Insert-only."""
 
     number = models.PositiveIntegerField()
-    snapshot = models.JSONField(help_text="Everything clients receive from this version; bytes by SHA-256.")
+    snapshot = models.JSONField(help_text=_("Everything clients receive from this version; bytes by SHA-256."))
     listing = models.JSONField(
         default=dict, editable=False,
-        help_text="What lists and completion need (registry/listing.py), so serving never loads message bodies.",
+        help_text=_("What lists and completion need (registry/listing.py), so serving never loads message bodies."),
     )
-    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the canonical snapshot.")
+    content_hash = models.CharField(max_length=64, help_text=_("SHA-256 of the canonical snapshot."))
     change_note = models.TextField()
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    author_name = models.CharField(max_length=150, help_text="Who published it, kept if the user is deleted.")
+    author_name = models.CharField(max_length=150, help_text=_("Who published it, kept if the user is deleted."))
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ImmutableQuerySet.as_manager()
@@ -154,7 +155,7 @@ class ReleaseLabel(models.Model):
 
     name = models.CharField(max_length=40, validators=[label_name_validator])
     protected = models.BooleanField(
-        default=False, help_text="Moving a protected label needs an approved review."
+        default=False, help_text=_("Moving a protected label needs an approved review.")
     )
     moved_at = models.DateTimeField(auto_now=True)
     moved_by = models.CharField(max_length=150, blank=True)
