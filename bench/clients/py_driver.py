@@ -3,12 +3,13 @@
 Run by run_matrix.py inside the client's own virtualenv (under /tmp), so it imports only what that
 client ships:
 
-    python py_driver.py --flavor mcp1|mcp2|fastmcp --url URL --generation 2025-11-25|2026-07-28
+    python py_driver.py --flavor mcp1|mcp2|fastmcp --url URL --generation 2025-11-25|2026-07-28|auto
 
 * ``mcp1``: the official Python SDK 1.x (``ClientSession`` over ``streamablehttp_client``); it
   speaks only handshake-era revisions, so it is run at 2025-11-25;
 * ``mcp2``: the SDK 2.x ``ClientSession`` over ``streamable_http_client``: ``initialize`` at
-  2025-11-25, or ``adopt`` of a synthesised discover result at 2026-07-28 (as ``Client(mode=...)``);
+  2025-11-25, ``server/discover`` at 2026-07-28, or ``auto`` (the SDK's probe with fallback, which
+  must pick 2026-07-28 here);
 * ``fastmcp``: ``fastmcp.Client(url, mode=...)``; it has no listen helper of its own, so the
   2026-07-28 listen goes through its SDK session (``mcp.client.subscriptions.listen``).
 
@@ -31,6 +32,7 @@ from typing import Any, Awaitable, Callable
 warnings.simplefilter("ignore")  # resources/subscribe is deprecated at 2026-07-28; it is called on purpose
 
 WATCHED = "test://watched-resource"
+MODERN = "2026-07-28"
 PROMPT = "test_prompt_with_arguments"
 TEMPLATE = "test://template/{id}/data"
 NOTIFY_WAIT = 10.0
@@ -82,10 +84,11 @@ def text_of(contents: Any) -> str:
 
 
 async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], complete: Callable[[], Awaitable[Any]],
+                     complete_template: Callable[[], Awaitable[Any]],
                      list_prompts: Callable[[], Awaitable[Any]] | None = None,
                      list_resources: Callable[[], Awaitable[Any]] | None = None,
                      list_templates: Callable[[], Awaitable[Any]] | None = None,
-                     get_prompt: Callable[[], Awaitable[Any]] | None = None) -> None:
+                     get_prompt: Callable[[], Awaitable[Any]] | None = None, modern: bool = False) -> None:
     """The seven request/response operations, on whatever object exposes them."""
     async def prompts_list() -> str:
         result = await (list_prompts or session.list_prompts)()
@@ -97,7 +100,12 @@ async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], com
         result = await (get_prompt or (lambda: session.get_prompt(PROMPT, {"arg1": "a1", "arg2": "b2"})))()
         text = result.messages[0].content.text
         assert "arg1='a1'" in text and "arg2='b2'" in text, text
-        return text
+        image = await session.get_prompt("test_prompt_with_image")
+        assert image.messages[0].content.type == "image" and image.messages[0].content.data, image.messages[0]
+        embedded = await session.get_prompt("test_prompt_with_embedded_resource",
+                                            {"resourceUri": "test://example-resource"})
+        assert embedded.messages[0].content.type == "resource", embedded.messages[0]
+        return "arguments, image, embedded resource"
 
     async def resources_list() -> str:
         result = await (list_resources or session.list_resources)()
@@ -110,7 +118,11 @@ async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], com
         assert text == "This is the content of the static text resource.", text
         template = text_of(await read("test://template/123/data"))
         assert "123" in template, template
-        return "static text + template 123"
+        blob = (await read("test://static-binary"))[0]
+        assert blob.blob and (getattr(blob, "mime_type", None) or blob.mimeType) == "image/png", blob
+        recent = await read("registry://changes/recent")
+        assert len(recent) == 2 and "changes" in recent[1].text, recent
+        return "text, template, blob, registry://changes/recent"
 
     async def templates_list() -> str:
         result = await (list_templates or session.list_resource_templates)()
@@ -120,9 +132,26 @@ async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], com
         return f"{len(found)} templates"
 
     async def completion() -> str:
-        result = await complete()
-        values = getattr(getattr(result, "completion", result), "values")
-        return f"values={values[:5]}"
+        result = await complete()  # the SDK's CompleteResult, or fastmcp's Completion
+        values = getattr(result, "completion", result).values
+        assert isinstance(values, list), values
+        result = await complete_template()
+        names = getattr(result, "completion", result).values
+        assert "test_simple_prompt" in names, names
+        return f"prompt arg + template variable ({names})"
+
+    async def errors() -> str:
+        not_found = -32602 if modern else -32002  # resource not found: -32002 until 2025-11-25, -32602 at 2026-07-28
+        codes = []
+        for call in (lambda: read("test://nonexistent"), lambda: session.get_prompt(PROMPT, {})):
+            try:
+                await call()
+                codes.append("no error")
+            except Exception as exc:  # noqa: BLE001 - the SDKs raise McpError/MCPError/ToolError...
+                error = getattr(exc, "error", None)
+                codes.append(getattr(error, "code", None) or getattr(exc, "code", None) or repr(exc)[:120])
+        assert codes == [not_found, -32602], codes
+        return f"unknown URI {not_found}, missing argument -32602"
 
     await step("prompts/list", prompts_list)
     await step("prompts/get", prompts_get)
@@ -130,6 +159,7 @@ async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], com
     await step("resources/read", resources_read)
     await step("resources/templates/list", templates_list)
     await step("completion", completion)
+    await step("errors", errors)
 
 
 async def run_mcp1(url: str, generation: str) -> None:
@@ -148,8 +178,10 @@ async def run_mcp1(url: str, generation: str) -> None:
             report("init", False, f"{type(exc).__name__}: {exc}")
             return
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
+        changelog = types.ResourceTemplateReference(type="ref/resource", uri="registry://prompts/{name}/changelog")
         await common_ops(session, read=lambda uri: _contents(session.read_resource(AnyUrl(uri))),
-                         complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}))
+                         complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}),
+                         complete_template=lambda: session.complete(changelog, {"name": "name", "value": "test_s"}))
 
         async def subscribe() -> str:
             await session.subscribe_resource(AnyUrl(WATCHED))
@@ -180,17 +212,26 @@ async def run_mcp2(url: str, generation: str) -> None:
                 init = await session.initialize()
                 version = init.protocol_version
                 report("init", version == generation, f"initialize -> {version}")
-            else:
-                discovered = await session.discover()
+            elif generation == "auto":  # what Client(mode="auto") does: probe, fall back to initialize
+                from mcp.client._probe import negotiate_auto
+
+                await negotiate_auto(session)
                 version = session.protocol_version
-                report("init", version == generation, f"server/discover -> {version} "
-                       f"(supported {discovered.supported_versions})")
+                report("init", version == "2026-07-28", f"auto -> {version}")
+                generation = version or generation
+            else:
+                await session.discover()
+                version = session.protocol_version
+                report("init", version == generation, f"server/discover -> {version}")
         except Exception as exc:  # noqa: BLE001
             report("init", False, f"{type(exc).__name__}: {exc}")
             return
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
+        changelog = types.ResourceTemplateReference(type="ref/resource", uri="registry://prompts/{name}/changelog")
         await common_ops(session, read=lambda uri: _contents(session.read_resource(uri)),
-                         complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}))
+                         complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}),
+                         complete_template=lambda: session.complete(changelog, {"name": "name", "value": "test_s"}),
+                         modern=generation == MODERN)
         await step("subscribe" if generation == "2025-11-25" else "listen",
                    lambda: _subscribe_or_listen(session, generation, notes, listen))
 
@@ -219,15 +260,19 @@ async def run_fastmcp(url: str, generation: str) -> None:
     try:
         await client.__aenter__()
         version = client.protocol_version
-        report("init", version == generation, f"mode={mode} -> {version}")
+        report("init", version == (MODERN if generation == "auto" else generation), f"mode={mode} -> {version}")
+        generation = version or generation
     except Exception as exc:  # noqa: BLE001
         report("init", False, f"{type(exc).__name__}: {exc}")
         return
     try:
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
+        changelog = types.ResourceTemplateReference(type="ref/resource", uri="registry://prompts/{name}/changelog")
         await common_ops(client, read=client.read_resource,
                          get_prompt=lambda: client.get_prompt(PROMPT, {"arg1": "a1", "arg2": "b2"}),
-                         complete=lambda: client.complete(ref, {"name": "arg1", "value": ""}))
+                         complete=lambda: client.complete(ref, {"name": "arg1", "value": ""}),
+                         complete_template=lambda: client.complete(changelog, {"name": "name", "value": "test_s"}),
+                         modern=generation == MODERN)
         await step("subscribe" if generation == "2025-11-25" else "listen",
                    lambda: _subscribe_or_listen(client.session, generation, notes, listen))
     finally:

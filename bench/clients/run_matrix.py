@@ -46,8 +46,9 @@ PY = sys.executable
 CACHE = Path(os.environ.get("CLIENT_MATRIX_CACHE", "/tmp/mcp-client-matrix"))
 FIXTURE = ROOT / "tests" / "fixtures" / "conformance.yaml"
 OPS = ["init", "prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list",
-       "completion", "subscribe/listen"]
+       "completion", "errors", "subscribe/listen"]
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
+AUTO = "auto"  # the client's own negotiation (probe server/discover, fall back to initialize): must pick MODERN
 OAUTH_USER, OAUTH_PASSWORD = "matrix-person", "matrix-password-not-secret"  # staff user who consents
 
 
@@ -69,14 +70,14 @@ CLIENTS = [
     Client("TypeScript SDK", "1.32", "ts-sdk-1.32", "npm", ["@modelcontextprotocol/sdk@1.32"], "ts", [LEGACY],
            "v1", note="1.x negotiates handshake revisions only (LATEST_PROTOCOL_VERSION 2025-11-25)"),
     Client("TypeScript SDK", "2.4", "ts-sdk-2.4", "npm", ["@modelcontextprotocol/client@2.4"], "ts",
-           [LEGACY, MODERN], "v2"),
-    Client("fastmcp (PyPI)", "4.2", "py-fastmcp-4.2", "pip", ["fastmcp==4.2.*"], "py", [LEGACY, MODERN], "fastmcp",
+           [LEGACY, MODERN, AUTO], "v2"),
+    Client("fastmcp (PyPI)", "4.2", "py-fastmcp-4.2", "pip", ["fastmcp==4.2.*"], "py", [LEGACY, MODERN, AUTO], "fastmcp",
            note="npm `fastmcp` has no 4.2 (4.1.0, 4.3.0); PyPI `fastmcp` 4.2.x is the Python client"),
     Client("Python SDK", "1.12", "py-mcp-1.12", "pip", ["mcp==1.12.*", "pydantic<2.12"], "py", ["2025-06-18"], "mcp1",
            note="1.12 speaks up to 2025-06-18; it does not import with pydantic 2.12+ (`eval_type_backport` "
                 "is gone), so pydantic is held below 2.12 as in its day"),
     Client("Python SDK", "1.30", "py-mcp-1.30", "pip", ["mcp==1.30.*"], "py", [LEGACY], "mcp1"),
-    Client("Python SDK (project pin)", "2.3", "project", "project", [], "py", [LEGACY, MODERN], "mcp2"),
+    Client("Python SDK (project pin)", "2.3", "project", "project", [], "py", [LEGACY, MODERN, AUTO], "mcp2"),
     Client("mcp-remote", "0.15", "mcp-remote-0.15", "npm", ["mcp-remote@0.15", "@modelcontextprotocol/sdk@1.32"],
            "mcp-remote", [LEGACY], note="stdio client: TypeScript SDK 1.32; mcp-remote forwards to /mcp"),
     Client("Inspector CLI", "0.21", "inspector-0.21", "npm", ["@modelcontextprotocol/inspector@0.21"], "inspector",
@@ -84,7 +85,7 @@ CLIENTS = [
     Client("Inspector CLI", "1.0", "inspector-1.0", "npm", ["@modelcontextprotocol/inspector@1.0"], "inspector",
            [LEGACY]),
     Client("Inspector CLI", "2.11", "inspector-2.11", "npm", ["@modelcontextprotocol/inspector@2.11"], "inspector",
-           [LEGACY, MODERN]),
+           [LEGACY, MODERN, AUTO]),
 ]
 
 
@@ -263,7 +264,7 @@ def run_inspector(client: Client, generation: str, server: Server) -> Row:
     base = inspector_command(client) + [server.url, "--transport", "http"]
     modern = client.version.startswith("2.")
     if modern:
-        base += ["--protocol-era", "modern" if generation == MODERN else "legacy"]
+        base += ["--protocol-era", {MODERN: "modern", AUTO: "auto"}.get(generation, "legacy")]
     cwd = CACHE / client.slug
     env = dict(os.environ, HOME=str(cwd / "home"))
     (cwd / "home").mkdir(exist_ok=True)
@@ -280,7 +281,7 @@ def run_inspector(client: Client, generation: str, server: Server) -> Row:
         code, out, err = run(base + ["--method", "initialize"], cwd=cwd, env=env, timeout=60)
         version = re.search(r'"protocolVersion":\s*"([^"]+)"', out)
         got = version.group(1) if version else None
-        row["init"] = ("pass" if got == generation else "FAIL",
+        row["init"] = ("pass" if got == (MODERN if generation == AUTO else generation) else "FAIL",
                        f"-> {got}" if got else f"exit {code}: {(err.strip() or out.strip())[-250:]}")
     call("prompts/list", ["--method", "prompts/list"], "test_prompt_with_arguments")
     call("prompts/get", ["--method", "prompts/get", "--prompt-name", "test_prompt_with_arguments",
@@ -288,6 +289,14 @@ def run_inspector(client: Client, generation: str, server: Server) -> Row:
     call("resources/list", ["--method", "resources/list"], "test://static-text")
     call("resources/read", ["--method", "resources/read", "--uri", "test://template/123/data"], "Data for ID: 123")
     call("resources/templates/list", ["--method", "resources/templates/list"], "test://template/{id}/data")
+    code, out, err = run(base + ["--method", "resources/read", "--uri", "test://nonexistent"], cwd=cwd, env=env,
+                         timeout=60)
+    # -32002 until 2025-11-25, -32602 at 2026-07-28; 2.11 prints the message without the code
+    expected = "-32602" if modern and generation != LEGACY else "-32002"
+    said = out + err
+    row["errors"] = (("pass", "") if code != 0 and (expected in said or "Resource not found: test://nonexistent" in said)
+                     else
+                     ("FAIL", f"unknown URI: exit {code}: {(err.strip() or out.strip())[-200:]}"))
     if not modern:
         row["init"] = ("pass" if row["prompts/list"][0] == "pass" else "FAIL", "initialize (implicit, each method)")
     # The --cli lists its methods; neither completion nor subscribe is one of them (2.11 builds them

@@ -3,7 +3,7 @@
 // run_matrix.py copies this file into the client's install folder under /tmp (ES modules resolve
 // packages next to the script) and runs:
 //
-//   node ts_driver.mjs --sdk v1|v2 --generation 2025-11-25|2026-07-28 (--url URL | --stdio '["cmd", "arg"]')
+//   node ts_driver.mjs --sdk v1|v2 --generation 2025-11-25|2026-07-28|auto (--url URL | --stdio '["cmd", "arg"]')
 //
 // * v1: @modelcontextprotocol/sdk 1.x (Client + StreamableHTTPClientTransport / StdioClientTransport);
 //   it negotiates handshake-era revisions only (its LATEST_PROTOCOL_VERSION is 2025-11-25);
@@ -18,7 +18,9 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, value, i, a
   (i % 2 === 0 ? [...pairs, [value.replace(/^--/, ""), all[i + 1]]] : pairs), []));
 const WATCHED = "test://watched-resource";
 const PROMPT = "test_prompt_with_arguments";
-const modern = args.generation === "2026-07-28";
+// "auto": versionNegotiation {mode: "auto"} (probe server/discover, fall back to initialize): must pick 2026-07-28.
+const auto = args.generation === "auto";
+let modern = args.generation === "2026-07-28";
 
 const report = (op, ok, detail = "") =>
   console.log(JSON.stringify({ op, ok, detail: String(detail ?? "").slice(0, 300) }));
@@ -66,6 +68,7 @@ async function connect() {
   const sdk = await import("@modelcontextprotocol/client");
   const options = { capabilities: {} };
   if (modern) options.versionNegotiation = { mode: { pin: "2026-07-28" } };
+  if (auto) options.versionNegotiation = { mode: "auto" };
   const client = new sdk.Client({ name: "matrix-ts-v2", version: "2" }, options);
   client.setNotificationHandler("notifications/resources/updated", onUpdated);
   await client.connect(new sdk.StreamableHTTPClientTransport(new URL(args.url)));
@@ -77,8 +80,9 @@ const ok = await step("init", async () => {
   const got = await connect();
   client = got.client;
   const version = got.version;
-  check(version === args.generation, { negotiated: version });
-  return `${modern ? "server/discover" : "initialize"} -> ${version}`;
+  check(version === (auto ? "2026-07-28" : args.generation), { negotiated: version });
+  modern = version === "2026-07-28";
+  return `${auto ? "auto" : modern ? "server/discover" : "initialize"} -> ${version}`;
 });
 if (ok) {
   await step("prompts/list", async () => {
@@ -90,7 +94,12 @@ if (ok) {
     const r = await client.getPrompt({ name: PROMPT, arguments: { arg1: "a1", arg2: "b2" } });
     const text = r.messages[0].content.text;
     check(text.includes("arg1='a1'") && text.includes("arg2='b2'"), text);
-    return text;
+    const image = await client.getPrompt({ name: "test_prompt_with_image" });
+    check(image.messages[0].content.type === "image" && image.messages[0].content.data, image.messages[0]);
+    const embedded = await client.getPrompt({ name: "test_prompt_with_embedded_resource",
+      arguments: { resourceUri: "test://example-resource" } });
+    check(embedded.messages[0].content.type === "resource", embedded.messages[0]);
+    return "arguments, image, embedded resource";
   });
   await step("resources/list", async () => {
     const r = await client.listResources();
@@ -102,7 +111,11 @@ if (ok) {
     check(r.contents[0].text === "This is the content of the static text resource.", r.contents[0]);
     const t = await client.readResource({ uri: "test://template/123/data" });
     check(t.contents[0].text.includes("123"), t.contents[0]);
-    return "static text + template 123";
+    const blob = await client.readResource({ uri: "test://static-binary" });
+    check(blob.contents[0].blob && blob.contents[0].mimeType === "image/png", blob.contents[0]);
+    const recent = await client.readResource({ uri: "registry://changes/recent" });
+    check(recent.contents.length === 2 && recent.contents[1].mimeType === "application/json", recent.contents);
+    return "text, template, blob, registry://changes/recent";
   });
   await step("resources/templates/list", async () => {
     const r = await client.listResourceTemplates();
@@ -112,7 +125,21 @@ if (ok) {
   await step("completion", async () => {
     const r = await client.complete({ ref: { type: "ref/prompt", name: PROMPT }, argument: { name: "arg1", value: "" } });
     check(Array.isArray(r.completion.values), r);
-    return `values=${JSON.stringify(r.completion.values.slice(0, 5))}`;
+    const names = await client.complete({ ref: { type: "ref/resource", uri: "registry://prompts/{name}/changelog" },
+      argument: { name: "name", value: "test_s" } });
+    check(names.completion.values.includes("test_simple_prompt"), names);
+    return `prompt arg + template variable (${JSON.stringify(names.completion.values)})`;
+  });
+  await step("errors", async () => {
+    const failure = async (call) => { try { await call(); } catch (e) { return e; } return { code: "no error" }; };
+    const unknown = await failure(() => client.readResource({ uri: "test://nonexistent" }));
+    const missing = await failure(() => client.getPrompt({ name: PROMPT, arguments: {} }));
+    const notFound = modern ? -32602 : -32002; // resource not found: -32002 until 2025-11-25, -32602 at 2026-07-28
+    // 2.x rebuilds a -32002 carrying data.uri as its ResourceNotFoundError, whose code is -32602
+    const normalised = args.sdk === "v2" && unknown.code === -32602 && unknown.data?.uri === "test://nonexistent";
+    check((unknown.code === notFound || normalised) && missing.code === -32602,
+      { unknown: unknown.code, missing: missing.code });
+    return `unknown URI ${notFound}${normalised && !modern ? " (shown by the SDK as -32602)" : ""}, missing argument -32602`;
   });
   if (modern) {
     await step("listen", async () => {
