@@ -26,8 +26,9 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 warnings.simplefilter("ignore")  # resources/subscribe is deprecated at 2026-07-28; it is called on purpose
 
@@ -72,8 +73,9 @@ class Notes:
 
 
 async def trigger() -> None:
-    proc = await asyncio.create_subprocess_shell(os.environ["TRIGGER"], stdout=asyncio.subprocess.DEVNULL,
-                                                 stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_shell(
+        os.environ["TRIGGER"], stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
     _out, err = await proc.communicate()
     if proc.returncode:
         raise RuntimeError(f"trigger failed: {err.decode()[-300:]}")
@@ -83,13 +85,20 @@ def text_of(contents: Any) -> str:
     return getattr(contents[0], "text", "") or ""
 
 
-async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], complete: Callable[[], Awaitable[Any]],
-                     complete_template: Callable[[], Awaitable[Any]],
-                     list_prompts: Callable[[], Awaitable[Any]] | None = None,
-                     list_resources: Callable[[], Awaitable[Any]] | None = None,
-                     list_templates: Callable[[], Awaitable[Any]] | None = None,
-                     get_prompt: Callable[[], Awaitable[Any]] | None = None, modern: bool = False) -> None:
+async def common_ops(
+    session: Any,
+    *,
+    read: Callable[[str], Awaitable[Any]],
+    complete: Callable[[], Awaitable[Any]],
+    complete_template: Callable[[], Awaitable[Any]],
+    list_prompts: Callable[[], Awaitable[Any]] | None = None,
+    list_resources: Callable[[], Awaitable[Any]] | None = None,
+    list_templates: Callable[[], Awaitable[Any]] | None = None,
+    get_prompt: Callable[[], Awaitable[Any]] | None = None,
+    modern: bool = False,
+) -> None:
     """The seven request/response operations, on whatever object exposes them."""
+
     async def prompts_list() -> str:
         result = await (list_prompts or session.list_prompts)()
         names = [p.name for p in getattr(result, "prompts", result)]
@@ -102,8 +111,9 @@ async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], com
         assert "arg1='a1'" in text and "arg2='b2'" in text, text
         image = await session.get_prompt("test_prompt_with_image")
         assert image.messages[0].content.type == "image" and image.messages[0].content.data, image.messages[0]
-        embedded = await session.get_prompt("test_prompt_with_embedded_resource",
-                                            {"resourceUri": "test://example-resource"})
+        embedded = await session.get_prompt(
+            "test_prompt_with_embedded_resource", {"resourceUri": "test://example-resource"}
+        )
         assert embedded.messages[0].content.type == "resource", embedded.messages[0]
         return "arguments, image, embedded resource"
 
@@ -141,7 +151,9 @@ async def common_ops(session: Any, *, read: Callable[[str], Awaitable[Any]], com
         return f"prompt arg + template variable ({names})"
 
     async def errors() -> str:
-        not_found = -32602 if modern else -32002  # resource not found: -32002 until 2025-11-25, -32602 at 2026-07-28
+        not_found = (
+            -32602 if modern else -32002
+        )  # resource not found: -32002 until 2025-11-25, -32602 at 2026-07-28
         codes = []
         for call in (lambda: read("test://nonexistent"), lambda: session.get_prompt(PROMPT, {})):
             try:
@@ -171,17 +183,24 @@ async def run_mcp1(url: str, generation: str) -> None:
     async with AsyncExitStack() as stack:
         try:
             read, write, _sid = await stack.enter_async_context(streamablehttp_client(url))
-            session = await stack.enter_async_context(ClientSession(read, write, message_handler=notes.handler))
+            session = await stack.enter_async_context(
+                ClientSession(read, write, message_handler=notes.handler)
+            )
             init = await session.initialize()
             report("init", init.protocolVersion == generation, f"initialize -> {init.protocolVersion}")
         except Exception as exc:  # noqa: BLE001
             report("init", False, f"{type(exc).__name__}: {exc}")
             return
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
-        changelog = types.ResourceTemplateReference(type="ref/resource", uri="registry://prompts/{name}/changelog")
-        await common_ops(session, read=lambda uri: _contents(session.read_resource(AnyUrl(uri))),
-                         complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}),
-                         complete_template=lambda: session.complete(changelog, {"name": "name", "value": "test_s"}))
+        changelog = types.ResourceTemplateReference(
+            type="ref/resource", uri="registry://prompts/{name}/changelog"
+        )
+        await common_ops(
+            session,
+            read=lambda uri: _contents(session.read_resource(AnyUrl(uri))),
+            complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}),
+            complete_template=lambda: session.complete(changelog, {"name": "name", "value": "test_s"}),
+        )
 
         async def subscribe() -> str:
             await session.subscribe_resource(AnyUrl(WATCHED))
@@ -206,8 +225,9 @@ async def run_mcp2(url: str, generation: str) -> None:
     async with AsyncExitStack() as stack:
         try:
             read, write = await stack.enter_async_context(streamable_http_client(url))
-            session = await stack.enter_async_context(ClientSession(read, write, message_handler=notes.handler,
-                                                                    read_timeout_seconds=20))
+            session = await stack.enter_async_context(
+                ClientSession(read, write, message_handler=notes.handler, read_timeout_seconds=20)
+            )
             if generation == "2025-11-25":
                 init = await session.initialize()
                 version = init.protocol_version
@@ -227,13 +247,20 @@ async def run_mcp2(url: str, generation: str) -> None:
             report("init", False, f"{type(exc).__name__}: {exc}")
             return
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
-        changelog = types.ResourceTemplateReference(type="ref/resource", uri="registry://prompts/{name}/changelog")
-        await common_ops(session, read=lambda uri: _contents(session.read_resource(uri)),
-                         complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}),
-                         complete_template=lambda: session.complete(changelog, {"name": "name", "value": "test_s"}),
-                         modern=generation == MODERN)
-        await step("subscribe" if generation == "2025-11-25" else "listen",
-                   lambda: _subscribe_or_listen(session, generation, notes, listen))
+        changelog = types.ResourceTemplateReference(
+            type="ref/resource", uri="registry://prompts/{name}/changelog"
+        )
+        await common_ops(
+            session,
+            read=lambda uri: _contents(session.read_resource(uri)),
+            complete=lambda: session.complete(ref, {"name": "arg1", "value": ""}),
+            complete_template=lambda: session.complete(changelog, {"name": "name", "value": "test_s"}),
+            modern=generation == MODERN,
+        )
+        await step(
+            "subscribe" if generation == "2025-11-25" else "listen",
+            lambda: _subscribe_or_listen(session, generation, notes, listen),
+        )
 
 
 async def _subscribe_or_listen(session: Any, generation: str, notes: Notes, listen: Any) -> str:
@@ -260,21 +287,30 @@ async def run_fastmcp(url: str, generation: str) -> None:
     try:
         await client.__aenter__()
         version = client.protocol_version
-        report("init", version == (MODERN if generation == "auto" else generation), f"mode={mode} -> {version}")
+        report(
+            "init", version == (MODERN if generation == "auto" else generation), f"mode={mode} -> {version}"
+        )
         generation = version or generation
     except Exception as exc:  # noqa: BLE001
         report("init", False, f"{type(exc).__name__}: {exc}")
         return
     try:
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
-        changelog = types.ResourceTemplateReference(type="ref/resource", uri="registry://prompts/{name}/changelog")
-        await common_ops(client, read=client.read_resource,
-                         get_prompt=lambda: client.get_prompt(PROMPT, {"arg1": "a1", "arg2": "b2"}),
-                         complete=lambda: client.complete(ref, {"name": "arg1", "value": ""}),
-                         complete_template=lambda: client.complete(changelog, {"name": "name", "value": "test_s"}),
-                         modern=generation == MODERN)
-        await step("subscribe" if generation == "2025-11-25" else "listen",
-                   lambda: _subscribe_or_listen(client.session, generation, notes, listen))
+        changelog = types.ResourceTemplateReference(
+            type="ref/resource", uri="registry://prompts/{name}/changelog"
+        )
+        await common_ops(
+            client,
+            read=client.read_resource,
+            get_prompt=lambda: client.get_prompt(PROMPT, {"arg1": "a1", "arg2": "b2"}),
+            complete=lambda: client.complete(ref, {"name": "arg1", "value": ""}),
+            complete_template=lambda: client.complete(changelog, {"name": "name", "value": "test_s"}),
+            modern=generation == MODERN,
+        )
+        await step(
+            "subscribe" if generation == "2025-11-25" else "listen",
+            lambda: _subscribe_or_listen(client.session, generation, notes, listen),
+        )
     finally:
         await client.__aexit__(None, None, None)
 

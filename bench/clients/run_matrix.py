@@ -45,10 +45,21 @@ ROOT = HERE.parents[1]
 PY = sys.executable
 CACHE = Path(os.environ.get("CLIENT_MATRIX_CACHE", "/tmp/mcp-client-matrix"))
 FIXTURE = ROOT / "tests" / "fixtures" / "conformance.yaml"
-OPS = ["init", "prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list",
-       "completion", "errors", "subscribe/listen"]
+OPS = [
+    "init",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion",
+    "errors",
+    "subscribe/listen",
+]
 LEGACY, MODERN = "2025-11-25", "2026-07-28"
-AUTO = "auto"  # the client's own negotiation (probe server/discover, fall back to initialize): must pick MODERN
+AUTO = (
+    "auto"  # the client's own negotiation (probe server/discover, fall back to initialize): must pick MODERN
+)
 OAUTH_USER, OAUTH_PASSWORD = "matrix-person", "matrix-password-not-secret"  # staff user who consents
 
 
@@ -67,29 +78,95 @@ class Client:
 
 
 CLIENTS = [
-    Client("TypeScript SDK", "1.32", "ts-sdk-1.32", "npm", ["@modelcontextprotocol/sdk@1.32"], "ts", [LEGACY],
-           "v1", note="1.x negotiates handshake revisions only (LATEST_PROTOCOL_VERSION 2025-11-25)"),
-    Client("TypeScript SDK", "2.4", "ts-sdk-2.4", "npm", ["@modelcontextprotocol/client@2.4"], "ts",
-           [LEGACY, MODERN, AUTO], "v2"),
-    Client("fastmcp (PyPI)", "4.2", "py-fastmcp-4.2", "pip", ["fastmcp==4.2.*"], "py", [LEGACY, MODERN, AUTO], "fastmcp",
-           note="npm `fastmcp` has no 4.2 (4.1.0, 4.3.0); PyPI `fastmcp` 4.2.x is the Python client"),
-    Client("Python SDK", "1.12", "py-mcp-1.12", "pip", ["mcp==1.12.*", "pydantic<2.12"], "py", ["2025-06-18"], "mcp1",
-           note="1.12 speaks up to 2025-06-18; it does not import with pydantic 2.12+ (`eval_type_backport` "
-                "is gone), so pydantic is held below 2.12 as in its day"),
+    Client(
+        "TypeScript SDK",
+        "1.32",
+        "ts-sdk-1.32",
+        "npm",
+        ["@modelcontextprotocol/sdk@1.32"],
+        "ts",
+        [LEGACY],
+        "v1",
+        note="1.x negotiates handshake revisions only (LATEST_PROTOCOL_VERSION 2025-11-25)",
+    ),
+    Client(
+        "TypeScript SDK",
+        "2.4",
+        "ts-sdk-2.4",
+        "npm",
+        ["@modelcontextprotocol/client@2.4"],
+        "ts",
+        [LEGACY, MODERN, AUTO],
+        "v2",
+    ),
+    Client(
+        "fastmcp (PyPI)",
+        "4.2",
+        "py-fastmcp-4.2",
+        "pip",
+        ["fastmcp==4.2.*"],
+        "py",
+        [LEGACY, MODERN, AUTO],
+        "fastmcp",
+        note="npm `fastmcp` has no 4.2 (4.1.0, 4.3.0); PyPI `fastmcp` 4.2.x is the Python client",
+    ),
+    Client(
+        "Python SDK",
+        "1.12",
+        "py-mcp-1.12",
+        "pip",
+        ["mcp==1.12.*", "pydantic<2.12"],
+        "py",
+        ["2025-06-18"],
+        "mcp1",
+        note="1.12 speaks up to 2025-06-18; it does not import with pydantic 2.12+ (`eval_type_backport` "
+        "is gone), so pydantic is held below 2.12 as in its day",
+    ),
     Client("Python SDK", "1.30", "py-mcp-1.30", "pip", ["mcp==1.30.*"], "py", [LEGACY], "mcp1"),
     Client("Python SDK (project pin)", "2.3", "project", "project", [], "py", [LEGACY, MODERN, AUTO], "mcp2"),
-    Client("mcp-remote", "0.15", "mcp-remote-0.15", "npm", ["mcp-remote@0.15", "@modelcontextprotocol/sdk@1.32"],
-           "mcp-remote", [LEGACY], note="stdio client: TypeScript SDK 1.32; mcp-remote forwards to /mcp"),
-    Client("Inspector CLI", "0.21", "inspector-0.21", "npm", ["@modelcontextprotocol/inspector@0.21"], "inspector",
-           [LEGACY]),
-    Client("Inspector CLI", "1.0", "inspector-1.0", "npm", ["@modelcontextprotocol/inspector@1.0"], "inspector",
-           [LEGACY]),
-    Client("Inspector CLI", "2.11", "inspector-2.11", "npm", ["@modelcontextprotocol/inspector@2.11"], "inspector",
-           [LEGACY, MODERN, AUTO]),
+    Client(
+        "mcp-remote",
+        "0.15",
+        "mcp-remote-0.15",
+        "npm",
+        ["mcp-remote@0.15", "@modelcontextprotocol/sdk@1.32"],
+        "mcp-remote",
+        [LEGACY, MODERN, AUTO],
+        note="a stdio proxy: the generation is the stdio host's (TypeScript SDK 1.32 for 2025-11-25, 2.4 for "
+        "2026-07-28 and auto); mcp-remote relays the JSON-RPC to /mcp over its own HTTP transport",
+    ),
+    Client(
+        "Inspector CLI",
+        "0.21",
+        "inspector-0.21",
+        "npm",
+        ["@modelcontextprotocol/inspector@0.21"],
+        "inspector",
+        [LEGACY],
+    ),
+    Client(
+        "Inspector CLI",
+        "1.0",
+        "inspector-1.0",
+        "npm",
+        ["@modelcontextprotocol/inspector@1.0"],
+        "inspector",
+        [LEGACY],
+    ),
+    Client(
+        "Inspector CLI",
+        "2.11",
+        "inspector-2.11",
+        "npm",
+        ["@modelcontextprotocol/inspector@2.11"],
+        "inspector",
+        [LEGACY, MODERN, AUTO],
+    ),
 ]
 
 
 # ----------------------------------------------------------------------------- installing
+
 
 def install(client: Client) -> None:
     """npm/pip install into CACHE/slug once; a marker file records success."""
@@ -101,30 +178,38 @@ def install(client: Client) -> None:
     if not marker.exists():
         folder.mkdir(parents=True, exist_ok=True)
         if client.kind == "npm":
-            (folder / "package.json").write_text('{"name": "matrix-probe", "version": "1.0.0", "type": "module", '
-                                                 '"private": true}')
+            (folder / "package.json").write_text(
+                '{"name": "matrix-probe", "version": "1.0.0", "type": "module", "private": true}'
+            )
             cmd = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", *client.packages]
         else:
             subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, capture_output=True)
             cmd = [str(folder / "bin" / "pip"), "install", "-q", *client.packages]
-        done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(cmd, check=False, cwd=folder, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise RuntimeError(f"installing {client.packages} failed: {done.stderr[-500:]}")
         marker.write_text(" ".join(client.packages))
     if client.kind == "npm":
         main = client.packages[0].rsplit("@", 1)[0]
-        client.installed = json.loads((folder / "node_modules" / main / "package.json").read_text())["version"]
+        client.installed = json.loads((folder / "node_modules" / main / "package.json").read_text())[
+            "version"
+        ]
     else:
         client.installed = _pip_version(str(folder / "bin" / "python"), client.packages[0].split("==")[0])
 
 
 def _pip_version(python: str, package: str) -> str:
-    out = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [python, "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     return out.stdout.strip() or "?"
 
 
 # ----------------------------------------------------------------------------- servers
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -150,29 +235,78 @@ class Server:
     def database(self) -> Path:
         return self.folder / f"{self.name}.sqlite3"
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self.port = free_port()
-        self.env = dict(os.environ, DATABASE_URL=f"sqlite:///{self.database}",
-                        MCP_ALLOW_ANONYMOUS="1" if self.anonymous else "0", DJANGO_DEBUG="0",
-                        ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_SETTINGS_MODULE="config.settings",
-                        DJANGO_SECRET_KEY=f"client-matrix-{time.time_ns()}-not-secret", PYTHONUNBUFFERED="1")
+        self.env = dict(
+            os.environ,
+            DATABASE_URL=f"sqlite:///{self.database}",
+            MCP_ALLOW_ANONYMOUS="1" if self.anonymous else "0",
+            DJANGO_DEBUG="0",
+            ALLOWED_HOSTS="127.0.0.1,localhost",
+            DJANGO_SETTINGS_MODULE="config.settings",
+            DJANGO_SECRET_KEY=f"client-matrix-{time.time_ns()}-not-secret",
+            PYTHONUNBUFFERED="1",
+        )
         self.env.pop("REDIS_URL", None)
-        for args in (["migrate", "--noinput"],
-                     ["registry_import", str(FIXTURE), "--publish", "--note", "conformance fixtures"]):
+        for args in (
+            ["migrate", "--noinput"],
+            ["registry_import", str(FIXTURE), "--publish", "--note", "conformance fixtures"],
+        ):
             subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=self.env, check=True, capture_output=True)
         if not self.anonymous:
             self.token = subprocess.run(
-                [PY, "manage.py", "shell", "-v", "0", "-c",
-                 "from registry.clients import create_client; print(create_client(name='matrix')[1])"],
-                cwd=ROOT, env=self.env, check=True, capture_output=True, text=True).stdout.split()[-1]
-            subprocess.run([PY, "manage.py", "shell", "-v", "0", "-c",
-                            "from django.contrib.auth.models import User; User.objects.create_user("
-                            f"{OAUTH_USER!r}, 'm@example.com', {OAUTH_PASSWORD!r}, is_staff=True)"],
-                           cwd=ROOT, env=self.env, check=True, capture_output=True)
+                [
+                    PY,
+                    "manage.py",
+                    "shell",
+                    "-v",
+                    "0",
+                    "-c",
+                    "from registry.clients import create_client; print(create_client(name='matrix')[1])",
+                ],
+                cwd=ROOT,
+                env=self.env,
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()[-1]
+            subprocess.run(
+                [
+                    PY,
+                    "manage.py",
+                    "shell",
+                    "-v",
+                    "0",
+                    "-c",
+                    (
+                        "from django.contrib.auth.models import User; User.objects.create_user("
+                        f"{OAUTH_USER!r}, 'm@example.com', {OAUTH_PASSWORD!r}, is_staff=True)"
+                    ),
+                ],
+                cwd=ROOT,
+                env=self.env,
+                check=True,
+                capture_output=True,
+            )
         log = open(self.folder / f"{self.name}.log", "wb")  # noqa: SIM115 - lives as long as the server
-        self.proc = subprocess.Popen([PY, "-m", "daphne", "-v", "1", "-b", "127.0.0.1", "-p", str(self.port),
-                                      "config.asgi:application"], cwd=ROOT, env=self.env, stdout=log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [
+                PY,
+                "-m",
+                "daphne",
+                "-v",
+                "1",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "config.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -188,8 +322,16 @@ class Server:
 
     def trigger(self) -> str:
         """The shell command that publishes a change of test://watched-resource on this server."""
-        env = " ".join(f"{k}={self.env[k]}" for k in ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "DJANGO_DEBUG",
-                                                       "DJANGO_SECRET_KEY", "ALLOWED_HOSTS"))
+        env = " ".join(
+            f"{k}={self.env[k]}"
+            for k in (
+                "DATABASE_URL",
+                "DJANGO_SETTINGS_MODULE",
+                "DJANGO_DEBUG",
+                "DJANGO_SECRET_KEY",
+                "ALLOWED_HOSTS",
+            )
+        )
         return f"cd {ROOT} && env {env} {PY} {HERE / 'touch_watched.py'}"
 
     def stop(self) -> None:
@@ -223,10 +365,15 @@ def parse_lines(text: str) -> Row:
 
 def run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float = 120) -> tuple[int, str, str]:
     try:
-        done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            cmd, check=False, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired as exc:
-        return -1, (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or ""), \
-            f"timed out after {timeout} s"
+        return (
+            -1,
+            (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or ""),
+            f"timed out after {timeout} s",
+        )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -245,8 +392,16 @@ def run_ts(client: Client, generation: str, server: Server, stdio: list[str] | N
 
 def run_py(client: Client, generation: str, server: Server) -> Row:
     python = PY if client.kind == "project" else str(CACHE / client.slug / "bin" / "python")
-    cmd = [python, str(HERE / "py_driver.py"), "--flavor", client.flavor, "--url", server.url,
-           "--generation", generation]
+    cmd = [
+        python,
+        str(HERE / "py_driver.py"),
+        "--flavor",
+        client.flavor,
+        "--url",
+        server.url,
+        "--generation",
+        generation,
+    ]
     code, out, err = run(cmd, cwd=Path(tempfile.gettempdir()), env=dict(os.environ, TRIGGER=server.trigger()))
     row = parse_lines(out)
     if not row:
@@ -281,24 +436,47 @@ def run_inspector(client: Client, generation: str, server: Server) -> Row:
         code, out, err = run(base + ["--method", "initialize"], cwd=cwd, env=env, timeout=60)
         version = re.search(r'"protocolVersion":\s*"([^"]+)"', out)
         got = version.group(1) if version else None
-        row["init"] = ("pass" if got == (MODERN if generation == AUTO else generation) else "FAIL",
-                       f"-> {got}" if got else f"exit {code}: {(err.strip() or out.strip())[-250:]}")
+        row["init"] = (
+            "pass" if got == (MODERN if generation == AUTO else generation) else "FAIL",
+            f"-> {got}" if got else f"exit {code}: {(err.strip() or out.strip())[-250:]}",
+        )
     call("prompts/list", ["--method", "prompts/list"], "test_prompt_with_arguments")
-    call("prompts/get", ["--method", "prompts/get", "--prompt-name", "test_prompt_with_arguments",
-                         "--prompt-args", "arg1=a1", "arg2=b2"], "arg1='a1'")
+    call(
+        "prompts/get",
+        [
+            "--method",
+            "prompts/get",
+            "--prompt-name",
+            "test_prompt_with_arguments",
+            "--prompt-args",
+            "arg1=a1",
+            "arg2=b2",
+        ],
+        "arg1='a1'",
+    )
     call("resources/list", ["--method", "resources/list"], "test://static-text")
-    call("resources/read", ["--method", "resources/read", "--uri", "test://template/123/data"], "Data for ID: 123")
+    call(
+        "resources/read",
+        ["--method", "resources/read", "--uri", "test://template/123/data"],
+        "Data for ID: 123",
+    )
     call("resources/templates/list", ["--method", "resources/templates/list"], "test://template/{id}/data")
-    code, out, err = run(base + ["--method", "resources/read", "--uri", "test://nonexistent"], cwd=cwd, env=env,
-                         timeout=60)
+    code, out, err = run(
+        base + ["--method", "resources/read", "--uri", "test://nonexistent"], cwd=cwd, env=env, timeout=60
+    )
     # -32002 until 2025-11-25, -32602 at 2026-07-28; 2.11 prints the message without the code
     expected = "-32602" if modern and generation != LEGACY else "-32002"
     said = out + err
-    row["errors"] = (("pass", "") if code != 0 and (expected in said or "Resource not found: test://nonexistent" in said)
-                     else
-                     ("FAIL", f"unknown URI: exit {code}: {(err.strip() or out.strip())[-200:]}"))
+    row["errors"] = (
+        ("pass", "")
+        if code != 0 and (expected in said or "Resource not found: test://nonexistent" in said)
+        else ("FAIL", f"unknown URI: exit {code}: {(err.strip() or out.strip())[-200:]}")
+    )
     if not modern:
-        row["init"] = ("pass" if row["prompts/list"][0] == "pass" else "FAIL", "initialize (implicit, each method)")
+        row["init"] = (
+            "pass" if row["prompts/list"][0] == "pass" else "FAIL",
+            "initialize (implicit, each method)",
+        )
     # The --cli lists its methods; neither completion nor subscribe is one of them (2.11 builds them
     # for its TUI/daemon only: "Unsupported method ... Supported --cli methods: initialize, tools/list, ...").
     row["completion"] = ("n/a", "--cli has no completion method")
@@ -334,6 +512,7 @@ def mcp_remote_proxy(client: Client, server: Server, header: bool) -> list[str]:
 def consent(server: Server, authorize_url: str) -> str:
     """What the person does in the browser: log in to the admin, press Allow on the consent page;
     returns the redirect (the client's callback URL with the code)."""
+
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any) -> None:
             return None
@@ -343,7 +522,9 @@ def consent(server: Server, authorize_url: str) -> str:
     base = f"http://127.0.0.1:{server.port}"
 
     def post(url: str, fields: dict[str, str]) -> Any:
-        request = urllib.request.Request(url, data=urllib.parse.urlencode(fields).encode(), headers={"Referer": url})
+        request = urllib.request.Request(
+            url, data=urllib.parse.urlencode(fields).encode(), headers={"Referer": url}
+        )
         try:
             return browser.open(request, timeout=20)
         except urllib.error.HTTPError as exc:  # the 302s (redirects are not followed)
@@ -351,11 +532,15 @@ def consent(server: Server, authorize_url: str) -> str:
 
     page = browser.open(f"{base}/admin/login/", timeout=20).read().decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    post(f"{base}/admin/login/", {"csrfmiddlewaretoken": token, "username": OAUTH_USER, "password": OAUTH_PASSWORD,
-                                  "next": "/admin/"})
+    post(
+        f"{base}/admin/login/",
+        {"csrfmiddlewaretoken": token, "username": OAUTH_USER, "password": OAUTH_PASSWORD, "next": "/admin/"},
+    )
     page = browser.open(authorize_url, timeout=20).read().decode()
-    fields = {name: html.unescape(value)
-              for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page)}
+    fields = {
+        name: html.unescape(value)
+        for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page)
+    }
     answer = post(authorize_url, {**fields, "allow": "Allow"})
     location = answer.headers.get("Location", "")
     if answer.status != 302 or "code=" not in location:
@@ -377,8 +562,15 @@ def run_mcp_remote_oauth(client: Client, server: Server) -> tuple[Row, str]:
     cmd = ["node", "ts_driver.mjs", "--sdk", "v1", "--generation", LEGACY, "--stdio", json.dumps(proxy)]
     env = dict(os.environ, TRIGGER=server.trigger(), MCP_REMOTE_CONFIG_DIR=str(state), BROWSER="true")
     before = server.log().count("\n")
-    proc = subprocess.Popen(cmd, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out, err = Collect(proc.stdout), Collect(proc.stderr)
     problems: list[str] = []
     try:
@@ -389,8 +581,11 @@ def run_mcp_remote_oauth(client: Client, server: Server) -> tuple[Row, str]:
         if url is None:
             problems.append(f"no authorization URL printed: {err.text.strip()[-200:]}")
         else:
-            problems += [f"authorize URL lacks {k}" for k in ("code_challenge_method=S256", "resource=")
-                         if k not in url.group(0)]
+            problems += [
+                f"authorize URL lacks {k}"
+                for k in ("code_challenge_method=S256", "resource=")
+                if k not in url.group(0)
+            ]
             try:
                 urllib.request.urlopen(consent(server, url.group(0)), timeout=20).read()
             except Exception as exc:  # noqa: BLE001
@@ -401,8 +596,12 @@ def run_mcp_remote_oauth(client: Client, server: Server) -> tuple[Row, str]:
     finally:
         if proc.poll() is None:
             proc.kill()
-    hits = [line for line in server.log().splitlines()[before:]
-            if re.search(r'"(GET|POST) /(\.well-known|register|oauth)', line) or ('"GET /mcp' in line and " 401 " in line)]
+    hits = [
+        line
+        for line in server.log().splitlines()[before:]
+        if re.search(r'"(GET|POST) /(\.well-known|register|oauth)', line)
+        or ('"GET /mcp' in line and " 401 " in line)
+    ]
     if not any(" 401 " in line for line in hits):
         problems.append("no 401 from /mcp")
     if not any("/register/" in line and " 201 " in line for line in hits):
@@ -419,6 +618,7 @@ def run_mcp_remote_oauth(client: Client, server: Server) -> tuple[Row, str]:
 
 
 # ----------------------------------------------------------------------------- table
+
 
 def cell(op: str, status: str, detail: str) -> str:
     if status == "pass" and op != "init":
@@ -468,13 +668,29 @@ def main() -> int:
                     row = run_py(client, generation, open_server)
                 elif client.driver == "inspector":
                     row = run_inspector(client, generation, open_server)
-                else:
-                    rows.append((f"{client.name} --header (protected)", shown, generation,
-                                 run_ts(client, generation, protected, mcp_remote_proxy(client, protected, True))))
+                elif generation == LEGACY:  # stdio client: the TypeScript SDK 1.32 installed beside it
+                    rows.append(
+                        (
+                            f"{client.name} --header (protected)",
+                            shown,
+                            generation,
+                            run_ts(client, generation, protected, mcp_remote_proxy(client, protected, True)),
+                        )
+                    )
                     oauth, oauth_detail = run_mcp_remote_oauth(client, protected)
                     rows.append((f"{client.name} no header (protected: OAuth)", shown, generation, oauth))
-                    row = run_ts(client, generation, open_server, mcp_remote_proxy(client, open_server, False))
+                    row = run_ts(
+                        client, generation, open_server, mcp_remote_proxy(client, open_server, False)
+                    )
                     rows.append((f"{client.name} (anonymous server)", shown, generation, row))
+                    continue
+                else:  # a 2026-capable host (TypeScript SDK 2.4 over stdio) launching mcp-remote --header
+                    host = next(c for c in CLIENTS if c.slug == "ts-sdk-2.4")
+                    install(host)
+                    row = run_ts(host, generation, protected, mcp_remote_proxy(client, protected, True))
+                    rows.append(
+                        (f"{client.name} --header (protected), host TS SDK 2.4", shown, generation, row)
+                    )
                     continue
                 rows.append((client.name, shown, generation, row))
                 print(json.dumps({k: v[0] for k, v in row.items()}), file=sys.stderr, flush=True)
@@ -488,8 +704,11 @@ def main() -> int:
     print(table(rows))
     if oauth_detail:
         print(f"\nmcp-remote without --header, requests seen by the server: {oauth_detail}")
-    notes = [f"- {c.name} {c.version}: {c.note}" for c in CLIENTS if c.note and (not args.only or args.only in
-                                                                                f"{c.name} {c.slug}")]
+    notes = [
+        f"- {c.name} {c.version}: {c.note}"
+        for c in CLIENTS
+        if c.note and (not args.only or args.only in f"{c.name} {c.slug}")
+    ]
     if notes:
         print("\n" + "\n".join(notes))
     failed = sum(1 for *_, row in rows for status, _ in row.values() if status == "FAIL")

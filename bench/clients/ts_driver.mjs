@@ -71,7 +71,16 @@ async function connect() {
   if (auto) options.versionNegotiation = { mode: "auto" };
   const client = new sdk.Client({ name: "matrix-ts-v2", version: "2" }, options);
   client.setNotificationHandler("notifications/resources/updated", onUpdated);
-  await client.connect(new sdk.StreamableHTTPClientTransport(new URL(args.url)));
+  let transport;
+  if (args.stdio) {
+    const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+    const [command, ...rest] = JSON.parse(args.stdio);
+    transport = new StdioClientTransport({ command, args: rest, env: process.env, stderr: "pipe" });
+    transport.stderr?.on("data", (d) => process.stderr.write(d));
+  } else {
+    transport = new sdk.StreamableHTTPClientTransport(new URL(args.url));
+  }
+  await client.connect(transport);
   return { client, version: client.getNegotiatedProtocolVersion() };
 }
 

@@ -33,10 +33,11 @@ import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import anyio
 import pytest
@@ -230,11 +231,10 @@ async def modern_client(url: str, inbox: Inbox, resources: list[str]) -> AsyncIt
     open ``subscriptions/listen`` for ``resources`` and prompt list changes, acknowledged."""
     from mcp import Client
 
-    async with Client(url, mode=MODERN, cache=None, read_timeout_seconds=WAIT,
-                      message_handler=inbox.handler) as client:
-        async with client.listen(resource_subscriptions=resources, prompts_list_changed=True) as subscription:
-            assert list(subscription.honored.resource_subscriptions or []) == resources
-            yield client
+    client = Client(url, mode=MODERN, cache=None, read_timeout_seconds=WAIT, message_handler=inbox.handler)
+    async with client, client.listen(resource_subscriptions=resources, prompts_list_changed=True) as subscription:
+        assert list(subscription.honored.resource_subscriptions or []) == resources
+        yield client
 
 
 def connect(generation: str, registry: Registry, inbox: Inbox, resources: list[str] = ()) -> Any:
