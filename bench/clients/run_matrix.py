@@ -414,15 +414,16 @@ def inspector_command(client: Client) -> list[str]:
     return [str(bin_dir / "mcp-inspector"), "--cli"]
 
 
-def run_inspector(client: Client, generation: str, server: Server) -> Row:
+def run_inspector(client: Client, generation: str, server: Server, env: dict[str, str] | None = None) -> Row:
     """One Inspector CLI process per method; the output is the result as JSON."""
     base = inspector_command(client) + [server.url, "--transport", "http"]
     modern = client.version.startswith("2.")
     if modern:
         base += ["--protocol-era", {MODERN: "modern", AUTO: "auto"}.get(generation, "legacy")]
     cwd = CACHE / client.slug
-    env = dict(os.environ, HOME=str(cwd / "home"))
-    (cwd / "home").mkdir(exist_ok=True)
+    if env is None:
+        env = dict(os.environ, HOME=str(cwd / "home"))
+        (cwd / "home").mkdir(exist_ok=True)
     row: Row = {}
 
     def call(op: str, extra: list[str], check: str) -> None:
@@ -548,6 +549,73 @@ def consent(server: Server, authorize_url: str) -> str:
     return location
 
 
+def run_inspector_oauth(client: Client, generation: str, server: Server) -> Row:
+    """Inspector CLI 2.x WITHOUT --header against the protected server: the first method runs the
+    OAuth flow (401, metadata, registration, consent scripted as for mcp-remote, callback); its
+    file secret store keeps the token, so the other methods reuse it."""
+    cwd = CACHE / client.slug
+    home = Path(tempfile.mkdtemp(prefix="inspector-home-"))
+    env = dict(
+        os.environ,
+        HOME=str(home),
+        BROWSER="true",
+        MCP_AUTO_OPEN_ENABLED="true",
+        MCP_INSPECTOR_SECRET_STORE="file",
+    )
+    era = {MODERN: "modern", AUTO: "auto"}.get(generation, "legacy")
+    callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
+    cmd = inspector_command(client) + [
+        server.url,
+        "--transport",
+        "http",
+        "--protocol-era",
+        era,
+        "--callback-url",
+        callback,
+        "--method",
+        "prompts/list",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out = Collect(proc.stdout)
+    problems: list[str] = []
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and proc.poll() is None and "/oauth/authorize/" not in out.text:
+            time.sleep(0.2)
+        url = re.search(r"https?://\S+/oauth/authorize/\S+", out.text)
+        if url is None:
+            problems.append(f"no authorization URL: {out.text.strip()[-200:]}")
+        else:
+            try:
+                urllib.request.urlopen(consent(server, url.group(0)), timeout=20).read()
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"consent/callback: {exc}")
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        problems.append("prompts/list did not finish in 60 s after the callback")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    if "test_prompt_with_arguments" not in out.text:
+        problems.append(f"prompts/list after OAuth: {out.text.strip()[-200:]}")
+    row = run_inspector(client, generation, server, env)
+    row["init"] = (
+        ("FAIL", "; ".join(problems))
+        if problems
+        else ("pass", "OAuth (401, metadata, registration, consent, PKCE S256), token reused by each method")
+    )
+    shutil.rmtree(home, ignore_errors=True)
+    return row
+
+
 def run_mcp_remote_oauth(client: Client, server: Server) -> tuple[Row, str]:
     """mcp-remote WITHOUT --header against the protected server: it must get the 401 with metadata,
     discover the authorization server, register itself and open the authorization URL; the runner
@@ -662,12 +730,22 @@ def main() -> int:
                 continue
             shown = f"{client.version} ({client.installed})"
             for generation in client.generations:
+                extra: list[tuple[str, str, str, Row]] = []
                 if client.driver == "ts":
                     row = run_ts(client, generation, open_server)
                 elif client.driver == "py":
                     row = run_py(client, generation, open_server)
                 elif client.driver == "inspector":
                     row = run_inspector(client, generation, open_server)
+                    if client.version.startswith("2.") and generation != AUTO:
+                        extra.append(
+                            (
+                                f"{client.name} no header (protected: OAuth)",
+                                shown,
+                                generation,
+                                run_inspector_oauth(client, generation, protected),
+                            )
+                        )
                 elif generation == LEGACY:  # stdio client: the TypeScript SDK 1.32 installed beside it
                     rows.append(
                         (
@@ -693,6 +771,7 @@ def main() -> int:
                     )
                     continue
                 rows.append((client.name, shown, generation, row))
+                rows.extend(extra)
                 print(json.dumps({k: v[0] for k, v in row.items()}), file=sys.stderr, flush=True)
     finally:
         for server in servers:
