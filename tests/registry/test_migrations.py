@@ -45,3 +45,26 @@ def test_existing_versions_and_pending_reviews_get_the_tags_they_were_served_wit
     assert version.content_hash == content_hash(version.snapshot)
     review.refresh_from_db()
     assert review.content_hash == content_hash(snapshot_of(prompt))  # still approvable as requested
+
+
+listed_uris = importlib.import_module("registry.migrations.0014_normalise_listed_uris")
+
+
+def test_resource_versions_published_before_normalisation_list_the_served_uri():
+    from registry.catalog import Viewer, load_catalog
+    from registry.models import ResourceVersion
+    from tests.factories import make_resource
+
+    version = services.publish(make_resource("docs://Upper/%7ea"), acting_user=None, note="v1")
+    listing = dict(version.listing, item={**version.listing["item"], "uri": "DOCS://Upper/%7ea"},
+                   content={**version.listing["content"], "uri": "DOCS://Upper/%7ea"})
+    with connection.cursor() as cursor:  # versions are insert-only in the ORM: rewind with plain SQL
+        cursor.execute(f"UPDATE {ResourceVersion._meta.db_table} SET listing = %s WHERE id = %s",
+                       [json.dumps(listing), version.pk])
+
+    historical = MigrationLoader(connection).project_state(("registry", "0014_normalise_listed_uris")).apps
+    listed_uris.forwards(historical, None)
+
+    served = next(r["uri"] for r in load_catalog("production").resources(Viewer()) if r["uri"].startswith("docs"))
+    listed = ResourceVersion.objects.get(pk=version.pk).listing
+    assert listed["item"]["uri"] == listed["content"]["uri"] == served
