@@ -8,10 +8,12 @@ the catalog code builds just those (`catalog.read_entries`), so the label fallba
 tags, rollouts and dynamic resources follow the catalog's own rules; meanwhile the whole
 catalog warms up in the background (registry/warmup.py).
 
-The order is the catalog's: the served version's listed name or URI (a draft may be renamed),
-compared by code point as Python's `sorted` does (SQLite's BINARY collation compares UTF-8
-bytes, the same order; PostgreSQL is told to use the "C" collation). Resource URIs are listed
-normalised (migration 0016 rewrote the listings of older versions).
+The order is the catalog's: the key the served version is listed under (a draft may be
+renamed), kept on each label row as `served_key` (indexed with the label name, so the first
+page reads about a page of rows), compared by code point as Python's `sorted` does (SQLite's
+BINARY collation compares UTF-8 bytes, the same order; PostgreSQL is told to use "C").
+Label rows without one (written around the model) make the page read the key from the
+version's listing instead.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet, TextField
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Collate
 
@@ -84,8 +86,11 @@ def _served(label: str, kind: str) -> QuerySet[Any]:
     if label != PRODUCTION:
         own = model.objects.filter(entry_id=OuterRef("entry_id"), name=label)  # type: ignore[attr-defined]
         rows = rows.filter(Q(name=label) | ~Exists(own))
-    listed, snapshot = _KEYS[kind]
-    return rows.annotate(sort_key=_code_point_order(Coalesce(_text(listed), _text(snapshot))))
+    if model.objects.filter(name__in=[label, PRODUCTION], served_key="").exists():  # type: ignore[attr-defined]
+        # Rows written around the model (raw SQL): read the key from the version, more slowly.
+        listed, snapshot = _KEYS[kind]
+        return rows.annotate(sort_key=_code_point_order(Coalesce(_text(listed), _text(snapshot))))
+    return rows.annotate(sort_key=_code_point_order(F("served_key")))
 
 
 def _text(path: tuple[str, ...]) -> Any:

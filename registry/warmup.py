@@ -29,8 +29,13 @@ _threads: set[threading.Thread] = set()
 
 
 def warm(label: str) -> Future[Catalog]:
-    """The build of `label`'s catalog under way, or (none, or it began before the latest change)
-    a new one started in a daemon thread."""
+    """`label`'s fresh catalog, the build of it under way, or (none, or it began before the
+    latest change) a new one started in a daemon thread."""
+    fresh = catalog.cached_catalog(label)
+    if fresh is not None:  # built meanwhile: nothing to do
+        done: Future[Catalog] = Future()
+        done.set_result(fresh)
+        return done
     with _lock:
         generation = changes.generation()
         asked, future = _running.get(label, (-1, None))

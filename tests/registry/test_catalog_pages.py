@@ -132,3 +132,49 @@ def test_resource_keys_follow_the_listed_uri(db):
     _fresh_db_path()
     part = catalog_pages.page_catalog("production", "resource", Viewer(), None, 5)
     assert [r["uri"] for r in part.resources(Viewer()) if r["uri"].startswith("docs:")] == ["docs://a", "docs://b"]
+
+
+def test_a_label_moved_back_to_a_version_of_another_name_is_paged_by_that_name(db):
+    for name in ("b-prompt", "d-prompt"):
+        publish(make_prompt(name))
+    moving = make_prompt("a-first-name")
+    publish(moving)
+    moving.name = "z-second-name"
+    moving.save()
+    publish(moving)
+    assert [p.name for p in _page_of("production")] == ["b-prompt", "d-prompt", "z-second-name"]
+    services.move_label(moving, label="production", version_number=1, acting_user=make_user(None),
+                        override_reason="test")
+    assert [p.name for p in _page_of("production")] == ["a-first-name", "b-prompt", "d-prompt"]
+
+
+def _page_of(label):
+    _fresh_db_path()
+    part = catalog_pages.page_catalog(label, "prompt", Viewer(label=label), None, 10)
+    listed = [part.prompt_items[p["name"]] for p in part.prompts(Viewer(label=label))]
+    assert [p.name for p in listed] == [p["name"] for p in load_catalog(label).prompts(Viewer(label=label))]
+    return listed
+
+
+def test_bulk_created_label_rows_are_paged_by_their_served_key(db):
+    from registry.models import PromptLabel, PromptVersion
+
+    versions = []
+    for name in ("c-bulk", "a-bulk", "b-bulk"):
+        publish(make_prompt(name))
+        versions.append(PromptVersion.objects.get(entry__name=name))
+    PromptLabel.objects.bulk_create([PromptLabel(entry=v.entry, version=v, name="canary") for v in versions])
+    assert sorted(PromptLabel.objects.filter(name="canary").values_list("served_key", flat=True)) == [
+        "a-bulk", "b-bulk", "c-bulk"]
+    assert [p.name for p in _page_of("canary")] == ["a-bulk", "b-bulk", "c-bulk"]
+
+
+def test_label_rows_without_a_served_key_are_paged_by_their_versions_listing(registry_mix):
+    from django.db import connection
+
+    from registry.models import PromptLabel
+
+    with connection.cursor() as cursor:  # as if written around the model
+        cursor.execute(f"UPDATE {PromptLabel._meta.db_table} SET served_key = ''")
+    viewer = Viewer(label="staging")
+    assert _db_pages("staging", "prompt", "prompts", viewer)[0] == load_catalog("staging").prompts(viewer)

@@ -68,3 +68,23 @@ def test_resource_versions_published_before_normalisation_list_the_served_uri():
     served = next(r["uri"] for r in load_catalog("production").resources(Viewer()) if r["uri"].startswith("docs"))
     listed = ResourceVersion.objects.get(pk=version.pk).listing
     assert listed["item"]["uri"] == listed["content"]["uri"] == served
+
+
+label_keys = importlib.import_module("registry.migrations.0015_label_served_key")
+
+
+def test_existing_label_rows_get_the_key_their_version_is_served_under():
+    from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel
+    from tests.factories import make_resource, make_template
+
+    for entry in (make_prompt("keyed"), make_resource("docs://keyed"), make_template("items://{id}")):
+        services.publish(entry, acting_user=None, note="v1")
+    models = (PromptLabel, ResourceLabel, ResourceTemplateLabel)
+    with connection.cursor() as cursor:  # as before the column existed
+        for model in models:
+            cursor.execute(f"UPDATE {model._meta.db_table} SET served_key = ''")
+
+    historical = MigrationLoader(connection).project_state(("registry", "0015_label_served_key")).apps
+    label_keys.forwards(historical, None)
+
+    assert [m.objects.get().served_key for m in models] == ["keyed", "docs://keyed", "items://{id}"]
