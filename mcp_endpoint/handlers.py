@@ -231,7 +231,8 @@ async def _page_catalog(label: str, kind: str, viewer: Any, after: str | None) -
     await _start_hub()
     catalog = await database_sync_to_async(source.page_catalog)(label, kind, viewer, after,
                                                                 mcp_settings.PAGE_SIZE + 1)
-    source.warm_catalog(label)
+    if getattr(catalog, "partial", False):
+        source.warm_catalog(label)
     return catalog
 
 

@@ -9,7 +9,8 @@ message bodies or documents and its size does not grow with them. What `prompts/
 (registry/content_cache.py): a hot entry costs no query, a cold one one read. On the event
 loop a cold read raises ContentNotLoaded so the caller repeats it in a worker thread. Any committed change
 (local or caught up from another process) bumps `changes.generation()`, which retires the
-cached catalog; the next request rebuilds it. The catalog for label L serves L's version of
+cached catalog; the next request rebuilds it (in the background, registry/warmup.py; list pages are
+read from the database meanwhile, registry/catalog_pages.py). The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
 
 Percentage rollouts (registry/rollouts.py): an item whose label runs a rollout carries it
