@@ -81,12 +81,12 @@ def first_visible(label: str, kind: str, viewer: Viewer, after: str | None, coun
 def _served(label: str, kind: str) -> QuerySet[Any]:
     """The label rows `label` serves of `kind`, one per unarchived entry (its own label row, else
     production's), annotated with the served key as `sort_key`."""
-    model = KINDS[kind].label_model
-    rows = model.objects.filter(name__in=[label, PRODUCTION], entry__archived_at__isnull=True)  # type: ignore[attr-defined]
+    labels: Any = KINDS[kind].label_model.objects
+    names = [label, PRODUCTION]
+    rows = labels.filter(name__in=names, entry__archived_at__isnull=True)
     if label != PRODUCTION:
-        own = model.objects.filter(entry_id=OuterRef("entry_id"), name=label)  # type: ignore[attr-defined]
-        rows = rows.filter(Q(name=label) | ~Exists(own))
-    if model.objects.filter(name__in=[label, PRODUCTION], served_key="").exists():  # type: ignore[attr-defined]
+        rows = rows.filter(Q(name=label) | ~Exists(labels.filter(entry_id=OuterRef("entry_id"), name=label)))
+    if labels.filter(name__in=names, served_key="").exists():
         # Rows written around the model (raw SQL): read the key from the version, more slowly.
         listed, snapshot = _KEYS[kind]
         return rows.annotate(sort_key=_code_point_order(Coalesce(_text(listed), _text(snapshot))))

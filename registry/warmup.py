@@ -44,7 +44,8 @@ def warm(label: str) -> Future[Catalog]:
         future = Future()
         future.set_running_or_notify_cancel()  # a waiter that goes away cannot cancel the build
         _running[label] = (generation, future)
-        thread = threading.Thread(target=_build, args=(label, future), name=f"catalog-warmup:{label}", daemon=True)
+        thread = threading.Thread(target=_build, args=(label, future), name=f"catalog-warmup:{label}",
+                                  daemon=True)
         _threads.add(thread)
     thread.start()
     return future
