@@ -55,6 +55,10 @@ class RegistrySource:
         """Sync, queries: a catalog answering one list page (the whole one if fresh by now)."""
         return catalog_pages.page_catalog(label, kind, viewer, after, count)
 
+    def entry_catalog(self, label: str, kind: str, key: str, viewer: Any) -> Any:
+        """Sync, queries: a catalog answering a get/read of one entry, or None (use the whole one)."""
+        return catalog_pages.entry_catalog(label, kind, key, viewer)
+
     def record_fetch(self, served: Any, viewer: Any) -> None:
         fetches.record_fetch(served, viewer)
 
@@ -236,6 +240,22 @@ async def _page_catalog(label: str, kind: str, viewer: Any, after: str | None) -
     return catalog
 
 
+async def _entry_catalog(ctx: RequestContext, kind: str, key: str) -> Any:
+    """On a miss, a get or read of one entry need not wait for the whole catalog either, when
+    that entry alone answers it (registry/catalog_pages.py); the catalog's build starts then."""
+    label = ctx.identity.label
+    catalog = source.cached_catalog(label)
+    if catalog is not None:
+        return catalog
+    await _start_hub()
+    catalog = await database_sync_to_async(source.entry_catalog)(label, kind, key, ctx.identity.viewer)
+    if catalog is None:
+        return await get_catalog(label)
+    if getattr(catalog, "partial", False):
+        source.warm_catalog(label)
+    return catalog
+
+
 async def _content_call(method: Any, *args: Any) -> Any:
     """Run a catalog read; content not in memory yet is loaded in a worker thread (one read)."""
     try:
@@ -331,7 +351,7 @@ async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     the -32602 error that names the missing arguments."""
     name = _str_param(params, "name")
     arguments = _string_map(params.get("arguments"), "params.arguments")
-    catalog = await get_catalog(ctx.identity.label)
+    catalog = await _entry_catalog(ctx, "prompt", name)
     viewer = ctx.identity.viewer
     declined = False
     if ctx.modern and params.get("inputResponses") is not None:
@@ -388,7 +408,7 @@ def _ask_for_arguments(ctx: RequestContext, item: Any, all_specs: Any, missing: 
 
 async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any] | RawJSON:
     uri = _str_param(params, "uri")
-    catalog = await get_catalog(ctx.identity.label)
+    catalog = await _entry_catalog(ctx, "resource", uri)
     private, variant = _personalisation(catalog, ctx.identity.viewer)
     cache_key = ("resources/read", ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, uri)
     hit = _results.get(cache_key, catalog.generation)

@@ -29,6 +29,7 @@ from registry import catalog, dynamic
 from registry.catalog import Catalog, Viewer
 from registry.kinds import KINDS
 from registry.models import PRODUCTION
+from registry.uris import lookup_uri
 
 try:
     from orjson import loads as _loads
@@ -55,6 +56,32 @@ def page_catalog(label: str, kind: str, viewer: Viewer, after: str | None, count
     if kind == "resource":  # a stored resource of a dynamic resource's URI hides the dynamic one
         ids += _ids_of(_served(label, kind).filter(sort_key__in=[p.uri for p in dynamic.fixed()]))
     return catalog.read_entries(label, {kind: ids})
+
+
+def entry_catalog(label: str, kind: str, key: str, viewer: Viewer) -> Catalog | None:
+    """For `prompts/get` and `resources/read` (kind prompt, resource) while no catalog is fresh:
+    a catalog holding just the entry served under `key`, if that alone answers the request (it
+    exists, `viewer` sees it, and it is not a prompt whose arguments name resources, which asks
+    about every resource); else None: wait for the whole catalog. The whole one if fresh."""
+    fresh = catalog.cached_catalog(label)
+    if fresh is not None:
+        return fresh
+    if kind == "resource":
+        try:
+            key = lookup_uri(key)
+        except Exception:  # not a URI: the whole catalog gives the error
+            return None
+    ids = _ids_of(_served(label, kind).filter(sort_key=key))
+    if not ids:
+        return None
+    part = catalog.read_entries(label, {kind: ids})
+    item = (part.prompt_items if kind == "prompt" else part.resource_items).get(key)
+    if item is None or not viewer.sees(item.tags):
+        return None
+    served = (item, item.rollout.candidate) if item.rollout is not None else (item,)
+    if kind == "prompt" and any(i.resource_arguments for i in served):
+        return None
+    return part
 
 
 def first_visible(label: str, kind: str, viewer: Viewer, after: str | None, count: int) -> list[int]:

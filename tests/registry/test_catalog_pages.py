@@ -178,3 +178,35 @@ def test_label_rows_without_a_served_key_are_paged_by_their_versions_listing(reg
         cursor.execute(f"UPDATE {PromptLabel._meta.db_table} SET served_key = ''")
     viewer = Viewer(label="staging")
     assert _db_pages("staging", "prompt", "prompts", viewer)[0] == load_catalog("staging").prompts(viewer)
+
+
+@pytest.mark.parametrize("viewer", VIEWERS, ids=lambda v: f"{v.label}-{sorted(v.scope_tags)}-{v.client_name}")
+def test_a_single_entry_catalog_renders_and_reads_what_the_catalog_does(registry_mix, viewer):
+    whole = load_catalog(viewer.label)
+    answered = 0
+    for name in [*whole.prompt_items, "no-such-prompt"]:
+        _fresh_db_path()
+        part = catalog_pages.entry_catalog(viewer.label, "prompt", name, viewer)
+        if part is None:  # the whole catalog answers: unknown, invisible, or asks about other entries
+            continue
+        assert part.partial and whole.personalised(viewer) == part.personalised(viewer)
+        assert part.get_prompt(viewer, name, {"topic": "owls"}) == whole.get_prompt(viewer, name, {"topic": "owls"})
+        answered += 1
+    for uri in [*whole.resource_items, "DOCS://r-1", "t://7"]:
+        _fresh_db_path()
+        part = catalog_pages.entry_catalog(viewer.label, "resource", uri, viewer)
+        if part is None:
+            continue
+        assert part.read_resource(viewer, uri) == whole.read_resource(viewer, uri)
+        answered += 1
+    listed_resources = [r["uri"] for r in whole.resources(viewer) if r["uri"] in whole.resource_items]
+    assert answered == len(whole.prompts(viewer)) + len(listed_resources) + ("docs://r-1" in listed_resources)
+
+
+def test_a_single_entry_catalog_is_not_used_for_what_it_cannot_answer(registry_mix):
+    hidden = Viewer(scope_tags=frozenset({"ops"}))
+    assert catalog_pages.entry_catalog("production", "prompt", "g-billing", hidden) is None  # not visible
+    assert catalog_pages.entry_catalog("production", "prompt", "zz-draft-name", Viewer()) is None  # not served
+    assert catalog_pages.entry_catalog("production", "resource", "t://7", Viewer()) is None  # a template's
+    assert catalog_pages.entry_catalog("production", "resource", "not a uri", Viewer()) is None
+    assert catalog_pages.entry_catalog("production", "prompt", "a-one", Viewer()).partial
