@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from registry import changes, content_cache, fetches
+from registry import changes, content_cache, fetches, warmup
 from tests.factories import grant, make_user
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    """A catalog still warming up in the background (registry/warmup.py) finishes before the
+    test's fixtures, its database among them, are torn down."""
+    warmup.join()
 
 
 @pytest.fixture(autouse=True)

@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
 from registry.signals import served_rows_bulk_created
+from registry.uris import lookup_uri, normalize_uri_template
 
 PRODUCTION = "production"
 STAGING = "staging"
@@ -61,6 +62,13 @@ class EntryQuerySet(ServedQuerySet):
 
 class LabelQuerySet(ServedQuerySet):
     served_fields = frozenset({"entry", "version", "name"})
+
+    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+        objs = list(objs)
+        for label in objs:  # save() is not called: give each row its served key here
+            if not label.served_key:
+                label.served_key = served_key_of(label.version.listing, label.version.snapshot)
+        return super().bulk_create(objs, *args, **kwargs)
 
 
 class VersionedEntry(models.Model):
@@ -150,6 +158,19 @@ class EntryVersion(models.Model):
         raise ImmutableVersionError(f"{self} is published and cannot be deleted.")
 
 
+def served_key_of(listing: dict | None, snapshot: dict | None) -> str:
+    """The key a version is served under, as the catalog has it: its listed URI template, URI
+    (both normalised) or name; from the snapshot for versions written without a listing."""
+    for source in ((listing or {}).get("item") or {}, snapshot or {}):
+        if source.get("uriTemplate"):
+            return normalize_uri_template(source["uriTemplate"])
+        if source.get("uri"):
+            return lookup_uri(source["uri"])
+        if source.get("name"):
+            return source["name"]
+    return ""
+
+
 class ReleaseLabel(models.Model):
     """A named pointer ('production', 'staging', custom) from an entry to one of its versions."""
 
@@ -159,12 +180,26 @@ class ReleaseLabel(models.Model):
     )
     moved_at = models.DateTimeField(auto_now=True)
     moved_by = models.CharField(max_length=150, blank=True)
+    served_key = models.CharField(
+        max_length=2048, blank=True, default="", editable=False,
+        help_text="The served version's name or URI (served_key_of), kept on the label row so list "
+                  "pages can be read from the database in key order by an index (registry/catalog_pages.py).",
+    )
 
     objects = LabelQuerySet.as_manager()
 
     class Meta:
         abstract = True
         ordering = ["name"]
+        indexes = [models.Index(fields=["name", "served_key"], name="%(class)s_by_key")]
+
+    def save(self, *args, **kwargs) -> None:
+        fields = kwargs.get("update_fields")
+        if fields is None or {"version", "version_id"} & set(fields):
+            self.served_key = served_key_of(self.version.listing, self.version.snapshot)  # type: ignore[attr-defined]
+            if fields is not None:
+                kwargs["update_fields"] = [*fields, "served_key"]
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.name} → v{self.version.number}"  # type: ignore[attr-defined]
