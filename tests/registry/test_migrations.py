@@ -47,7 +47,7 @@ def test_existing_versions_and_pending_reviews_get_the_tags_they_were_served_wit
     assert review.content_hash == content_hash(snapshot_of(prompt))  # still approvable as requested
 
 
-listed_uris = importlib.import_module("registry.migrations.0014_normalise_listed_uris")
+listed_uris = importlib.import_module("registry.migrations.0016_normalise_listed_uris")
 
 
 def test_resource_versions_published_before_normalisation_list_the_served_uri():
@@ -62,7 +62,7 @@ def test_resource_versions_published_before_normalisation_list_the_served_uri():
         cursor.execute(f"UPDATE {ResourceVersion._meta.db_table} SET listing = %s WHERE id = %s",
                        [json.dumps(listing), version.pk])
 
-    historical = MigrationLoader(connection).project_state(("registry", "0014_normalise_listed_uris")).apps
+    historical = MigrationLoader(connection).project_state(("registry", "0016_normalise_listed_uris")).apps
     listed_uris.forwards(historical, None)
 
     served = next(r["uri"] for r in load_catalog("production").resources(Viewer()) if r["uri"].startswith("docs"))
@@ -70,7 +70,7 @@ def test_resource_versions_published_before_normalisation_list_the_served_uri():
     assert listed["item"]["uri"] == listed["content"]["uri"] == served
 
 
-label_keys = importlib.import_module("registry.migrations.0015_label_served_key")
+label_keys = importlib.import_module("registry.migrations.0017_label_served_key")
 
 
 def test_existing_label_rows_get_the_key_their_version_is_served_under():
@@ -84,7 +84,7 @@ def test_existing_label_rows_get_the_key_their_version_is_served_under():
         for model in models:
             cursor.execute(f"UPDATE {model._meta.db_table} SET served_key = ''")
 
-    historical = MigrationLoader(connection).project_state(("registry", "0015_label_served_key")).apps
+    historical = MigrationLoader(connection).project_state(("registry", "0017_label_served_key")).apps
     label_keys.forwards(historical, None)
 
     assert [m.objects.get().served_key for m in models] == ["keyed", "docs://keyed", "items://{id}"]

@@ -31,6 +31,6 @@ def forwards(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("registry", "0013_drop_inline_bytes")]
+    dependencies = [("registry", "0015_translatable_model_names")]
 
     operations = [migrations.RunPython(forwards, migrations.RunPython.noop)]

@@ -22,7 +22,7 @@ def forwards(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('registry', '0014_normalise_listed_uris'),
+        ('registry', '0016_normalise_listed_uris'),
     ]
 
     operations = [
