@@ -921,8 +921,15 @@ def entry_document(kind: str, data: Mapping[str, Any], *, labels: list[str] | No
 
 
 class _Dumper(yaml.SafeDumper):
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)  # indent list items under their key, as people write them
+    """The pure-Python writer."""
+
+
+# libyaml's writer (when PyYAML was built with it): about seven times faster. Both writers lay a
+# document out alike (list items at their key's indentation), except that libyaml escapes some
+# characters the Python one prints (astral-plane characters such as emoji become \U0001F600).
+FAST_DUMPER: type | None = getattr(yaml, "CSafeDumper", None)
+# Characters both writers print the same way; an entry with any other is written by the Python one.
+_FAST_UNSAFE = re.compile("[^\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd]")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -936,17 +943,60 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
     return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=bool(value) and short)
 
 
-_Dumper.add_representer(str, _represent_str)
-_Dumper.add_representer(list, _represent_list)
+_WRITERS: list[type] = [_Dumper]
+if FAST_DUMPER is not None:
+    class _FastDumper(FAST_DUMPER):  # type: ignore[misc, valid-type]
+        """libyaml's writer with the same representers."""
+
+    _WRITERS.append(_FastDumper)
+for _writer in _WRITERS:
+    _writer.add_representer(str, _represent_str)
+    _writer.add_representer(list, _represent_list)
+
+
+def _dump(data: Any, dumper: type) -> str:
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False)
+
+
+def _fast_safe(value: Any) -> bool:
+    """Whether libyaml writes `value` exactly as the pure-Python writer does."""
+    if isinstance(value, str):
+        return _FAST_UNSAFE.search(value) is None
+    if isinstance(value, dict):
+        return all(_fast_safe(k) and _fast_safe(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_fast_safe(v) for v in value)
+    return True
+
 
 def dump_document(document: Mapping[str, list[dict[str, Any]]], header: str = "") -> str:
     """The document as YAML; loading the result gives back exactly `document`.
 
-    Written by the pure-Python writer, which indents list items under their key as people write
-    them (libyaml's writer is faster but would change every exported file's layout).
+    The text is the pure-Python writer's whichever writer runs: libyaml's (if PyYAML has it)
+    writes each run of entries in one go, and an entry holding a character it would escape
+    (an emoji) is written by the Python writer. A block list in a block mapping starts at its
+    key's indentation, so a section is its key line followed by its list written on its own.
     """
     if not document:
         return header
-    body = yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
-                     default_flow_style=False)
-    return header + body
+    fast = _WRITERS[-1] if FAST_DUMPER is not None else None
+    if fast is None:
+        return header + _dump(dict(document), _Dumper)
+    parts = [header]
+    for section, items in document.items():
+        if not items or section not in SECTIONS:  # only the format's own plain keys are written by hand
+            parts.append(_dump({section: items}, _Dumper))
+            continue
+        parts.append(f"{section}:\n")
+        run: list[Any] = []
+        for item in items:
+            if _fast_safe(item):
+                run.append(item)
+                continue
+            if run:
+                parts.append(_dump(run, fast))
+                run = []
+            parts.append(_dump([item], _Dumper))
+        if run:
+            parts.append(_dump(run, fast))
+    return "".join(parts)

@@ -319,3 +319,50 @@ resources:
   - {uri: docs://long, name: long, text: "twelve bytes"}
 """)
     assert any("text: the content is 12 bytes; the limit is 10 bytes." in p for p in found)
+
+
+# ------------------------------------------------------------------ writing
+def _writer_document() -> dict:
+    def prompt(i: int, text: str) -> dict:
+        return entry_document("prompt", {
+            "name": f"p{i:03d}", "title": "", "description": "Long words " * 20 + f"number {i}", "tags": ["a", "b"],
+            "arguments": [{"name": "x", "title": "", "description": "", "required": False, "default": "d",
+                           "suggestions": ["one", "two"] * 30}],
+            "messages": [{"role": "user", "kind": "text", "text": text}],
+        }, labels=["production"], released={"production": 1})
+    plain = [prompt(i, f"  leading spaces {{{{ x }}}}\n- not a list\nkey: |\ntrailing  \n\n{i}") for i in range(40)]
+    odd = [prompt(40, "emoji 😀 and a tab\tand é"), prompt(41, "a carriage return\r\nand \x85 and \x07")]
+    resources = [entry_document("resource", {"uri": "docs://r", "name": "r", "title": "", "description": "",
+                                             "mime_type": "text/plain", "tags": [], "audience": "user,assistant",
+                                             "priority": 0.5, "text": "yes: no\n", "data": None})]
+    return {"prompts": plain[:20] + odd + plain[20:], "resources": resources}
+
+
+def test_libyaml_writes_exactly_the_text_the_python_writer_writes(monkeypatch):
+    from registry import portable
+
+    if portable.FAST_DUMPER is None:
+        pytest.skip("PyYAML was built without libyaml")
+    document = _writer_document()
+    fast = dump_document(document, header="# header\n")
+    monkeypatch.setattr(portable, "FAST_DUMPER", None)
+    assert fast == dump_document(document, header="# header\n")
+    assert fast.startswith("# header\nprompts:\n- name: p000\n")
+    assert portable.yaml.safe_load(fast) == document
+
+
+def test_export_writes_runs_of_entries_with_libyaml_and_only_escaping_ones_one_by_one(monkeypatch):
+    from registry import portable
+
+    if portable.FAST_DUMPER is None:
+        pytest.skip("PyYAML was built without libyaml")
+    calls: list[tuple[str, int]] = []
+    real = portable._dump
+
+    def spy(data, dumper):
+        calls.append(("python" if dumper is portable._Dumper else "libyaml", len(data)))
+        return real(data, dumper)
+
+    monkeypatch.setattr(portable, "_dump", spy)
+    dump_document(_writer_document())
+    assert calls == [("libyaml", 20), ("python", 1), ("python", 1), ("libyaml", 20), ("libyaml", 1)]
