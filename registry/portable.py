@@ -943,10 +943,29 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
     return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=bool(value) and short)
 
 
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _WRITERS: list[type] = [_Dumper]
 if FAST_DUMPER is not None:
     class _FastDumper(FAST_DUMPER):  # type: ignore[misc, valid-type]
-        """libyaml's writer with the same representers."""
+        """libyaml's writer with the same representers, the common types turned into nodes directly.
+
+        Strings, lists and mappings make the nodes `_represent_str`, `_represent_list` and
+        SafeRepresenter (with default_flow_style=False) make, without the per-object
+        representer lookup and alias bookkeeping (the format has no aliases: import refuses them).
+        """
+
+        def represent_data(self, data: Any) -> yaml.Node:
+            kind = type(data)
+            if kind is str:
+                return yaml.ScalarNode(_STR, data, style="|" if "\n" in data else None)
+            if kind is dict:
+                return yaml.MappingNode(_MAP, [(self.represent_data(k), self.represent_data(v))
+                                               for k, v in data.items()], flow_style=False)
+            if kind is list:
+                short = all(type(v) is str and "\n" not in v for v in data) and sum(len(v) + 2 for v in data) < 70
+                return yaml.SequenceNode(_SEQ, [self.represent_data(v) for v in data],
+                                         flow_style=bool(data) and short)
+            return super().represent_data(data)
 
     _WRITERS.append(_FastDumper)
 for _writer in _WRITERS:
