@@ -8,10 +8,10 @@ rows, change-log rows, webhook outbox rows) and written in a few statements per 
 change-log row per entry and label, no "database" audit row, and one announcement per
 transaction after commit (registry.changes).
 
-It takes only the common case, where the result is the per-entry services' by construction: an
-existing entry whose labels move without a review or rollout to settle, whose protected labels
-the acting user may override (the operator at the command line may), published by someone who
-may publish. Anything else (a new entry, a pending review or a running rollout on the entry, a
+It takes only the common case, where the result is the per-entry services' by construction: a
+new entry, or an existing one whose labels move without a review or rollout to settle, whose
+protected labels the acting user may override (the operator at the command line may), published
+by someone who may publish. Anything else (a pending review or a running rollout on the entry, a
 label needing an approval, an editor publishing) goes through the services one entry at a
 time, so their checks, errors and audit rows stay exactly theirs. tests/registry/test_bulk_import.py
 compares the rows both paths write.
@@ -165,21 +165,28 @@ class BulkWriter:
                     self.spec.label_model.objects.filter(entry_id__in=chunk)  # type: ignore[attr-defined]
                     .values_list("entry_id", "pk", "name", "protected", "version_id", "version__number")):
                 self.labels.setdefault(entry_id, {})[name] = _Label(pk, name, protected, version_id, number)
-        may_override = (bool((self.override_reason or "").strip() or self.acting_user is None)
-                        and services.can_override(self.acting_user))
-        protected_names = services.protected_label_names()
         eligible = set()
         for entry_id in ids:
-            current = self.labels.get(entry_id, {})
-            needs_override = any(current[name].protected if name in current else name in protected_names
-                                 for name in labels_wanted.get(entry_id, ()))
-            if entry_id not in busy and (may_override or not needs_override):
+            if entry_id not in busy and self._may_point(entry_id, labels_wanted.get(entry_id, ())):
                 eligible.add(entry_id)
         return eligible
 
-    def takes(self, entry: VersionedEntry | None) -> bool:
-        """Whether this writer saves and publishes `entry` (else the per-entry services do)."""
-        return entry is not None and entry.pk is not None and entry.pk in self.eligible
+    def _may_point(self, entry_id: int | None, labels: Iterable[str]) -> bool:
+        """Whether every protected label among `labels` may move by the override the acting user has."""
+        current = self.labels.get(entry_id, {}) if entry_id is not None else {}
+        protected_names = services.protected_label_names()
+        if not any(current[name].protected if name in current else name in protected_names for name in labels):
+            return True
+        return (bool((self.override_reason or "").strip() or self.acting_user is None)
+                and services.can_override(self.acting_user))
+
+    def takes(self, entry: VersionedEntry | None, labels: list[str]) -> bool:
+        """Whether this writer saves and publishes `entry`, None for a new one (else the per-entry services do)."""
+        if entry is not None:
+            return entry.pk is not None and entry.pk in self.eligible
+        if not self.publish_mode:
+            return True
+        return services.can_publish(self.acting_user, self.spec.entry_model()) and self._may_point(None, labels)  # type: ignore[operator, arg-type]
 
     def label_points_at(self, entry: VersionedEntry) -> dict[str, int | None]:
         """Label name -> version pk, as read when the writer was made (publish mode)."""
@@ -189,13 +196,19 @@ class BulkWriter:
     def save_draft(self, entry: VersionedEntry, data: Mapping[str, Any], *, note: str) -> list[dict[str, Any]]:
         """What `drafts.save_draft` does to an existing entry, in memory; returns the audited field diff.
 
-        The entry's row was locked and read, with its child rows, in this transaction (importer)."""
-        before = snapshot_of(entry)
+        The entry's row was locked and read, with its child rows, in this transaction (importer). A
+        new entry (no pk) is inserted at once, as `save` would (its child rows wait for `flush`)."""
+        created = entry.pk is None
+        before = None if created else snapshot_of(entry)
         entry.updated_by = self.actor
         assign_fields(entry, data, _FIELDS[self.kind])
-        entry.tags = ", ".join(sorted(entry.tag_set))  # as VersionedEntry.save
-        entry.revision = (entry.revision or 0) + 1
-        entry.updated_at = timezone.now()
+        if created:
+            with service_scope():
+                entry.save()  # its pk names its child rows, version and audit rows; a new entry serves nothing
+        else:
+            entry.tags = ", ".join(sorted(entry.tag_set))  # as VersionedEntry.save
+            entry.revision = (entry.revision or 0) + 1
+            entry.updated_at = timezone.now()
         replaced: dict[str, list[models.Model]] = {}
         if isinstance(entry, Resource):
             entry.uri = normalize_uri(entry.uri)
@@ -215,8 +228,9 @@ class BulkWriter:
         self.children[entry.pk] = replaced
         changes = diff_snapshots(before, snapshot_of(entry))
         self.edits[entry.pk] = (before, changes)
-        if changes:
-            self.audits.append(_audit(entry, AuditAction.EDIT, self.acting_user, self.actor, note=note, changes=changes))
+        if changes or created:
+            self.audits.append(_audit(entry, AuditAction.CREATE if created else AuditAction.EDIT, self.acting_user,
+                                      self.actor, note=note, changes=changes))
         return changes
 
     # ------------------------------------------------------------------ publishing

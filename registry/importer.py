@@ -291,7 +291,7 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
     else:
         status = "updated"
     outcome = EntryOutcome(spec.kind, spec.key, status)
-    bulk = writer is not None and writer.takes(entry)
+    bulk = writer is not None and writer.takes(entry, spec.labels)
     if entry is None:
         entry = kind.entry_model()  # type: ignore[assignment]
     if status != "unchanged" and bulk:

@@ -82,11 +82,21 @@ prompts:
     messages:
       - {{role: user, text: Steady}}
 """
-    if v2:
+    if v2:  # new entries of every kind; the new prompt embeds the new resource
+        doc = doc.replace("templates:\n", f"""  - uri: docs://{token}-added
+    name: added
+    text: "Added"
+    labels: [production, staging]
+templates:
+  - uri_template: added://{token}/{{x}}
+    name: added
+    body: "Added {{{{ x }}}}"
+""")
         doc += f"""  - name: {token}-new
     description: Added by the second import
     messages:
       - {{role: user, text: New}}
+      - {{role: user, resource: {{from: "docs://{token}-added"}}}}
 """
     return doc
 
@@ -257,21 +267,24 @@ def _many(count: int, version: int) -> str:
     return "prompts:\n" + head + "resources:\n  - uri:" + tail
 
 
-def _import_queries(tmp_path: Path, count: int) -> int:
+def _import_queries(tmp_path: Path, count: int) -> tuple[int, int]:
+    """Queries of the first import (every entry new) and of the second (every entry changed)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     path = tmp_path / f"many-{count}.yaml"
-    path.write_text(_many(count, 1))
-    import_documents(path, publish=True, note="first")
-    path.write_text(_many(count, 2))
-    with CaptureQueriesContext(connection) as queries:
-        report = import_documents(path, publish=True, note="second")
-    assert report.published == 2 * count
-    return len(queries)
+    made = []
+    for version in (1, 2):
+        path.write_text(_many(count, version))
+        with CaptureQueriesContext(connection) as queries:
+            report = import_documents(path, publish=True, note=f"import {version}")
+        assert report.published == 2 * count
+        made.append(len(queries) - (2 * count if version == 1 else 0))  # one INSERT per new entry
+    return made[0], made[1]
 
 
 def test_a_publish_import_runs_the_same_number_of_queries_for_3_or_12_changed_entries(tmp_path):
-    """Within one batch of rows (the database bounds a statement's parameters), so 12 prompts + 12 resources."""
+    """Within one batch of rows (the database bounds a statement's parameters), so 12 prompts + 12 resources;
+    a new entry costs its own INSERT (its key is needed by its rows) and nothing more."""
     few = _import_queries(tmp_path, 3)  # first: it also pays for what a process reads once
     assert _import_queries(tmp_path, 12) == few
