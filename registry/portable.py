@@ -84,6 +84,7 @@ from registry.models.prompts import argument_name_validator, prompt_name_validat
 from registry.rendering import placeholders_in
 from registry.uris import parse_uri_template, validate_uri
 from registry.validation import max_document_bytes, max_upload_bytes
+from registry.yamlbuild import EventBuilder
 
 # libyaml's reader, when PyYAML was built with it (the pure-Python one otherwise).
 FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
@@ -144,18 +145,19 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: lis
             _walk(item, path + (index,), lines, duplicates)
 
 
-def _refuse_hostile(text: str, source: str) -> None:
+def _refuse_hostile(text: str, source: str, builder: EventBuilder | None = None) -> None:
     """Read the document as a flat stream of YAML events and refuse what would make composing it
     costly or impossible: aliases (a few hundred bytes of nested aliases expand to gigabytes, a
     self-referencing one never ends), nesting deeper than MAX_NESTING (the composer recurses once
     per level) and UTF-16 surrogates from escapes such as "\\ud800" (no database or JSON encoder
     can store them). The event parser keeps its own stack, so this pass is safe on any input;
-    the first problem found is raised as FormatError naming the line."""
+    the first problem found is raised as FormatError naming the line. `builder` is fed libyaml's
+    events as they pass (registry.yamlbuild); it is left unfinished when libyaml refused the text."""
     if len(text.encode("utf-8", "surrogatepass")) > max_document_bytes():
         raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
     if FAST_LOADER is not None:
         try:
-            _scan_events(text, source, FAST_LOADER)
+            _scan_events(text, source, FAST_LOADER, builder)
             return
         except FormatError:
             raise
@@ -164,13 +166,16 @@ def _refuse_hostile(text: str, source: str) -> None:
     _scan_events(text, source, yaml.SafeLoader)
 
 
-def _scan_events(text: str, source: str, loader_class: type) -> None:
+def _scan_events(text: str, source: str, loader_class: type, builder: EventBuilder | None = None) -> None:
     anchors: dict[str, int] = {}
     depth = 0
     loader = loader_class(text)
+    feed = builder.feed if builder is not None else None
     try:
         while loader.check_event():
             event = loader.get_event()
+            if feed is not None:
+                feed(event)
             line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent):
                 anchor = anchors.get(event.anchor)
@@ -213,8 +218,11 @@ def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None
     read again by the pure-Python reader, whose messages name the problem the same way whichever
     reader is installed.
     """
+    builder = EventBuilder()
     try:
-        _refuse_hostile(text, source)
+        _refuse_hostile(text, source, builder)
+        if builder.ok and builder.finished:  # read in that one pass (registry.yamlbuild)
+            return _loaded(builder.data, source, base_dir, builder.lines, builder.duplicates)
         try:
             if FAST_LOADER is None:
                 raise yaml.YAMLError("no libyaml")
@@ -230,12 +238,18 @@ def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None
         raise  # characters YAML cannot carry at all: callers word this themselves
     except yaml.YAMLError as exc:
         raise FormatError([f"{source}: malformed YAML: {exc}"]) from exc
-    loaded = Loaded(data, source, base_dir or Path.cwd())
+    lines: dict[Path_, int] = {}
+    duplicates: list[tuple[Path_, int]] = []
     if node is not None:
-        duplicates: list[tuple[Path_, int]] = []
-        _walk(node, (), loaded.lines, duplicates)
-        for path, line in duplicates:
-            loaded.problems.append(f"{source}:{line}: {_describe(path, data)}: the key appears twice in one mapping.")
+        _walk(node, (), lines, duplicates)
+    return _loaded(data, source, base_dir, lines, duplicates)
+
+
+def _loaded(data: Any, source: str, base_dir: Path | None, lines: dict[Path_, int],
+            duplicates: list[tuple[Path_, int]]) -> Loaded:
+    loaded = Loaded(data, source, base_dir or Path.cwd(), lines)
+    for path, line in duplicates:
+        loaded.problems.append(f"{source}:{line}: {_describe(path, data)}: the key appears twice in one mapping.")
     return loaded
 
 
