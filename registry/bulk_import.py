@@ -42,7 +42,7 @@ from registry.drafts import (
     resources_by_uri,
     variable_rows,
 )
-from registry.errors import ContentMissing, ContentTooLarge
+from registry.errors import ContentMissing, ContentTooLarge, RegistryError
 from registry.kinds import KINDS
 from registry.listing import listing_of
 from registry.models import (
@@ -138,7 +138,6 @@ class BulkWriter:
         self.acting_user = acting_user
         self.actor = actor
         self.override_reason = override_reason
-        self.now = timezone.now()
         self.drafts: list[VersionedEntry] = []
         self.children: dict[int, dict[str, list[models.Model]]] = {}  # entry pk -> relation -> new rows
         self.publishes: list[_Publish] = []
@@ -146,6 +145,7 @@ class BulkWriter:
         self.payloads: Payloads = {}
         self.edits: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}  # entry pk -> (draft before, its diff)
         self.labels: dict[int, dict[str, _Label]] = {}
+        self.later_moves: list[tuple[VersionedEntry, str, int, str]] = []  # (entry, label, version number, where)
         self.eligible = self._eligible(list(entries), labels_wanted)
 
     # ------------------------------------------------------------------ which entries it takes
@@ -297,20 +297,31 @@ class BulkWriter:
                                 self.kind == "prompt" or services._list_changed(before, after)))
         return changes
 
+    def move_label_later(self, entry: VersionedEntry, label: str, version_number: int, *, location: str) -> None:
+        """Point `label` at an existing version through `services.move_label` once the drafts are written."""
+        self.later_moves.append((entry, label, version_number, location))
+
     # ------------------------------------------------------------------ writing
-    def flush(self) -> None:
-        """Write everything collected: bytes first, then drafts, versions, labels, audit and change rows."""
-        if not self.drafts and not self.publishes:
-            return
-        with service_scope():
-            self._write_drafts()
-            changes = self._fill_diffs()
-            self._write_publishes()
-            rows = AuditEntry.objects.bulk_create(self.audits, batch_size=CHUNK)
-            audits_recorded.send(sender=AuditEntry, entries=rows)
-            if changes:
-                record_changes(changes)
+    def flush(self, problems: list[str]) -> None:
+        """Write everything collected: bytes first, then drafts, versions, labels, audit and change rows;
+        then the label moves onto existing versions (a refused one becomes a problem, as in the importer)."""
+        if self.drafts or self.publishes:
+            with service_scope():
+                self._write_drafts()
+                changes = self._fill_diffs()
+                self._write_publishes()
+                rows = AuditEntry.objects.bulk_create(self.audits, batch_size=CHUNK)
+                audits_recorded.send(sender=AuditEntry, entries=rows)
+                if changes:
+                    record_changes(changes)
+        for entry, label, number, location in self.later_moves:
+            try:
+                services.move_label(entry, label=label, version_number=number, acting_user=self.acting_user,
+                                    note=self.note, actor=self.actor, override_reason=self.override_reason)
+            except RegistryError as exc:
+                problems.append(f"{location}: {exc.message}")
         self.drafts, self.children, self.publishes, self.audits, self.payloads, self.edits = [], {}, [], [], {}, {}
+        self.later_moves = []
 
     def _write_drafts(self) -> None:
         if not self.drafts:

@@ -193,7 +193,7 @@ def import_documents(
                     if outcome is not None:
                         report.outcomes.append(outcome)
                 if writer is not None:
-                    writer.flush()  # before the next kind reads what this one wrote
+                    writer.flush(problems)  # before the next kind reads what this one wrote
             if problems:
                 raise ImportFailed(problems, side_files)
             if dry_run:
@@ -328,8 +328,8 @@ def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, n
     """Publish the draft if it differs from the newest version, else point the file's labels at that.
 
     `newest` is the entry's newest version (pk, number, hash) as read before its draft was saved.
-    With `writer` the publish is collected by the bulk writer (label moves onto an existing
-    version still go through the services: they are rare).
+    With `writer` the publish is collected by the bulk writer; a label move onto an existing
+    version (rare) is made by the services when the writer flushes.
     """
     if newest is None or newest[2] != content_hash(snapshot_of(entry)):
         if writer is not None:
@@ -347,8 +347,11 @@ def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, n
         pointing = dict(label_model.objects.filter(entry=entry).values_list("name", "version_id"))  # type: ignore[attr-defined]
     for label in spec.labels:
         if pointing.get(label) != latest_pk:
-            services.move_label(entry, label=label, version_number=latest_number, acting_user=acting_user,
-                                note=note, actor=ACTOR, override_reason=override_reason)
+            if writer is not None:  # after the draft it collected, as the services would order them
+                writer.move_label_later(entry, label, latest_number, location=spec.location)
+            else:
+                services.move_label(entry, label=label, version_number=latest_number, acting_user=acting_user,
+                                    note=note, actor=ACTOR, override_reason=override_reason)
             outcome.labels_moved.append(label)
 
 

@@ -198,6 +198,9 @@ def test_the_bulk_writer_writes_the_rows_the_per_entry_services_write(tmp_path, 
             import_documents(files[token, 1], publish=True, note="first", bulk=False)
             farewell = Prompt.objects.get(name=f"{token}-farewell")
             services.move_label(farewell, label="production", version_number=1, acting_user=None, note="pin")
+            steady = Prompt.objects.get(name=f"{token}-steady")  # the file puts its draft back on v1: an edit,
+            steady.description = "Edited in the admin"  # no publish, and a label moved onto v1 after the edit
+            steady.save()
     marks = _marks()
     reports, announced = {}, {}
     for token, bulk in (("one", False), ("two", True)):
