@@ -13,7 +13,8 @@ new entry, or an existing one whose labels move without a review or rollout to s
 protected labels the acting user may override (the operator at the command line may), published
 by someone who may publish. Anything else (a pending review or a running rollout on the entry, a
 label needing an approval, an editor publishing) goes through the services one entry at a
-time, so their checks, errors and audit rows stay exactly theirs. tests/registry/test_bulk_import.py
+time, so their checks, errors and audit rows stay exactly theirs; so does the rare move of a
+label onto an existing version, made after the collected rows are written. tests/registry/test_bulk_import.py
 compares the rows both paths write.
 
 Published versions stay immutable: versions are only inserted. Label rows are updated or
