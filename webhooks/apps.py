@@ -18,6 +18,7 @@ class WebhooksConfig(AppConfig):
 
         # The outbox: one delivery row per subscribed webhook, written in the auditing transaction.
         signals.audit_recorded.connect(receivers.audit_recorded, dispatch_uid="webhooks.audit_recorded")
+        signals.audits_recorded.connect(receivers.audits_recorded, dispatch_uid="webhooks.audits_recorded")
         # Publishers manage webhooks in the admin (registry.roles only knows registry's models).
         post_migrate.connect(roles.grant_publishers, sender=self, dispatch_uid="webhooks.grant_publishers")
         # Under a server, pick up deliveries left pending (retries) by an earlier run.
