@@ -599,8 +599,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                     review = reviews.request_publication(
                         obj, acting_user=request.user, label=form.cleaned_data["label"],
                         version_number=form.cleaned_data["version"],
-                        note=form.cleaned_data["note"] or _("Point '%(label)s' at v%(number)s.") % {
-                            "label": label_name, "number": target.number},
+                        # Stored and sent to webhooks: English whatever the admin speaks (like every audit note).
+                        note=form.cleaned_data["note"] or f"Point '{label_name}' at v{target.number}.",
                     )
                 elif rollback:
                     services.rollback(obj, acting_user=request.user, note=form.cleaned_data["note"],

@@ -1,0 +1,34 @@
+"""What an editor does in a translated admin is recorded the same as in English.
+
+Audit notes, review requests and the webhook payloads built from them are read by every
+publisher, the REST API and receivers: they must not depend on the language of whoever acted.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from registry import services
+from registry.models import AuditEntry, EditorPreference, ReviewRequest
+from tests.factories import make_prompt, release
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("language", ["de", "zh-hans"])
+def test_default_note_of_a_protected_label_move_is_written_in_english(client, publisher, language):
+    prompt = make_prompt()
+    release(prompt, note="first release")
+    message = prompt.messages.first()
+    message.text = "Second take on {{ topic }}."
+    message.save()
+    services.publish(prompt, acting_user=publisher, note="v2", labels=[])
+    EditorPreference.objects.create(user=publisher, language=language)
+    client.force_login(publisher)
+    response = client.post(reverse("admin:registry_prompt_label", args=[prompt.pk]),
+                           {"label": "production", "version": 2, "note": ""})
+    assert response.status_code == 302
+    review = ReviewRequest.objects.get()
+    assert review.note == "Point 'production' at v2."
+    assert AuditEntry.objects.get(action="review_requested").note == f"Review #{review.pk} (v2): Point 'production' at v2."
