@@ -52,3 +52,26 @@ def test_openapi_schema_descriptions_stay_english_with_a_german_browser(as_edito
     assert response.status_code == 200
     body = response.content.decode()
     assert "User name, or the tool that acted." in body and "Benutzername" not in body
+
+
+@pytest.mark.parametrize("serializer, payload, field", [
+    ("PromptSerializer", {**BAD_MESSAGES, "arguments": [{"name": "language"}, {"name": "language"}]}, "arguments"),
+    ("ResourceSerializer", {"uri": "docs://a", "name": " ", "text": "x"}, "name"),
+    ("TemplateSerializer", {"uri_template": "docs://{id}", "name": "t", "body": "{{ nope }}",
+                            "variables": [{"name": "other"}]}, "variables"),
+])
+def test_draft_problems_are_routed_to_their_fields_by_code_not_by_their_english_words(
+        rf, editor, serializer, payload, field):
+    from django.utils import translation
+
+    from api import drafts
+
+    request = rf.post("/api/v1/")
+    request.user = editor
+    with translation.override("de"):
+        checked = getattr(drafts, serializer)(data=payload, context={"request": request})
+        assert not checked.is_valid()
+    assert field in checked.errors, checked.errors
+    if serializer == "PromptSerializer":
+        assert checked.errors["messages"]["1"]["text"] == ["Der Text ist leer."]
+        assert "mime_type" in checked.errors["messages"]["2"]
