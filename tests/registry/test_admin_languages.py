@@ -32,3 +32,22 @@ def test_default_note_of_a_protected_label_move_is_written_in_english(client, pu
     review = ReviewRequest.objects.get()
     assert review.note == "Point 'production' at v2."
     assert AuditEntry.objects.get(action="review_requested").note == f"Review #{review.pk} (v2): Point 'production' at v2."
+
+
+@pytest.mark.parametrize("page, english", [
+    ("/admin/", "OAuth connections"),
+    ("/admin/", "OAuth-Verbindungs"),  # Django's automatic plural: the German noun plus "s"
+    ("/admin/webhooks/webhook/add/", "What receives the events"),
+    ("/admin/webhooks/webhook/add/", "Untick to stop sending"),
+    ("/admin/webhooks/webhook/add/", ">Events:<"),
+    ("/admin/webhooks/webhookdelivery/", "Failed (gave up)"),
+    ("/admin/oauth/groupdefault/", "OAuth-Vorgabe für eine Gruppes"),
+    ("/admin/oauth/groupdefault/add/", "Comma-separated tags; if set"),
+    ("/admin/oauth/groupdefault/add/", "When a user is in several groups"),
+])
+def test_german_admin_pages_of_webhooks_and_oauth_speak_german(client, superuser, page, english):
+    EditorPreference.objects.create(user=superuser, language="de")
+    client.force_login(superuser)
+    response = client.get(page)
+    assert response.status_code == 200
+    assert english not in response.content.decode()
