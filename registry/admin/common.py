@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.utils import model_ngettext, quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -284,7 +284,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 return
             done += 1
         text = _("Archived %(count)s %(things)s.") if archived else _("Restored %(count)s %(things)s.")
-        messages.success(request, text % {"count": done, "things": self.opts.verbose_name_plural})
+        messages.success(request, text % {"count": done, "things": model_ngettext(self.opts, done)})
 
     @admin.action(description=gettext_lazy("Archive selected (stop serving, keep history)"))
     def archive_selected(self, request, queryset):

@@ -51,3 +51,21 @@ def test_german_admin_pages_of_webhooks_and_oauth_speak_german(client, superuser
     response = client.get(page)
     assert response.status_code == 200
     assert english not in response.content.decode()
+
+
+@pytest.mark.parametrize("language, one, two", [
+    ("en", "Archived 1 resource template.", "Archived 2 resource templates."),
+    ("de", "1 Ressourcen-Vorlage archiviert.", "2 Ressourcen-Vorlagen archiviert."),
+])
+def test_archive_action_message_uses_the_singular_for_one_entry(client, publisher, language, one, two):
+    from tests.factories import make_template
+
+    first, second, third = make_template("a://{x}"), make_template("b://{x}"), make_template("c://{x}")
+    EditorPreference.objects.create(user=publisher, language=language)
+    client.force_login(publisher)
+    changelist = reverse("admin:registry_resourcetemplate_changelist")
+    response = client.post(changelist, {"action": "archive_selected", "_selected_action": [first.pk]}, follow=True)
+    assert one in [str(m) for m in response.context["messages"]]
+    response = client.post(changelist, {"action": "archive_selected", "_selected_action": [second.pk, third.pk]},
+                           follow=True)
+    assert two in [str(m) for m in response.context["messages"]]
