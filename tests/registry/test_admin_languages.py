@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from registry import services
+from registry import reviews, services
 from registry.models import AuditEntry, EditorPreference, ReviewRequest
-from tests.factories import make_prompt, release
+from tests.factories import make_prompt, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db
 
@@ -58,8 +58,6 @@ def test_german_admin_pages_of_webhooks_and_oauth_speak_german(client, superuser
     ("de", "1 Ressourcen-Vorlage archiviert.", "2 Ressourcen-Vorlagen archiviert."),
 ])
 def test_archive_action_message_uses_the_singular_for_one_entry(client, publisher, language, one, two):
-    from tests.factories import make_template
-
     first, second, third = make_template("a://{x}"), make_template("b://{x}"), make_template("c://{x}")
     EditorPreference.objects.create(user=publisher, language=language)
     client.force_login(publisher)
@@ -69,3 +67,13 @@ def test_archive_action_message_uses_the_singular_for_one_entry(client, publishe
     response = client.post(changelist, {"action": "archive_selected", "_selected_action": [second.pk, third.pk]},
                            follow=True)
     assert two in [str(m) for m in response.context["messages"]]
+
+
+def test_home_page_names_the_kind_of_entry_in_the_readers_language(client, publisher):
+    template = make_template("tickets://{id}")
+    reviews.request_publication(template, acting_user=make_user("Editors"), label="production", note="please")
+    EditorPreference.objects.create(user=publisher, language="de")
+    client.force_login(publisher)
+    body = client.get(reverse("admin:index")).content.decode()
+    assert "Ressourcen-Vorlage tickets://{id}" in body
+    assert "template tickets://{id}" not in body
