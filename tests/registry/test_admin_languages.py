@@ -77,3 +77,13 @@ def test_home_page_names_the_kind_of_entry_in_the_readers_language(client, publi
     body = client.get(reverse("admin:index")).content.decode()
     assert "Ressourcen-Vorlage tickets://{id}" in body
     assert "template tickets://{id}" not in body
+
+
+def test_review_page_names_the_kind_of_entry_in_the_readers_language(client, publisher):
+    template = make_template("tickets://{id}")
+    review = reviews.request_publication(template, acting_user=make_user("Editors"), label="production",
+                                         note="please")
+    EditorPreference.objects.create(user=publisher, language="de")
+    client.force_login(publisher)
+    body = client.get(reverse("admin:registry_reviewrequest_change", args=[review.pk])).content.decode()
+    assert "Ressourcen-Vorlage tickets://{id}" in body
