@@ -87,3 +87,18 @@ def test_review_page_names_the_kind_of_entry_in_the_readers_language(client, pub
     client.force_login(publisher)
     body = client.get(reverse("admin:registry_reviewrequest_change", args=[review.pk])).content.decode()
     assert "Ressourcen-Vorlage tickets://{id}" in body
+
+
+@pytest.mark.parametrize("language", ["de", "zh-hans"])
+def test_incident_notice_escapes_the_reason_in_every_language(client, publisher, second_publisher, language):
+    prompt = make_prompt()
+    release(prompt, note="first release")
+    prompt.description += " v2"
+    prompt.save()
+    release(prompt, note="v2")
+    services.rollback(prompt, acting_user=publisher, note="<script>alert(1)</script> broke", label="production")
+    EditorPreference.objects.create(user=second_publisher, language=language)
+    client.force_login(second_publisher)
+    body = client.get(reverse("admin:index")).content.decode()
+    assert 'id="registry-incidents"' in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; broke" in body and "<script>alert(1)" not in body
