@@ -94,6 +94,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     # After authentication: a signed-in user's saved language wins over the browser's (registry/language.py).
     "registry.language.UserLanguageMiddleware",
+    # After it: the REST API answers in LANGUAGE_CODE whatever the caller's language (api/language.py).
+    "api.language.ApiLanguageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its 429 page.
     "axes.middleware.AxesMiddleware",

@@ -20,12 +20,13 @@ class GroupDefault(models.Model):
     group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="oauth_default")
     label = models.CharField(max_length=40, default=PRODUCTION, validators=[label_name_validator])
     scope_tags = models.CharField(max_length=500, blank=True,
-                                  help_text="Comma-separated tags; if set, only entries with one are served.")
-    priority = models.IntegerField(default=0, help_text="When a user is in several groups, the highest wins.")
+                                  help_text=_("Comma-separated tags; if set, only entries with one are served."))
+    priority = models.IntegerField(default=0, help_text=_("When a user is in several groups, the highest wins."))
 
     class Meta:
         ordering = ["-priority", "group__name"]
         verbose_name = _("OAuth default for a group")
+        verbose_name_plural = _("OAuth defaults for groups")  # not Django's "<translated noun>s"
 
     def __str__(self) -> str:
         return f"{self.group.name}: {self.label}"
@@ -43,6 +44,7 @@ class OAuthConnection(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["application", "user"], name="unique_oauth_connection")]
         verbose_name = _("OAuth connection")
+        verbose_name_plural = _("OAuth connections")
 
     def __str__(self) -> str:
         return self.client.name

@@ -82,7 +82,7 @@ class UserLanguageMiddleware:
             if code and chosen_by_locale:
                 translation.activate(chosen_by_locale)
         if code:
-            response.headers["Content-Language"] = code
+            response.headers.setdefault("Content-Language", code)  # a view that speaks another one says so
         if getattr(request, "registry_language_saved", False):
             return response  # the language page has written the cookie itself
         # The view may have signed someone in (the login redirect carries their language on).

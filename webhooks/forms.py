@@ -10,10 +10,10 @@ from webhooks.models import Webhook
 
 
 class WebhookForm(forms.ModelForm):
-    url = forms.URLField(max_length=2000, assume_scheme="https",
+    url = forms.URLField(label=_("URL"), max_length=2000, assume_scheme="https",
                          help_text=_("https:// address that receives a POST per event. Not this server itself."))
     events = forms.MultipleChoiceField(
-        choices=Event.choices, widget=forms.CheckboxSelectMultiple,
+        label=_("Events"), choices=Event.choices, widget=forms.CheckboxSelectMultiple,
         error_messages={"required": _("Choose at least one event to send.")},
     )
 

@@ -21,7 +21,7 @@ def new_secret() -> str:
 class Webhook(models.Model):
     """An HTTP endpoint that receives signed JSON events."""
 
-    name = models.CharField(max_length=100, help_text="What receives the events, e.g. 'release-bot'.")
+    name = models.CharField(max_length=100, help_text=_("What receives the events, e.g. 'release-bot'."))
     url = models.URLField(
         max_length=2000,
         validators=[validate_webhook_url],
@@ -32,7 +32,7 @@ class Webhook(models.Model):
         help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret is rotated.",
     )
     events = models.JSONField(default=list, help_text="Event types this webhook receives.")
-    active = models.BooleanField(default=True, help_text="Untick to stop sending (pending deliveries wait).")
+    active = models.BooleanField(default=True, help_text=_("Untick to stop sending (pending deliveries wait)."))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
@@ -54,9 +54,9 @@ class Webhook(models.Model):
 
 
 class DeliveryStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    DELIVERED = "delivered", "Delivered"
-    FAILED = "failed", "Failed (gave up)"
+    PENDING = "pending", _("Pending")
+    DELIVERED = "delivered", _("Delivered")
+    FAILED = "failed", _("Failed (gave up)")
 
 
 class WebhookDelivery(models.Model):
@@ -64,8 +64,8 @@ class WebhookDelivery(models.Model):
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False,
-                                   help_text="Sent as X-Registry-Delivery and in the signed body; the same on "
-                                             "every retry, so receivers can deduplicate.")
+                                   help_text=_("Sent as X-Registry-Delivery and in the signed body; the same on "
+                                               "every retry, so receivers can deduplicate."))
     event = models.CharField(max_length=40, choices=Event.choices, db_index=True)
     payload = models.JSONField()
     status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)

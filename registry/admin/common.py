@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.utils import model_ngettext, quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -284,7 +284,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 return
             done += 1
         text = _("Archived %(count)s %(things)s.") if archived else _("Restored %(count)s %(things)s.")
-        messages.success(request, text % {"count": done, "things": self.opts.verbose_name_plural})
+        messages.success(request, text % {"count": done, "things": model_ngettext(self.opts, done)})
 
     @admin.action(description=gettext_lazy("Archive selected (stop serving, keep history)"))
     def archive_selected(self, request, queryset):
@@ -599,8 +599,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                     review = reviews.request_publication(
                         obj, acting_user=request.user, label=form.cleaned_data["label"],
                         version_number=form.cleaned_data["version"],
-                        note=form.cleaned_data["note"] or _("Point '%(label)s' at v%(number)s.") % {
-                            "label": label_name, "number": target.number},
+                        # Stored and sent to webhooks: English whatever the admin speaks (like every audit note).
+                        note=form.cleaned_data["note"] or f"Point '{label_name}' at v{target.number}.",
                     )
                 elif rollback:
                     services.rollback(obj, acting_user=request.user, note=form.cleaned_data["note"],
