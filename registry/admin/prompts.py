@@ -31,12 +31,23 @@ from registry.snapshots import Payloads, draft_loader, materialise_block, snapsh
 from registry.validation import registry_resource_exists
 
 
-class PromptArgumentInline(admin.TabularInline):
+class PromptArgumentInline(admin.StackedInline):
+    """Stacked, not a table: an argument has fourteen fields, and a row of fourteen columns is
+    wider than any window, so an editor would have to scroll sideways to find "required"."""
+
     model = PromptArgument
     form = PromptArgumentForm
     formset = PromptArgumentFormSet
     extra = 0
     ordering = ["position", "id"]
+    fieldsets = [
+        (None, {"fields": [("position", "name", "required"), "title", "description", ("default", "suggestions")]}),
+        # argument_types.js shows only the lines of limits that apply to the chosen type, so the
+        # fields sharing a line apply to the same types.
+        (gettext_lazy("Type and limits"), {
+            "fields": ["type", "choices", ("min_length", "max_length"), "pattern", ("minimum", "maximum")],
+        }),
+    ]
 
 
 class PromptMessageInline(admin.StackedInline):

@@ -405,3 +405,33 @@ def test_one_publisher_rolls_production_back_for_an_incident_and_another_sees_th
     page.wait_for_selector("tr.registry-version")
     assert "/history/" in page.url
     assert violations == [], violations
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [1280, 1024])
+def test_a_prompt_change_page_with_typed_arguments_fits_the_window(live_server, chromium, width):
+    """An argument has fourteen fields: as a table row they made the page 2,700 px wide, so an
+    editor scrolled sideways to find "required". Stacked, every field is in the window."""
+    editor = make_user("Editors", password=PASSWORD)
+    prompt = make_prompt(name="wide-form", arguments=[{"name": "tone", "required": True}],
+                         messages=[{"role": "user", "kind": "text", "text": "Write in a {{ tone }} tone."}])
+    page = chromium.new_context(viewport={"width": width, "height": 900}).new_page()
+    page.set_default_timeout(15_000)
+    violations = csp_violations(page)
+    log_in(page, live_server.url, editor.username)
+    page.goto(f"{live_server.url}/admin/registry/prompt/{prompt.pk}/change/")
+    page.wait_for_selector("#id_arguments-0-name")
+    page_width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert page_width <= width, f"the page is {page_width}px wide in a {width}px window"
+    assert page.is_visible("#id_arguments-0-name") and page.is_visible("#id_arguments-0-required")
+    # Only the limits of the chosen type stand in the form, labels included.
+    assert page.is_visible("#id_arguments-0-pattern") and page.is_hidden("#id_arguments-0-choices")
+    page.select_option("#id_arguments-0-type", "enum")
+    assert page.is_visible("#id_arguments-0-choices") and page.is_hidden("label[for=id_arguments-0-pattern]")
+    page.select_option("#id_arguments-0-type", "integer")
+    assert page.is_visible("#id_arguments-0-minimum") and page.is_hidden("#id_arguments-0-choices")
+    assert page.is_hidden("text=Text: fewest characters.")  # help texts go with their fields
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    screenshot(page, f"change-page-arguments-{width}")
+    assert violations == [], violations

@@ -1,4 +1,4 @@
-// Prompt argument rows: show only the bound fields that matter for the chosen type.
+// Prompt arguments: show only the limits that matter for the chosen type.
 // The form clears the hidden ones on save, so nothing hidden is ever kept.
 (function () {
   "use strict";
@@ -7,7 +7,10 @@
     row.querySelectorAll("[data-bound-for]").forEach(function (input) {
       var types = input.getAttribute("data-bound-for").split(" ");
       var shown = types.indexOf(select.value || "text") !== -1;
-      input.style.visibility = shown ? "" : "hidden";
+      // The whole line (labels, inputs, help) goes, so no empty boxes stand in the form; the
+      // inline groups the limits so that the fields on one line apply to the same types.
+      var box = input.closest(".form-row") || input;
+      box.style.display = shown ? "" : "none";
       input.disabled = !shown;
     });
   }
