@@ -25,7 +25,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -39,6 +39,7 @@ from registry.rollouts import gets_candidate
 
 from . import layer_health
 from .applied import AppliedIds
+from .mailbox import Mailbox
 from .settings import mcp_settings
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class _Drop:
 
 DROP = _Drop()
 INITIAL_WINDOW = 2000  # ids below the newest at start that may still be in flight
+FANOUT_SLICE = 200  # listeners offered a change between two yields to the event loop
 
 
 @dataclass(eq=False)
@@ -98,7 +100,7 @@ class Listener:
     owner: Any = None  # whose stream budget it uses (client token, or the anonymous peer address)
     request_id: Any = None  # a listen stream's request id, so its owner can cancel it
     event_ids: bool = False  # frames carry the change-log position (legacy GET resumption)
-    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(mcp_settings.LISTENER_QUEUE_SIZE))
+    queue: Mailbox = field(default_factory=lambda: Mailbox(mcp_settings.LISTENER_QUEUE_SIZE))
     overflowed: bool = False
     opened_at: float = field(default_factory=time.monotonic)
 
@@ -446,12 +448,25 @@ class Hub:
         labels = {l.viewer.label for l in self.listeners} | set(self.catalogs)
         for label in labels:
             new = await database_sync_to_async(refresh_catalog)(label, [(c.kind, c.key) for c in batch])
-            self._announce(label, new, batch, position)
+            await self._fan_out(label, new, batch, position)
         log.info("changes %s: %d notifications queued for %d listeners in %.1f ms", [c.id for c in batch],
                  self.delivered - delivered_before, len(self.listeners), (time.perf_counter() - started) * 1000)
 
     def _announce(self, label: str, new: Catalog, batch: list[Change], position: int) -> None:
         """Judge `label`'s listeners on the catalog they were last served against `new`."""
+        for _listener in self._offers(label, new, batch, position):
+            pass
+
+    async def _fan_out(self, label: str, new: Catalog, batch: list[Change], position: int) -> None:
+        """`_announce`, yielding to the event loop every FANOUT_SLICE listeners, so the loop also
+        answers requests (the publishing one first of all) and flushes the first streams' writes
+        while a large fan-out is still being queued."""
+        for index, _listener in enumerate(self._offers(label, new, batch, position), start=1):
+            if index % FANOUT_SLICE == 0:
+                await asyncio.sleep(0)
+
+    def _offers(self, label: str, new: Catalog, batch: list[Change], position: int) -> Iterator[Listener]:
+        """Offer each of `label`'s listeners what it should hear of `batch`; yields after each one."""
         old = self.catalogs.get(label)
         self.catalogs[label] = new
         diff = diff_catalogs(old, new, batch)
@@ -468,6 +483,7 @@ class Hub:
                 frame = listener.render(method, params)
                 listener.offer((frame, str(position)) if listener.event_ids else frame)
                 self.delivered += 1
+            yield listener
 
     async def check_consistency(self) -> int:
         """Compare every cached catalog with what the database serves; rebuild (and announce)
@@ -491,7 +507,7 @@ class Hub:
                 registry_changes.bump_generation()
                 new = await database_sync_to_async(refresh_catalog)(label, stale)
                 batch = [Change(0, kind, key, label, True) for kind, key in stale]
-                self._announce(label, new, batch, self.ids.floor)
+                await self._fan_out(label, new, batch, self.ids.floor)
         self.rebuilt += stale_total
         return stale_total
 
