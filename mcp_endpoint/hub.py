@@ -393,18 +393,24 @@ class Hub:
         self.listeners.clear()
 
     # ----------------------------------------------------------- intake
-    def submit_threadsafe(self, changes: list[Change]) -> None:
-        """Hand committed changes to the hub from any thread (the committing request's)."""
+    def submit_threadsafe(self, changes: list[Change], *, delay: float = 0.0) -> None:
+        """Hand committed changes to the hub from any thread (the committing request's),
+        after `delay` seconds if given (a second offer of the same ids is a no-op)."""
         loop = self.loop
         if loop is None or loop.is_closed():
             return
-        # A fresh context: the committing thread's context (asgiref's thread-sensitive markers
-        # included) must not leak into the hub, or its database calls may refuse to run.
-        if _running_loop() is loop:
+
+        def begin() -> None:
+            # A fresh context: the committing thread's context (asgiref's thread-sensitive markers
+            # included) must not leak into the hub, or its database calls may refuse to run.
             loop.create_task(self.process(changes), context=contextvars.Context())
+
+        if delay:
+            loop.call_soon_threadsafe(lambda: loop.call_later(delay, begin), context=contextvars.Context())
+        elif _running_loop() is loop:
+            begin()
         else:
-            loop.call_soon_threadsafe(lambda: loop.create_task(self.process(changes), context=contextvars.Context()),
-                                      context=contextvars.Context())
+            loop.call_soon_threadsafe(begin, context=contextvars.Context())
 
     async def process(self, batch: list[Change]) -> None:
         claimed = set(self.ids.claim(c.id for c in batch))
@@ -668,8 +674,10 @@ hub = Hub()
 
 def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> None:
     """``registry_changed`` receiver: this process committed `batch`; tell every listener."""
+    from .handoff import hand_to_hub
+
     rows = [[c.id, c.kind, c.key, c.label, c.list_changed] for c in batch.changes]
-    hub.submit_threadsafe(list(batch.changes))
+    hand_to_hub(list(batch.changes))  # at the end of the committing request, if there is one
     layer = _layer()
     if layer is None or _in_memory(layer):
         return  # single process: the hub above is everyone
