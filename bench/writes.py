@@ -154,11 +154,11 @@ class Publisher:
 
 
 class Listeners:
-    """bench/listeners.py in its own process on CPU 1."""
+    """bench/listeners.py in its own process on CPU 1 (`sources` local addresses: see there)."""
 
-    def __init__(self, port: int, k: int) -> None:
+    def __init__(self, port: int, k: int, sources: int = 1) -> None:
         self.proc = subprocess.Popen(pinned(1, [PY, str(ROOT / "bench" / "listeners.py"), "--port", str(port),
-                                                "-k", str(k), "--uri", URI]),
+                                                "-k", str(k), "--uri", URI, "--sources", str(sources)]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line:
