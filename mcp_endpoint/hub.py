@@ -23,7 +23,7 @@ import asyncio
 import contextvars
 import logging
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -271,6 +271,7 @@ def dynamic_updates(listener: Listener, old: Catalog | None, new: Catalog, batch
 class Hub:
     def __init__(self) -> None:
         self.listeners: set[Listener] = set()
+        self.budgets: Counter[Any] = Counter()  # open streams per budget key, kept by _add/_remove
         self.catalogs: dict[str, Catalog] = {}
         self.ids = AppliedIds()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -343,15 +344,30 @@ class Hub:
             self.catalogs[label] = await database_sync_to_async(load_catalog)(label)
         if listener.session_id is not None:  # one delivering GET stream per legacy session
             for other in [l for l in self.listeners if l.session_id == listener.session_id]:
-                self.listeners.discard(other)
+                self._remove(other)
                 other.offer(DROP)
-        self.listeners.add(listener)
+        self._add(listener)
 
     def unregister(self, listener: Listener) -> None:
-        self.listeners.discard(listener)
+        self._remove(listener)
+
+    def _add(self, listener: Listener) -> None:
+        if listener not in self.listeners:
+            self.listeners.add(listener)
+            self.budgets[self.budget_key(listener)] += 1
+
+    def _remove(self, listener: Listener) -> None:
+        if listener in self.listeners:
+            self.listeners.discard(listener)
+            key = self.budget_key(listener)
+            self.budgets[key] -= 1
+            if self.budgets[key] <= 0:
+                del self.budgets[key]
 
     def count_for(self, budget_key: Any) -> int:
-        return sum(1 for l in self.listeners if self.budget_key(l) == budget_key)
+        """Open streams on `budget_key`'s budget: a counter, since 10,000 streams reconnecting
+        after a restart would otherwise scan every stream once each (quadratic)."""
+        return self.budgets.get(budget_key, 0)
 
     def cancel(self, owner: Any, request_id: Any) -> bool:
         """``notifications/cancelled`` for a listen request: end that stream without a result.
@@ -361,7 +377,7 @@ class Hub:
         for listener in [l for l in self.listeners
                          if l.request_id is not None and l.owner == owner and l.request_id == request_id
                          and type(l.request_id) is type(request_id)]:
-            self.listeners.discard(listener)
+            self._remove(listener)
             listener.offer(DROP)
             found = True
         return found
@@ -391,6 +407,7 @@ class Hub:
         for listener in list(self.listeners):
             listener.offer(DROP)
         self.listeners.clear()
+        self.budgets.clear()
 
     # ----------------------------------------------------------- intake
     def submit_threadsafe(self, changes: list[Change], *, delay: float = 0.0) -> None:

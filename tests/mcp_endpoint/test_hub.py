@@ -313,3 +313,24 @@ async def test_a_large_fan_out_lets_the_event_loop_run_other_work_between_slices
     await other
     assert 0 < progress[0] < len(listeners)  # it ran while the fan-out was under way
     assert all(heard(l) == [(PROMPTS_CHANGED, None)] for l in listeners)
+
+
+async def test_stream_budgets_are_counted_as_streams_open_and_end():
+    """The per-client limit reads a counter (a scan of every stream per registration is quadratic)."""
+    hub = Hub()
+    hub.catalogs["production"] = object()  # no catalog load needed for this check
+    hub.start = _no_start  # type: ignore[method-assign]
+    first, second = Listener(Viewer(), render, owner="token-a"), Listener(Viewer(), render, owner="token-a")
+    other = Listener(Viewer(), render, owner="token-b")
+    for listener in (first, second, other):
+        await hub.register(listener)
+    assert (hub.count_for("token-a"), hub.count_for("token-b")) == (2, 1)
+    hub.unregister(first)
+    hub.unregister(first)  # twice: still counted once
+    assert hub.cancel("token-b", None) is False and hub.count_for("token-a") == 1
+    hub.close_all()
+    assert hub.count_for("token-a") == 0 and hub.count_for("token-b") == 0
+
+
+async def _no_start() -> None:
+    return None
