@@ -8,10 +8,11 @@ So during a request (between Django's `request_started` and `request_finished`, 
 `response.close()` sends after the body was handed to the server) the hand-off is held back
 and made when the request finishes.
 
-Nothing is lost or doubled: the hub handles each change-log id once however often it is
-offered, a safety-net offer follows after SAFETY_NET_SECONDS in case `request_finished` never
-comes (a request cut short), the poller reads the change log anyway, and other workers hear of
-the change over the channel layer at once (that send never waited for the response).
+The hub holds those ids meanwhile, so neither this process's own channel-layer event nor the
+poller starts the fan-out early. Nothing is lost or doubled: the hub handles each change-log id
+once however often it is offered, the hold ends after SAFETY_NET_SECONDS in any case (a
+request cut short, with no `request_finished`), and other workers hear of the change over the
+channel layer at once (that send never waited for the response).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def request_finished(sender: Any, **kwargs: Any) -> None:
         from .hub import hub
 
         for changes in deferred:
-            hub.submit_threadsafe(changes)
+            hub.submit_threadsafe(changes, release=True)
 
 
 def hand_to_hub(changes: list[Change]) -> None:
@@ -50,4 +51,4 @@ def hand_to_hub(changes: list[Change]) -> None:
         hub.submit_threadsafe(changes)
         return
     deferred.append(changes)
-    hub.submit_threadsafe(changes, delay=SAFETY_NET_SECONDS)
+    hub.hold_threadsafe(changes, SAFETY_NET_SECONDS)

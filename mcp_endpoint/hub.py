@@ -272,6 +272,7 @@ class Hub:
     def __init__(self) -> None:
         self.listeners: set[Listener] = set()
         self.budgets: Counter[Any] = Counter()  # open streams per budget key, kept by _add/_remove
+        self.held: set[int] = set()  # change ids committed by a request still being answered here
         self.catalogs: dict[str, Catalog] = {}
         self.ids = AppliedIds()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -410,26 +411,43 @@ class Hub:
         self.budgets.clear()
 
     # ----------------------------------------------------------- intake
-    def submit_threadsafe(self, changes: list[Change], *, delay: float = 0.0) -> None:
-        """Hand committed changes to the hub from any thread (the committing request's),
-        after `delay` seconds if given (a second offer of the same ids is a no-op)."""
+    def submit_threadsafe(self, changes: list[Change], *, release: bool = False) -> None:
+        """Hand committed changes to the hub from any thread (the committing request's);
+        `release` ends a hold on them (hold_threadsafe). A second offer of the same ids is a no-op."""
         loop = self.loop
         if loop is None or loop.is_closed():
             return
 
         def begin() -> None:
+            if release:
+                self.held.difference_update(c.id for c in changes)
             # A fresh context: the committing thread's context (asgiref's thread-sensitive markers
             # included) must not leak into the hub, or its database calls may refuse to run.
             loop.create_task(self.process(changes), context=contextvars.Context())
 
-        if delay:
-            loop.call_soon_threadsafe(lambda: loop.call_later(delay, begin), context=contextvars.Context())
-        elif _running_loop() is loop:
+        if _running_loop() is loop:
             begin()
         else:
             loop.call_soon_threadsafe(begin, context=contextvars.Context())
 
+    def hold_threadsafe(self, changes: list[Change], seconds: float) -> None:
+        """Deliver nothing of `changes` here until released (the committing request finished,
+        see handoff.py), whichever way they arrive (this process's own channel-layer event, the
+        poller); after `seconds` they are released anyway."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        ids = {c.id for c in changes}
+
+        def hold() -> None:
+            self.held.update(ids)
+            loop.call_later(seconds, lambda: self.submit_threadsafe(changes, release=True))
+
+        loop.call_soon_threadsafe(hold, context=contextvars.Context())
+
     async def process(self, batch: list[Change]) -> None:
+        if self.held:
+            batch = [c for c in batch if c.id not in self.held]
         claimed = set(self.ids.claim(c.id for c in batch))
         if not claimed:
             return
