@@ -14,7 +14,7 @@
    reported beside wall time, since a shared machine stretches wall time.
 
 Writes JSON lines and a Markdown summary to bench/results/writes-<time>.{jsonl,md}.
-Usage: .venv/bin/python bench/writes.py [-n 40] [-k 1000] [--bulk 10000] (--bulk 0 skips part 2)
+Usage: .venv/bin/python bench/writes.py [-n 40] [-k 1000] [--gap 0] [--bulk 10000] (--bulk 0 skips part 2)
 """
 
 from __future__ import annotations
@@ -223,7 +223,10 @@ def publish_latency(args: argparse.Namespace, tmp: Path, env: dict[str, str]) ->
             listeners = Listeners(port, k) if k else None
             time.sleep(1.0)
             for path in ("admin", "api", "import"):
-                times = [publisher.publish(path) for _ in range(args.publishes)]
+                times = []
+                for _ in range(args.publishes):
+                    times.append(publisher.publish(path))
+                    time.sleep(args.gap)
                 rows.append({"bench": "publish", "path": path, "listeners": listeners.ready if listeners else 0,
                              "n": len(times), "p50_ms": round(statistics.median(times), 1),
                              "p99_ms": round(percentile(times, 0.99), 1), "max_ms": round(max(times), 1)})
@@ -290,7 +293,8 @@ def bulk(args: argparse.Namespace, tmp: Path, base_env: dict[str, str]) -> list[
 
 def markdown(rows: list[dict], args: argparse.Namespace) -> str:
     out = [f"# Write-path benchmark, {time.strftime('%Y-%m-%d %H:%M')}", "",
-           f"Publish of one resource, {args.publishes} per path, one daphne worker (SQLite, 1k+1k).", "",
+           f"Publish of one resource, {args.publishes} per path, {args.gap} s apart, one daphne worker (SQLite, 1k+1k); "
+           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}.", "",
            "| path | listeners | p50 ms | p99 ms | max ms |", "|---|---|---|---|---|"]
     out += [f"| {r['path']} | {r['listeners']} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} |"
             for r in rows if r["bench"] == "publish"]
@@ -312,6 +316,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", "--publishes", type=int, default=40, help="publishes per path and listener count")
     ap.add_argument("-k", "--listeners", type=int, default=1000)
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="seconds between publishes (0: back to back, so a publish may meet the previous one's fan-out)")
     ap.add_argument("--bulk", type=int, default=10000, help="N prompts + N resources for export/import (0: skip)")
     ap.add_argument("--skip-publish", action="store_true")
     args = ap.parse_args()

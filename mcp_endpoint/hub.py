@@ -84,7 +84,7 @@ class _Drop:
 
 DROP = _Drop()
 INITIAL_WINDOW = 2000  # ids below the newest at start that may still be in flight
-FANOUT_SLICE = 200  # listeners offered a change between two yields to the event loop
+FANOUT_SLICE = 50  # listeners offered a change between two yields to the event loop
 
 
 @dataclass(eq=False)
