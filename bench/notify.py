@@ -26,7 +26,8 @@ loopback addresses. The open-files limit is raised to the hard limit in this pro
 bench/listeners.py (the server raises its own, mcp_endpoint/open_files.py).
 
 --peer also runs the older comparison with the official-SDK peer (../shared/bench).
-Usage: .venv/bin/python bench/notify.py [-k 1000] [-n 10000] [-t 30] [--gap 0.3] [--skip-two]
+--server uvicorn runs the same on uvicorn workers (uvloop, httptools) for comparison.
+Usage: .venv/bin/python bench/notify.py [-k 1000] [-n 10000] [-t 30] [--gap 0.3] [--skip-two] [--server uvicorn]
 Writes bench/results/notify-<time>.{json,md}.
 """
 
@@ -79,10 +80,18 @@ def prepare(env: dict[str, str]) -> str:
                   "print(Token.objects.get_or_create(user=u)[0].key)").strip()
 
 
+SERVER = "daphne"  # --server
+
+
 def daphne(env: dict[str, str], port: int, log: Path, cpu: int = 0) -> subprocess.Popen:
-    return subprocess.Popen(pinned(cpu, [PY, "-m", "daphne", "-v", "0", "-e",
-                                         f"tcp:port={port}:interface=127.0.0.1:backlog=8192", "config.asgi:application"]),
-                            env=env, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    """One worker: daphne (the embedded default), or uvicorn with --server uvicorn for comparison."""
+    if SERVER == "uvicorn":
+        cmd = [PY, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+               "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--backlog", "8192"]
+    else:
+        cmd = [PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog=8192",
+               "config.asgi:application"]
+    return subprocess.Popen(pinned(cpu, cmd), env=env, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -205,7 +214,7 @@ def idle(args: argparse.Namespace, tmp: Path, env: dict[str, str], token: str) -
 
 def markdown(rows: list[dict], args: argparse.Namespace) -> str:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    out = [f"# Notification fan-out, {time.strftime('%Y-%m-%d %H:%M')} (load average {load})", "",
+    out = [f"# Notification fan-out, {SERVER}, {time.strftime('%Y-%m-%d %H:%M')} (load average {load})", "",
            f"{args.triggers} REST API publishes per row, {args.gap} s apart (idle row: at least 2 s); "
            "SQLite, 1k+1k entries; times from the change-log write.", "",
            "| setup | listeners | publish request p50 / p99 ms | first p50 ms | LAST p50 ms | LAST p99 ms | "
@@ -251,7 +260,10 @@ def main() -> None:
     ap.add_argument("--redis", default=os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/5"))
     ap.add_argument("--skip-two", action="store_true", help="skip part 2 (two workers over Redis)")
     ap.add_argument("--peer", action="store_true", help="also run the official-SDK peer comparison")
+    ap.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne")
     args = ap.parse_args()
+    global SERVER
+    SERVER = args.server
     raise_open_files()
     tmp = Path(tempfile.mkdtemp(prefix="mcp-notify-"))
     base_env = dict(os.environ, MCP_ALLOW_ANONYMOUS="1", DJANGO_DEBUG="0", ALLOWED_HOSTS="127.0.0.1,localhost",
