@@ -445,9 +445,16 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     layer_task: asyncio.Future | None = None
     frame_task: asyncio.Future | None = None
     keepalive = float(mcp_settings.KEEPALIVE_SECONDS)
-    # One timer per stream, re-armed at most once per interval: frames push the keep-alive back.
+    # One timer per stream, re-armed only once it has fired (at most once per interval); frames
+    # push the keep-alive back by moving `due`, which the fired timer then waits for.
     due = loop.time() + keepalive
-    timer = loop.call_at(due, wakeup.wake)
+    fired: list[bool] = []
+
+    def on_timer() -> None:
+        fired.append(True)
+        wakeup.wake()
+
+    timer = loop.call_at(due, on_timer)
 
     async def end() -> None:
         body = sse.event(stream.closing) if stream.closing is not None else b""
@@ -467,9 +474,9 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             ready = layer_done or frame_done or mail
             tick = loop.time() >= due - 0.001  # a timer may fire up to the clock's resolution early
             if not (ready or tick or disconnect.done() or stop.requested):
-                if timer.when() < due:  # fired early or pushed back by frames: wait for the new time
-                    timer.cancel()
-                    timer = loop.call_at(due, wakeup.wake)
+                if fired:  # fired early, or frames pushed the keep-alive back: wait for the new time
+                    fired.clear()
+                    timer = loop.call_at(due, on_timer)
                 await wakeup.wait()
                 continue
             if disconnect.done():
