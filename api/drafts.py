@@ -34,7 +34,7 @@ from registry.models.base import label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
 from registry.uris import normalize_uri
-from registry.validation import DraftReport, validate_prompt, validate_resource, validate_template
+from registry.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
 
 AUDIENCE_CHOICES = ["user", "assistant"]
 MAX_LENGTH_BOUND = 2**31 - 1  # what the database column holds
@@ -202,10 +202,11 @@ class MessageSerializer(serializers.Serializer):
         return attrs
 
 
-def _message_field(kind: str, problem: str) -> str:
-    if "file type" in problem:
+def _message_field(kind: str, code: str) -> str:
+    """The message field a per-message problem (by its registry.validation code) belongs to."""
+    if code == "file_type":
         return "mime_type"
-    if "file" in problem:
+    if code in ("file_missing", "file_too_large"):
         return "data"
     return "text" if kind == ContentKind.TEXT else "uri"
 
@@ -246,18 +247,18 @@ class PromptSerializer(EntryMetaMixin):
         ]
         count = len(messages)
 
-        def route(problem: str, errors: dict[str, Any]) -> None:
-            if problem.startswith("Message "):
-                head, _, text = problem.partition(": ")
-                index = int(head.split()[1].rstrip(":")) - 1
+        # Routed by each Problem's code and place (registry.validation), never by its words.
+        def route(problem: Problem, errors: dict[str, Any]) -> None:
+            if problem.where.startswith("message:"):
+                index = int(problem.where.partition(":")[2]) - 1
                 per_message = errors.setdefault("messages", {})  # DRF's nested-list format: {index: {field: [...]}}
                 if isinstance(per_message, dict) and 0 <= index < count:
-                    _add(per_message.setdefault(str(index), {}), _message_field(messages[index].kind, problem),
-                         text[:1].upper() + text[1:])
+                    _add(per_message.setdefault(str(index), {}), _message_field(messages[index].kind, problem.code),
+                         problem.detail)
                     return
-            if problem.startswith("The argument name ") or problem.startswith("Argument '"):
+            if problem.code in ("duplicate_argument", "argument"):
                 _add(errors, "arguments", problem)
-            elif problem == "A prompt needs at least one message.":
+            elif problem.code == "no_messages":
                 _add(errors, "messages", problem)
             else:
                 _add(errors, "non_field_errors", problem)
@@ -294,12 +295,12 @@ class ResourceSerializer(EntryMetaMixin, DescriptionFields):
         resource = Resource(uri=data.get("uri") or "", name=data.get("name") or "", text=data.get("text") or "",
                             data=data.get("data"))
 
-        def route(problem: str, errors: dict[str, Any]) -> None:
-            if problem.startswith("Invalid URI"):
+        def route(problem: Problem, errors: dict[str, Any]) -> None:
+            if problem.code == "invalid_uri":
                 _add(errors, "uri", problem)
-            elif problem.startswith("Content:"):
+            elif problem.where == "content":
                 _add(errors, "data", problem)
-            elif "name" in problem:
+            elif problem.code == "no_name":
                 _add(errors, "name", problem)
             else:
                 _add(errors, "non_field_errors", problem)
@@ -332,12 +333,12 @@ class TemplateSerializer(EntryMetaMixin, DescriptionFields):
                                     body=data.get("body") or "")
         variables = [TemplateVariable(name=v["name"]) for v in data.get("variables") or []]
 
-        def route(problem: str, errors: dict[str, Any]) -> None:
-            if problem.startswith("Invalid URI"):
+        def route(problem: Problem, errors: dict[str, Any]) -> None:
+            if problem.code == "invalid_uri":
                 _add(errors, "uri_template", problem)
-            elif problem.startswith("Suggestions are given"):
+            elif problem.code == "unknown_variable":
                 _add(errors, "variables", problem)
-            elif "name" in problem and "placeholder" not in problem:
+            elif problem.code == "no_name":
                 _add(errors, "name", problem)
             else:
                 _add(errors, "body", problem)

@@ -11,10 +11,14 @@
 2. Bulk (SQLite, N prompts + N resources): `registry_export` wall time, then `registry_import` of
    a file where N entries changed (N/2 prompt descriptions, N/2 resource texts), drafts only and
    with --publish, and the re-import of the same file (must write nothing). Child CPU time is
-   reported beside wall time, since a shared machine stretches wall time.
+   reported beside wall time, since a shared machine stretches wall time, and so is the load
+   average when each step started. The import writes through the bulk writer
+   (registry/bulk_import.py); --reference also times the same --publish import through the
+   services one entry at a time (import_documents(bulk=False)), for the ratio. The bulk file of
+   10k+10k is ~40 MB, so REGISTRY_MAX_IMPORT_BYTES is raised for it.
 
 Writes JSON lines and a Markdown summary to bench/results/writes-<time>.{jsonl,md}.
-Usage: .venv/bin/python bench/writes.py [-n 40] [-k 1000] [--gap 0] [--bulk 10000] (--bulk 0 skips part 2)
+Usage: .venv/bin/python bench/writes.py [-n 40] [-k 1000] [--gap 0] [--bulk 10000] [--reference] (--bulk 0 skips part 2)
 """
 
 from __future__ import annotations
@@ -263,39 +267,60 @@ def edit(exported: str, n: int) -> str:
                   text)
 
 
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+REFERENCE = ("from registry.importer import import_documents; "
+             "print(import_documents({path!r}, publish=True, note='bench edit', bulk=False).summary())")
+
+
 def bulk(args: argparse.Namespace, tmp: Path, base_env: dict[str, str]) -> list[dict]:
     n = args.bulk
     db = tmp / "bulk.sqlite3"
-    env = dict(base_env, DATABASE_URL=f"sqlite:///{db}")
+    env = dict(base_env, DATABASE_URL=f"sqlite:///{db}", MEDIA_ROOT=str(tmp / "media"),
+               REGISTRY_MAX_IMPORT_BYTES=str(512 * 1024 * 1024))
     manage(env, "migrate", "--noinput")
     manage(env, "bench_load", "--prompts", str(n), "--resources", str(n))
     pristine = tmp / "bulk-pristine.sqlite3"
     shutil.copy(db, pristine)
     rows = []
     exported = tmp / "export.yaml"
+    started_load = load()
     wall, cpu, _ = timed(env, "registry_export", str(exported))
     rows.append({"bench": "export", "entries": f"{n}+{n}", "wall_s": wall, "cpu_s": cpu,
-                 "bytes": exported.stat().st_size})
+                 "bytes": exported.stat().st_size, "load": started_load})
     print(json.dumps(rows[-1]), flush=True)
     edited = tmp / "edited.yaml"
     edited.write_text(edit(exported.read_text(encoding="utf-8"), n), encoding="utf-8")
     for mode, extra in (("drafts", ()), ("publish", ("--publish", "--note", "bench edit"))):
         shutil.copy(pristine, db)
+        started_load = load()
         wall, cpu, summary = timed(env, "registry_import", str(edited), *extra)
-        rows.append({"bench": f"import {mode}", "changed": n, "wall_s": wall, "cpu_s": cpu, "summary": summary})
+        rows.append({"bench": f"import {mode}", "changed": n, "wall_s": wall, "cpu_s": cpu, "summary": summary,
+                     "load": started_load})
         print(json.dumps(rows[-1]), flush=True)
+        started_load = load()
         wall, cpu, summary = timed(env, "registry_import", str(edited), *extra)
         rows.append({"bench": f"re-import {mode} (unchanged)", "changed": 0, "wall_s": wall, "cpu_s": cpu,
-                     "summary": summary})
+                     "summary": summary, "load": started_load})
+        print(json.dumps(rows[-1]), flush=True)
+    if args.reference:
+        shutil.copy(pristine, db)
+        started_load = load()
+        wall, cpu, summary = timed(env, "shell", "-v", "0", "-c", REFERENCE.format(path=str(edited)))
+        rows.append({"bench": "import publish, one by one (reference)", "changed": n, "wall_s": wall, "cpu_s": cpu,
+                     "summary": summary, "load": started_load})
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
 def markdown(rows: list[dict], args: argparse.Namespace) -> str:
-    out = [f"# Write-path benchmark, {time.strftime('%Y-%m-%d %H:%M')}", "",
-           f"Publish of one resource, {args.publishes} per path, {args.gap} s apart, one daphne worker (SQLite, 1k+1k); "
-           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}.", "",
-           "| path | listeners | p50 ms | p99 ms | max ms |", "|---|---|---|---|---|"]
+    out = [f"# Write-path benchmark, {time.strftime('%Y-%m-%d %H:%M')}"]
+    if not args.skip_publish:
+        out += ["", f"Publish of one resource, {args.publishes} per path, {args.gap} s apart, one daphne worker "
+                f"(SQLite, 1k+1k); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}.", "",
+                "| path | listeners | p50 ms | p99 ms | max ms |", "|---|---|---|---|---|"]
     out += [f"| {r['path']} | {r['listeners']} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} |"
             for r in rows if r["bench"] == "publish"]
     for r in rows:
@@ -306,9 +331,14 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
                     + (f" (frames per publish: {r['mismatch']})" if "mismatch" in r else "")]
     bulk_rows = [r for r in rows if r["bench"] not in ("publish", "fan-out")]
     if bulk_rows:
-        out += ["", "| bulk | wall s | child CPU s | result |", "|---|---|---|---|"]
+        out += ["", "| bulk | wall s | child CPU s | load avg | result |", "|---|---|---|---|---|"]
         out += [f"| {r['bench']} ({r.get('entries') or r.get('changed')}) | {r['wall_s']} | {r['cpu_s']} | "
-                f"{r.get('summary') or str(r.get('bytes', '')) + ' bytes'} |" for r in bulk_rows]
+                f"{r.get('load', '')} | {r.get('summary') or str(r.get('bytes', '')) + ' bytes'} |" for r in bulk_rows]
+        bulk_publish = next((r for r in bulk_rows if r["bench"] == "import publish"), None)
+        reference = next((r for r in bulk_rows if "reference" in r["bench"]), None)
+        if bulk_publish and reference and bulk_publish["cpu_s"]:
+            out += ["", f"Bulk writer vs one entry at a time (--publish): {reference['cpu_s'] / bulk_publish['cpu_s']:.1f}x "
+                    f"less CPU, {reference['wall_s'] / max(bulk_publish['wall_s'], 0.1):.1f}x less wall time."]
     return "\n".join(out) + "\n"
 
 
@@ -320,6 +350,8 @@ def main() -> None:
                     help="seconds between publishes (0: back to back, so a publish may meet the previous one's fan-out)")
     ap.add_argument("--bulk", type=int, default=10000, help="N prompts + N resources for export/import (0: skip)")
     ap.add_argument("--skip-publish", action="store_true")
+    ap.add_argument("--reference", action="store_true",
+                    help="also time the --publish import through the services one entry at a time (slow)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mcp-writes-"))
     base_env = dict(os.environ, MCP_ALLOW_ANONYMOUS="1", DJANGO_DEBUG="0", ALLOWED_HOSTS="127.0.0.1,localhost",

@@ -85,10 +85,17 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page language: the session or language cookie (the signed-in user's saved choice is put
+    # there at login and by registry.language), else Accept-Language, else LANGUAGE_CODE.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # After authentication: a signed-in user's saved language wins over the browser's (registry/language.py).
+    "registry.language.UserLanguageMiddleware",
+    # After it: the REST API answers in LANGUAGE_CODE whatever the caller's language (api/language.py).
+    "api.language.ApiLanguageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its 429 page.
     "axes.middleware.AxesMiddleware",
@@ -165,6 +172,9 @@ AXES_RESET_ON_SUCCESS = True
 MESSAGE_STORAGE = "config.message_storage.PlainTextFallbackStorage"
 
 LANGUAGE_CODE = "en-us"
+# The admin's languages: the project's own strings have catalogs in locale/ (Django's admin has its own).
+LANGUAGES = [("en", "English"), ("de", "Deutsch"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

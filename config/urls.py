@@ -5,7 +5,11 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from registry.admin.preferences import language_view
+
 urlpatterns = [
+    # Each person's own language (registry/admin/preferences.py); before the admin's catch-all.
+    path("admin/language/", admin.site.admin_view(language_view), name="registry-language"),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
     # OAuth 2.1: /.well-known/ metadata, /oauth/ authorization server, /register (oauth/urls.py).

@@ -18,7 +18,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from registry import argtypes, catalog, clients, fetches, uris
+from registry import argtypes, catalog, catalog_pages, clients, fetches, uris, warmup
 from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
 
@@ -26,7 +26,7 @@ from . import errors, shapes
 from .context import Identity, RequestContext
 from .hub import hub as notification_hub
 from .jsonrpc import RawJSON, dumps
-from .pagination import paginate
+from .pagination import cursor_key, paginate
 from .result_cache import ResultCache
 from .sessions import LOG_LEVELS
 from .sessions import store as session_store
@@ -46,6 +46,18 @@ class RegistrySource:
 
     def load_catalog(self, label: str) -> Any:
         return catalog.load_catalog(label)
+
+    def warm_catalog(self, label: str) -> Any:
+        """A concurrent Future of the label's whole catalog, built in a background thread."""
+        return warmup.warm(label)
+
+    def page_catalog(self, label: str, kind: str, viewer: Any, after: str | None, count: int) -> Any:
+        """Sync, queries: a catalog answering one list page (the whole one if fresh by now)."""
+        return catalog_pages.page_catalog(label, kind, viewer, after, count)
+
+    def entry_catalog(self, label: str, kind: str, key: str, viewer: Any) -> Any:
+        """Sync, queries: a catalog answering a get/read of one entry, or None (use the whole one)."""
+        return catalog_pages.entry_catalog(label, kind, key, viewer)
 
     def record_fetch(self, served: Any, viewer: Any) -> None:
         fetches.record_fetch(served, viewer)
@@ -69,7 +81,6 @@ source = RegistrySource()
 
 
 _results = ResultCache(lambda: mcp_settings.RESULT_CACHE_BYTES, lambda: mcp_settings.RESULT_CACHE_SIZE)
-_loading: dict[str, asyncio.Future] = {}
 _secret_cache: list[bytes] = []
 
 
@@ -200,21 +211,49 @@ def translate_domain_error(exc: BaseException) -> errors.McpError | None:
 
 
 async def get_catalog(label: str) -> Any:
-    """The label's in-memory snapshot; on a miss one loader per label and event loop runs the
-    database load in a worker thread while concurrent callers wait for it."""
+    """The label's in-memory snapshot; on a miss, wait for its build in the background (one
+    per label, registry/warmup.py), which concurrent callers share."""
     catalog = source.cached_catalog(label)
     if catalog is not None:
         return catalog
+    await _start_hub()
+    return await asyncio.shield(asyncio.wrap_future(source.warm_catalog(label)))
+
+
+async def _start_hub() -> None:
     # A process that serves requests must hear of changes committed elsewhere even if it never
     # holds a stream, or its cached catalogs would never go stale: start the hub's catch-up.
     await notification_hub.start()
-    loop = asyncio.get_running_loop()
-    task = _loading.get(label)
-    if task is None or task.done() or task.get_loop() is not loop:
-        task = loop.create_task(database_sync_to_async(source.load_catalog)(label))
-        _loading[label] = task
-        task.add_done_callback(lambda t, lbl=label: _loading.pop(lbl, None) if _loading.get(lbl) is t else None)
-    return await asyncio.shield(task)
+
+
+async def _page_catalog(label: str, kind: str, viewer: Any, after: str | None) -> Any:
+    """On a miss, a list page need not wait for the whole catalog: it is read from the database
+    (registry/catalog_pages.py), then the catalog's build starts in the background."""
+    catalog = source.cached_catalog(label)
+    if catalog is not None:
+        return catalog
+    await _start_hub()
+    catalog = await database_sync_to_async(source.page_catalog)(label, kind, viewer, after,
+                                                                mcp_settings.PAGE_SIZE + 1)
+    if getattr(catalog, "partial", False):
+        source.warm_catalog(label)
+    return catalog
+
+
+async def _entry_catalog(ctx: RequestContext, kind: str, key: str) -> Any:
+    """On a miss, a get or read of one entry need not wait for the whole catalog either, when
+    that entry alone answers it (registry/catalog_pages.py); the catalog's build starts then."""
+    label = ctx.identity.label
+    catalog = source.cached_catalog(label)
+    if catalog is not None:
+        return catalog
+    await _start_hub()
+    catalog = await database_sync_to_async(source.entry_catalog)(label, kind, key, ctx.identity.viewer)
+    if catalog is None:
+        return await get_catalog(label)
+    if getattr(catalog, "partial", False):
+        source.warm_catalog(label)
+    return catalog
 
 
 async def _content_call(method: Any, *args: Any) -> Any:
@@ -257,8 +296,12 @@ async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, fie
     cursor = params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise errors.InvalidParams("params.cursor must be a string from an earlier nextCursor")
-    catalog = await get_catalog(ctx.identity.label)
     viewer = ctx.identity.viewer
+    if mcp_settings.PAGE_SIZE > 0:
+        after = cursor_key(_secret(), method, cursor) if sorted_by_key else None
+        catalog = await _page_catalog(ctx.identity.label, _KINDS[method], viewer, after)
+    else:  # one page holds everything: nothing to gain from reading a part
+        catalog = await get_catalog(ctx.identity.label)
     private, variant = _personalisation(catalog, viewer)
     cache_key = (method, ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, cursor,
                  mcp_settings.PAGE_SIZE)
@@ -267,7 +310,8 @@ async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, fie
         return hit
     items = getattr(catalog, field)(viewer)
     page, next_cursor = paginate(items, kind=method, key=key, cursor=cursor, page_size=mcp_settings.PAGE_SIZE,
-                                 secret=_secret(), sorted_by_key=sorted_by_key)
+                                 secret=_secret(), sorted_by_key=sorted_by_key,
+                                 partial=bool(getattr(catalog, "partial", False)) and sorted_by_key)
     result: dict[str, Any] = {_LIST_FIELDS[method]: shapes.shape_items(page, ctx.version)}
     if next_cursor:
         result["nextCursor"] = next_cursor
@@ -276,6 +320,7 @@ async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, fie
     return raw
 
 
+_KINDS = {"prompts/list": "prompt", "resources/list": "resource", "resources/templates/list": "template"}
 _LIST_FIELDS = {"prompts/list": "prompts", "resources/list": "resources",
                 "resources/templates/list": "resourceTemplates"}
 
@@ -306,7 +351,7 @@ async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
     the -32602 error that names the missing arguments."""
     name = _str_param(params, "name")
     arguments = _string_map(params.get("arguments"), "params.arguments")
-    catalog = await get_catalog(ctx.identity.label)
+    catalog = await _entry_catalog(ctx, "prompt", name)
     viewer = ctx.identity.viewer
     declined = False
     if ctx.modern and params.get("inputResponses") is not None:
@@ -363,7 +408,7 @@ def _ask_for_arguments(ctx: RequestContext, item: Any, all_specs: Any, missing: 
 
 async def resources_read(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any] | RawJSON:
     uri = _str_param(params, "uri")
-    catalog = await get_catalog(ctx.identity.label)
+    catalog = await _entry_catalog(ctx, "resource", uri)
     private, variant = _personalisation(catalog, ctx.identity.viewer)
     cache_key = ("resources/read", ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, uri)
     hit = _results.get(cache_key, catalog.generation)

@@ -31,8 +31,8 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
-from registry import dynamic
-from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, load_catalog, refresh_catalog
+from registry import dynamic, warmup
+from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, refresh_catalog
 from registry.changes import Change, ChangeBatch
 from registry.consistency import served_fingerprint, stale_keys
 from registry.rollouts import gets_candidate
@@ -342,7 +342,9 @@ class Hub:
         await self.start()
         label = listener.viewer.label
         if label not in self.catalogs:
-            self.catalogs[label] = await database_sync_to_async(load_catalog)(label)
+            # Built in the background (registry/warmup.py), so list pages read meanwhile are not
+            # queued behind the build in the database executor.
+            self.catalogs[label] = await asyncio.shield(asyncio.wrap_future(warmup.warm(label)))
         if listener.session_id is not None:  # one delivering GET stream per legacy session
             for other in [l for l in self.listeners if l.session_id == listener.session_id]:
                 self._remove(other)

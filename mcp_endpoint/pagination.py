@@ -59,8 +59,14 @@ def decode_cursor(secret: bytes, kind: str, cursor: Any) -> tuple[int, str]:
 
 
 def paginate(items: list[dict[str, Any]], *, kind: str, key: str, cursor: Any, page_size: int,
-             secret: bytes, sorted_by_key: bool) -> tuple[list[dict[str, Any]], str | None]:
-    """One page of ``items`` and the cursor of the next page (None on the last page)."""
+             secret: bytes, sorted_by_key: bool, partial: bool = False) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of ``items`` and the cursor of the next page (None on the last page).
+
+    ``partial``: ``items`` is not the whole list but what follows the cursor's key (at least one
+    more than a page of it, read straight from the database), so the next cursor's offset
+    counts on from the cursor's own: the same cursor the whole list would give while it is
+    unchanged."""
+    offset = 0
     if cursor is None:
         start = 0
     else:
@@ -75,4 +81,10 @@ def paginate(items: list[dict[str, Any]], *, kind: str, key: str, cursor: Any, p
     end = start + len(page)
     if end >= len(items) or not page:
         return page, None
-    return page, encode_cursor(secret, kind, end, str(page[-1].get(key, "")))
+    position = offset + len(page) if partial else end
+    return page, encode_cursor(secret, kind, position, str(page[-1].get(key, "")))
+
+
+def cursor_key(secret: bytes, kind: str, cursor: Any) -> str | None:
+    """The last key a cursor names (None for the first page); raises like :func:`paginate`."""
+    return None if cursor is None else decode_cursor(secret, kind, cursor)[1]

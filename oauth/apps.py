@@ -1,6 +1,7 @@
 from typing import Any
 
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 def _forget_on_commit(sender: Any, **kwargs: Any) -> None:
@@ -16,7 +17,7 @@ def _forget_on_commit(sender: Any, **kwargs: Any) -> None:
 class OAuthConfig(AppConfig):
     name = "oauth"
     label = "oauth"
-    verbose_name = "OAuth connections"
+    verbose_name = _("OAuth connections")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

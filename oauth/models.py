@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.models import McpClient
 from registry.models.base import PRODUCTION, label_name_validator
@@ -19,12 +20,13 @@ class GroupDefault(models.Model):
     group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="oauth_default")
     label = models.CharField(max_length=40, default=PRODUCTION, validators=[label_name_validator])
     scope_tags = models.CharField(max_length=500, blank=True,
-                                  help_text="Comma-separated tags; if set, only entries with one are served.")
-    priority = models.IntegerField(default=0, help_text="When a user is in several groups, the highest wins.")
+                                  help_text=_("Comma-separated tags; if set, only entries with one are served."))
+    priority = models.IntegerField(default=0, help_text=_("When a user is in several groups, the highest wins."))
 
     class Meta:
         ordering = ["-priority", "group__name"]
-        verbose_name = "OAuth default for a group"
+        verbose_name = _("OAuth default for a group")
+        verbose_name_plural = _("OAuth defaults for groups")  # not Django's "<translated noun>s"
 
     def __str__(self) -> str:
         return f"{self.group.name}: {self.label}"
@@ -41,7 +43,8 @@ class OAuthConnection(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["application", "user"], name="unique_oauth_connection")]
-        verbose_name = "OAuth connection"
+        verbose_name = _("OAuth connection")
+        verbose_name_plural = _("OAuth connections")
 
     def __str__(self) -> str:
         return self.client.name

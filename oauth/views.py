@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.decorators import method_decorator
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, gettext_noop
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import (AuthorizationView, DynamicClientRegistrationManagementView,
@@ -24,6 +26,9 @@ from .resource import SCOPE, resource_url
 
 _LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 _ALLOWED_GRANTS = {"authorization_code", "refresh_token"}
+# The scope's description (settings.OAUTH2_PROVIDER["SCOPES"]), translated on the consent page.
+gettext_noop("Read the prompts and resources this registry serves you")
+CONNECT_TITLE = gettext_lazy("Connect an assistant")
 
 
 class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
@@ -118,8 +123,8 @@ class Consent(AuthorizationView):
         # refuse it before asking anyone anything (OAuth 2.1 §4.1.1: S256 only here).
         if request.GET.get("code_challenge_method") == "plain":
             error = {"error": "invalid_request",
-                     "description": 'The "plain" PKCE method is not accepted; use "S256".'}
-            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+                     "description": _('The "plain" PKCE method is not accepted; use "S256".')}
+            return self.render_to_response({"error": error, "title": CONNECT_TITLE}, status=400)
         ours = resource_url(request.scheme, request.get_host())
         asked = request.GET.getlist("resource")
         if not asked:  # RFC 8707 §2: the server may bind a default audience; ours is the only one
@@ -127,14 +132,15 @@ class Consent(AuthorizationView):
             request.GET["resource"] = ours
         elif any(value != ours for value in asked):
             error = {"error": "invalid_target",
-                     "description": f"This server issues tokens only for {ours}, not for {', '.join(asked)}."}
-            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+                     "description": _("This server issues tokens only for %(ours)s, not for %(asked)s.")
+                     % {"ours": ours, "asked": ", ".join(asked)}}
+            return self.render_to_response({"error": error, "title": CONNECT_TITLE}, status=400)
         response = super().get(request, *args, **kwargs)
         redirect_uri = getattr(self, "oauth2_data", {}).get("redirect_uri") or ""
         problem = redirect_uri and _redirect_uri_problem(redirect_uri)
         if problem:  # whoever registered it (an admin, a metadata document): no code over plain http
             error = {"error": "invalid_request", "description": problem}
-            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+            return self.render_to_response({"error": error, "title": CONNECT_TITLE}, status=400)
         source = _form_action_source(redirect_uri)
         if source and response.status_code == 200:
             # CSP form-action also governs the redirect that answers the form (the client's
@@ -146,7 +152,7 @@ class Consent(AuthorizationView):
         problem = _redirect_uri_problem(form.cleaned_data.get("redirect_uri") or "")
         if problem:
             error = {"error": "invalid_request", "description": problem}
-            return self.render_to_response({"error": error, "title": "Connect an assistant"}, status=400)
+            return self.render_to_response({"error": error, "title": CONNECT_TITLE}, status=400)
         if not form.cleaned_data.get("resource"):
             form.cleaned_data["resource"] = resource_url(self.request.scheme, self.request.get_host())
         return super().form_valid(form)
@@ -165,6 +171,6 @@ class Consent(AuthorizationView):
         else:
             label, tags = "", ""
         context.update(served_label=label, served_tags=[t.strip() for t in tags.split(",") if t.strip()],
-                       title="Connect an assistant", site_header="MCP Prompt Registry",
+                       title=CONNECT_TITLE, site_header=_("MCP Prompt Registry"),
                        redirect_host=urlsplit(context.get("redirect_uri") or "").netloc)
         return context

@@ -9,7 +9,8 @@ message bodies or documents and its size does not grow with them. What `prompts/
 (registry/content_cache.py): a hot entry costs no query, a cold one one read. On the event
 loop a cold read raises ContentNotLoaded so the caller repeats it in a worker thread. Any committed change
 (local or caught up from another process) bumps `changes.generation()`, which retires the
-cached catalog; the next request rebuilds it. The catalog for label L serves L's version of
+cached catalog; the next request rebuilds it (in the background, registry/warmup.py; list pages are
+read from the database meanwhile, registry/catalog_pages.py). The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
 
 Percentage rollouts (registry/rollouts.py): an item whose label runs a rollout carries it
@@ -314,6 +315,7 @@ class Catalog:
     template_items: list[TemplateItem]
     _lists: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = field(default_factory=dict)
     rolled_out: tuple[Any, ...] = ()  # the items with a running rollout
+    partial: bool = False  # holds only some entries (read_entries): answers one list page, never cached
 
     # ---------------------------------------------------------------- rollouts
     def personalised(self, viewer: Viewer) -> bool:
@@ -572,35 +574,64 @@ _KEY_FIELDS = {"prompt": "entry__name__in", "resource": "entry__uri__in", "templ
 
 
 def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None) -> Catalog:
+    catalog = _read(label, base, changed)
+    _cache[label] = catalog
+    return catalog
+
+
+def read_entries(label: str, entry_ids: Mapping[str, Iterable[int] | None]) -> Catalog:
+    """A catalog of `label` holding only the given entries of each kind (None: every entry of that
+    kind; a kind left out: none), plus every entry with a running rollout on the label, so that
+    `personalised()` and `variant()` answer as the whole catalog would. Never cached: it answers
+    one request while the whole catalog warms up (registry/catalog_pages.py)."""
+    return _read(label, None, None, entry_ids)
+
+
+def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None,
+          entry_ids: Mapping[str, Iterable[int] | None] | None = None) -> Catalog:
+    """The catalog built from the database: all of it (no base), `base` with the `changed` keys
+    re-read, or (entry_ids) just those entries. The same row rules serve all three."""
     generation = changes.generation()
     names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
     wanted: dict[str, set[str]] = {}
     for kind, key in changed or ():
         wanted.setdefault(kind, set()).add(key)
-
-    if base is None:
+    partial = entry_ids is not None
+    if partial:
+        rolled = _rollout_entries(names)
+        entry_ids = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
+                     for kind, ids in {**{k: () for k in rolled}, **entry_ids}.items()}
+    elif base is None:
         _frozen.clear()
 
     def rows(model: Any, kind: str) -> Iterable[_Row]:
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
         if base is not None:
             qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
+        if partial and entry_ids[kind] is not None:
+            qs = qs.filter(entry_id__in=entry_ids[kind])
         qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
+        if kind != "resource":  # only resources list a date; converting 20k of them costs a quarter second
+            return (_Row(*values[:4], _decode_listing(values[4]), None) for values in qs.order_by(
+                "entry_id", "name").values_list(*_ROW_FIELDS[:5]).iterator(chunk_size=2000))
         return (_Row(*values[:4], _decode_listing(values[4]), values[5])
                 for values in qs.order_by("entry_id", "name").values_list(*_ROW_FIELDS).iterator(chunk_size=2000))
+
+    def reads(kind: str) -> bool:
+        return kind in entry_ids if partial else base is None or kind in wanted
 
     prompts = dict(base.prompt_items) if base else {}
     resources = dict(base.resource_items) if base else {}
     templates = {t.uri_template: t for t in base.template_items} if base else {}
-    if base is None or "prompt" in wanted:
+    if reads("prompt"):
         for key in wanted.get("prompt", ()):
             prompts.pop(key, None)
         prompts.update((i.name, i) for i in map(_prompt_item, _pick(rows(PromptLabel, "prompt"), label).values()))
-    if base is None or "resource" in wanted:
+    if reads("resource"):
         for key in wanted.get("resource", ()):
             resources.pop(key, None)
         resources.update((i.uri, i) for i in map(_resource_item, _pick(rows(ResourceLabel, "resource"), label).values()))
-    if base is None or "template" in wanted:
+    if reads("template"):
         for key in wanted.get("template", ()):
             templates.pop(key, None)
         templates.update(
@@ -610,10 +641,16 @@ def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | No
         _attach_rollouts(names, wanted if base is not None else None, prompts, resources, templates)
     rolled_out = tuple(item for pool in (prompts, resources, templates) for item in pool.values()
                        if item.rollout is not None)
-    catalog = Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template),
-                      rolled_out=rolled_out)
-    _cache[label] = catalog
-    return catalog
+    return Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template),
+                   rolled_out=rolled_out, partial=partial)
+
+
+def _rollout_entries(names: list[str]) -> dict[str, set[int]]:
+    """Per kind, the entries with a rollout running on one of `names` (one small query)."""
+    out: dict[str, set[int]] = {}
+    for kind, entry_id in Rollout.objects.filter(label__in=names).values_list("entry_kind", "entry_id"):
+        out.setdefault(kind, set()).add(entry_id)
+    return out
 
 
 _ITEM_BUILDERS = {"prompt": _prompt_item, "resource": _resource_item, "template": _template_item}

@@ -124,6 +124,26 @@ def record_change(*, kind: str, key: str, label: str = "", list_changed: bool = 
     return change
 
 
+def record_changes(items: list[tuple[str, str, str, bool]]) -> list[Change]:
+    """`record_change` for many (kind, key, label, list_changed) at once: one INSERT per batch of rows.
+
+    For a bulk writer inside a service transaction; a change this service call recorded already
+    goes through `record_change` (which keeps it to one row)."""
+    recorded = _service_changes.get()
+    if not transaction.get_connection().in_atomic_block or recorded is None:
+        raise RuntimeError("record_changes runs inside a service transaction (changes.service_scope + atomic).")
+    fresh = [item for item in items if (item[0], item[1], item[2]) not in recorded]
+    again = [item for item in items if (item[0], item[1], item[2]) in recorded]
+    rows = ChangeLogEntry.objects.bulk_create(
+        [ChangeLogEntry(entry_kind=kind, entry_key=key, label=label, list_changed=listed)
+         for kind, key, label, listed in fresh], batch_size=500)
+    made = [Change(row.pk, row.entry_kind, row.entry_key, row.label, row.list_changed) for row in rows]
+    _pending_batch().changes.extend(made)
+    for change in made:
+        recorded[(change.kind, change.key, change.label)] = change
+    return made + [record_change(kind=k, key=key, label=label, list_changed=listed) for k, key, label, listed in again]
+
+
 # Set for the duration of the outermost service call: the changes it recorded, by (kind, key, label).
 _service_changes: ContextVar[dict[tuple[str, str, str], Change] | None] = ContextVar(
     "registry_service_changes", default=None

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Iterable
 
+from django.utils.translation import get_language, gettext, gettext_noop, ngettext
+
 # ----------------------------------------------------------------------------------- display data
 
 
@@ -56,7 +58,7 @@ class FieldChange:
 
     @property
     def summary(self) -> str:
-        return f"{self.label} {_STATUS_WORDS[self.status]}"
+        return status_phrase(self.status, self.label)
 
 
 @dataclass
@@ -92,10 +94,10 @@ class TableChange:
         out = []
         for row in self.rows:
             if row.status in ("added", "removed"):
-                out.append(f"{self.singular} {row.title} {_STATUS_WORDS[row.status]}")
+                out.append(status_phrase(row.status, f"{self.singular} {row.title}"))
             elif row.status == "changed":
-                names = [name.lower() for name, cell in zip(self.columns, row.cells) if cell.changed]
-                out.append(f"{self.singular} {row.title} {join_words(names)} changed")
+                names = [in_sentence(name) for name, cell in zip(self.columns, row.cells) if cell.changed]
+                out.append(status_phrase("changed", f"{self.singular} {row.title} {join_words(names)}"))
         return out
 
 
@@ -110,13 +112,19 @@ class MessageChange:
     kind: Value
     words: list[Segment]  # the text (or embedded text), word-diffed
     fields: list[FieldChange]  # other content fields that changed: file, URI, MIME type, ...
+    kind_value: str = ""  # the content type's own value ("text", "image", ...)
+
+    @property
+    def kind_key(self) -> str:
+        """'text', 'image', ... whatever language the kind's label is shown in."""
+        return self.kind_value
 
     @property
     def changed_parts(self) -> list[str]:
-        parts = ["role"] if self.role_before is not None else []
+        parts = [gettext("role")] if self.role_before is not None else []
         if any(s.op in ("ins", "del") for s in self.words):
-            parts.append("text")
-        parts += [f.label.lower() for f in self.fields]
+            parts.append(gettext("text"))
+        parts += [in_sentence(f.label) for f in self.fields]
         return parts
 
 
@@ -155,10 +163,11 @@ class EntryDiff:
                 items += section.table.summaries()
             else:
                 for message in section.messages:
+                    name = message_name(message.number)
                     if message.status != "changed":
-                        items.append(f"Message {message.number} {_STATUS_WORDS[message.status]}")
+                        items.append(status_phrase(message.status, name))
                     else:
-                        items.append(f"Message {message.number} {join_words(message.changed_parts)} changed")
+                        items.append(status_phrase("changed", f"{name} {join_words(message.changed_parts)}"))
         return items
 
     def _whole_entry_summary(self) -> str:
@@ -169,14 +178,18 @@ class EntryDiff:
         parts: list[str] = []
         for section in self.sections:
             if section.kind == "fields":
-                parts += [change.label.lower() for change in section.fields]
+                parts += [in_sentence(change.label) for change in section.fields]
             elif section.table is not None:
                 count = len(section.table.rows)
-                parts.append(f"{count} {section.table.singular.lower()}{'s' if count != 1 else ''}")
+                if section.table.key == "variables":
+                    parts.append(ngettext("%(count)s variable", "%(count)s variables", count) % {"count": count})
+                else:
+                    parts.append(ngettext("%(count)s argument", "%(count)s arguments", count) % {"count": count})
             else:
                 count = len(section.messages)
-                parts.append(f"{count} message{'s' if count != 1 else ''}")
-        return ("New: " if statuses == {"added"} else "Removed: ") + join_words(parts)
+                parts.append(ngettext("%(count)s message", "%(count)s messages", count) % {"count": count})
+        text = gettext("New: %(parts)s") if statuses == {"added"} else gettext("Removed: %(parts)s")
+        return text % {"parts": join_words(parts)}
 
     def _statuses(self) -> list[str]:
         statuses = []
@@ -193,20 +206,40 @@ class EntryDiff:
             return whole
         items = self.summary_items()
         if not items:
-            return "No changes"
+            return gettext("No changes")
         shown = items[:limit]
         if len(items) > limit:
-            shown.append(f"and {len(items) - limit} more")
+            shown.append(gettext("and %(count)s more") % {"count": len(items) - limit})
         text = "; ".join(shown)
         return text[:1].upper() + text[1:]
 
 
-_STATUS_WORDS = {"changed": "changed", "added": "added", "removed": "removed"}
+# "Title changed", "Argument topic added", "Message 2 text changed": whole phrases, so each
+# language puts the words in its own order.
+_STATUS_PHRASES = {"changed": gettext_noop("%(what)s changed"), "added": gettext_noop("%(what)s added"),
+                   "removed": gettext_noop("%(what)s removed")}
+
+
+def status_phrase(status: str, what: str) -> str:
+    return gettext(_STATUS_PHRASES[status]) % {"what": what}
+
+
+def in_sentence(label: str) -> str:
+    """A field label inside a sentence: lower-cased, except in German, where nouns keep their capital."""
+    return label if (get_language() or "").startswith("de") else label.lower()
+
+
+def message_name(number: int) -> str:
+    return gettext("Message %(number)s") % {"number": number}
 
 
 def join_words(words: list[str]) -> str:
     """['a', 'b', 'c'] -> 'a, b and c'."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1] if words else ""
+    if not words:
+        return ""
+    if len(words) == 1:
+        return words[0]
+    return gettext("%(list)s and %(last)s") % {"list": ", ".join(words[:-1]), "last": words[-1]}
 
 # ----------------------------------------------------------------------------------------- schema
 
@@ -220,7 +253,7 @@ _ENTRY_FIELDS: dict[str, list[tuple[str, str, str]]] = {
         ("uri", "ResourceForm", "uri"), ("name", "ResourceForm", "name"), ("title", "ResourceForm", "title"),
         ("description", "ResourceForm", "description"), ("tags", "ResourceForm", "tags"),
         ("mimeType", "ResourceForm", "mime_type"), ("text", "ResourceForm", "text"),
-        ("blob", "ResourceForm", "upload"), ("size", "", "Size"),
+        ("blob", "ResourceForm", "upload"), ("size", "", gettext_noop("Size")),
         ("annotations.audience", "ResourceForm", "audience"), ("annotations.priority", "ResourceForm", "priority"),
     ],
     "template": [
@@ -234,12 +267,12 @@ _ENTRY_FIELDS: dict[str, list[tuple[str, str, str]]] = {
 }
 # Lists of rows shown as tables: snapshot key -> (heading, singular, [(row key, form, form field)]).
 _TABLES: dict[str, tuple[str, str, list[tuple[str, str, str]]]] = {
-    "arguments": ("Arguments", "Argument", [
+    "arguments": (gettext_noop("Arguments"), gettext_noop("Argument"), [
         ("name", "PromptArgumentForm", "name"), ("title", "PromptArgumentForm", "title"),
         ("description", "PromptArgumentForm", "description"), ("required", "PromptArgumentForm", "required"),
         ("default", "PromptArgumentForm", "default"), ("suggestions", "PromptArgumentForm", "suggestions"),
     ]),
-    "variables": ("Variables", "Variable", [
+    "variables": (gettext_noop("Variables"), gettext_noop("Variable"), [
         ("name", "TemplateVariableForm", "name"), ("description", "TemplateVariableForm", "description"),
         ("suggestions", "TemplateVariableForm", "suggestions"),
     ]),
@@ -248,7 +281,8 @@ _TABLES_OF_KIND = {"prompt": ["arguments"], "template": ["variables"], "resource
 # Message keys (content.* flattened) -> form field of the message inline.
 _MESSAGE_FIELDS: list[tuple[str, str]] = [
     ("content.data", "upload"), ("content.mimeType", "mime_type"), ("content.uri", "uri"),
-    ("content.name", "link_name"), ("content.title", "Title"), ("content.description", "Description"),
+    ("content.name", "link_name"), ("content.title", gettext_noop("Title")),
+    ("content.description", gettext_noop("Description")),
     ("content.resource.uri", "uri"), ("content.resource.mimeType", "mime_type"),
     ("content.resource.blob", "upload"),
 ]
@@ -259,18 +293,27 @@ _CONTEXT_LINES = 2
 _MAX_WORD_TOKENS = 2000  # above this a changed block is shown as deleted + inserted, not word by word
 
 
-@cache
 def _form_label(form_name: str, field_name: str) -> str:
+    """The label editors see on the form, in the active language."""
+    return _form_label_in(form_name, field_name, get_language())
+
+
+@cache
+def _form_label_in(form_name: str, field_name: str, language: str | None) -> str:
     if not form_name:
-        return field_name
+        return gettext(field_name)
     from registry import forms  # the labels editors see; imported late so this module stays importable alone
 
     form_field = getattr(forms, form_name).base_fields.get(field_name)
     return str(form_field.label) if form_field is not None and form_field.label else humanise(field_name)
 
 
-@cache
 def _choice_labels() -> dict[str, dict[str, str]]:
+    return _choice_labels_in(get_language())
+
+
+@cache
+def _choice_labels_in(language: str | None) -> dict[str, dict[str, str]]:
     from registry.models.prompts import ContentKind, MessageRole
     from registry.models.resources import Audience
 
@@ -303,17 +346,17 @@ def _binary_summary(value: Any) -> str | None:
     """'2,150 bytes · sha256 1a2b3c4d5e6f' for base64 text, a {sha256, size} reference or an audit summary."""
     if isinstance(value, dict) and "sha256" in value:
         size = value.get("size")
-        size_text = f"{size:,} bytes · " if isinstance(size, int) else ""
+        size_text = gettext("%(size)s bytes · ") % {"size": f"{size:,}"} if isinstance(size, int) else ""
         return f"{size_text}sha256 {str(value['sha256'])[:12]}"
     if isinstance(value, str):
         recorded = re.fullmatch(r"<(\d+) bytes, sha256 ([0-9a-f]+)>", value)
         if recorded:  # already summarised when the audit entry was written
-            return f"{int(recorded.group(1)):,} bytes · sha256 {recorded.group(2)[:12]}"
+            return gettext("%(size)s bytes · ") % {"size": f"{int(recorded.group(1)):,}"} + f"sha256 {recorded.group(2)[:12]}"
         try:
             raw = base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             return None
-        return f"{len(raw):,} bytes · sha256 {hashlib.sha256(raw).hexdigest()[:12]}"
+        return gettext("%(size)s bytes · ") % {"size": f"{len(raw):,}"} + f"sha256 {hashlib.sha256(raw).hexdigest()[:12]}"
     return None
 
 
@@ -327,7 +370,7 @@ def display(value: Any, *, key: str = "") -> Value:
         if summary is not None:
             return Value(summary)
     if isinstance(value, bool):
-        return Value("Yes" if value else "No")
+        return Value(gettext("Yes") if value else gettext("No"))
     if leaf == "audience" and isinstance(value, list):
         joined = ",".join(str(v) for v in value)
         return Value(_choice_labels()["audience"].get(joined, ", ".join(str(v) for v in value)))
@@ -341,7 +384,7 @@ def display(value: Any, *, key: str = "") -> Value:
             return Value("\n".join(items), multiline=len(items) > 1)
         return Value(", ".join(items))
     if isinstance(value, dict):
-        return Value("; ".join(f"{humanise(k)}: {display(v, key=k).text or 'not set'}" for k, v in value.items()))
+        return Value("; ".join(f"{humanise(k)}: {display(v, key=k).text or gettext('not set')}" for k, v in value.items()))
     text = str(value)
     return Value(text, multiline="\n" in text)
 
@@ -447,7 +490,8 @@ def word_diff(old: str | None, new: str | None, *, context_lines: int = _CONTEXT
             if len(opcodes) > 1 and len(lines) > head + tail + 1:
                 hidden = len(lines) - head - tail
                 segments.append(Segment("same", "".join(lines[:head])))
-                segments.append(Segment("gap", f"… {hidden} unchanged line{'s' if hidden != 1 else ''} …"))
+                segments.append(Segment("gap", ngettext("… %(count)s unchanged line …", "… %(count)s unchanged lines …",
+                                                        hidden) % {"count": hidden}))
                 segments.append(Segment("same", "".join(lines[len(lines) - tail:])))
             else:
                 segments.append(Segment("same", "".join(lines)))
@@ -549,7 +593,7 @@ def _table(key: str, old: Any, new: Any, partial: bool) -> TableChange | None:
         rows.append(TableRow(str(name) if name and not renamed else str(position), status, cells))
     if not any_change:
         return None
-    return TableChange(key, heading, singular, [_form_label(f, n) for _k, f, n in columns], rows)
+    return TableChange(key, gettext(heading), gettext(singular), [_form_label(f, n) for _k, f, n in columns], rows)
 
 
 def _message_key(message: dict[str, Any]) -> str:
@@ -602,7 +646,7 @@ def _message(i: int | None, old: dict | None, j: int | None, new: dict | None,
     fields: list[FieldChange] = []
     known = [key for key, _ in _MESSAGE_FIELDS] + list(_MESSAGE_TEXT_KEYS) + ["role", "content.type"]
     for key, form_field in _MESSAGE_FIELDS:
-        label = _form_label("PromptMessageForm", form_field) if form_field.islower() else form_field
+        label = _form_label("PromptMessageForm", form_field) if form_field.islower() else gettext(form_field)
         change = _field_change("message", key, flat_old.get(key), flat_new.get(key), label=label)
         if change is not None:
             change.words = None  # message fields are short; the text is in the bubble
@@ -624,6 +668,7 @@ def _message(i: int | None, old: dict | None, j: int | None, new: dict | None,
         role_key=str(current.get("role") or ""), role=display(current.get("role"), key="role"),
         role_before=display(role_old, key="role") if status == "changed" and role_old != role_new else None,
         kind=display(current.get("content.type"), key="type"), words=words, fields=fields,
+        kind_value=str(current.get("content.type") or ""),
     )
 
 
@@ -650,12 +695,12 @@ def build(kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None
         messages = [m for m in (_message(*pair, partial=partial) for pair in _pair_messages(
             before.get("messages"), after.get("messages"), partial)) if m is not None]
         if messages:
-            sections.append(Section("messages", title="Messages", messages=messages))
+            sections.append(Section("messages", title=gettext("Messages"), messages=messages))
     unknown = [key for key in dict.fromkeys([*flat_before, *flat_after]) if key not in known_fields]
     others = [c for c in (_field_change(kind, key, flat_before.get(key), flat_after.get(key), label=humanise(key))
                           for key in unknown) if c is not None]
     if others:
-        sections.append(Section("fields", title="Other fields", fields=others))
+        sections.append(Section("fields", title=gettext("Other fields"), fields=others))
     return EntryDiff(before_name, after_name, sections, partial=partial)
 
 

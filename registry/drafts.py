@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from registry import content, services
 from registry.argtypes import plain_number
@@ -155,7 +156,8 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
 
 
 # ---------------------------------------------------------------------------------------- write
-def _set_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[str]) -> None:
+def assign_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[str]) -> None:
+    """Set the entry's own fields from draft data, unsaved (the bulk importer saves many at once)."""
     for name in names:
         if name in data:
             value = data[name]
@@ -170,10 +172,14 @@ def _set_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[
             setattr(entry, name, value)
     if "tags" in data:
         entry.tags = ", ".join(normalise_tags(data["tags"]))
+
+
+def _set_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[str]) -> None:
+    assign_fields(entry, data, names)
     entry.save()  # VersionedEntry.save normalises tags; a new entry gets its pk here
 
 
-def _resources_by_uri(uris: set[str]) -> dict[str, Resource]:
+def resources_by_uri(uris: set[str]) -> dict[str, Resource]:
     """Registry resources by the URI a draft names them with (any spelling of the stored URI)."""
     spelled = {uri: normalize_uri(uri) for uri in uris}
     stored = {r.uri: r for r in Resource.objects.filter(uri__in=set(spelled.values()))} if uris else {}
@@ -184,7 +190,7 @@ def _resources_by_uri(uris: set[str]) -> dict[str, Resource]:
     return found
 
 
-def _remember_children(entry: VersionedEntry, relation: str, rows: list[Any]) -> None:
+def remember_children(entry: VersionedEntry, relation: str, rows: list[Any]) -> None:
     """Make `entry.<relation>.all()` return the rows just written, without a query.
 
     Replacing child rows leaves any prefetched copy stale; what was written is exactly what a
@@ -203,39 +209,60 @@ def _remember_children(entry: VersionedEntry, relation: str, rows: list[Any]) ->
     cache[name] = cached
 
 
+def argument_rows(prompt: Prompt, arguments: Iterable[Mapping[str, Any]]) -> list[PromptArgument]:
+    """Unsaved argument rows of `prompt`, in order, from draft data."""
+    return [
+        PromptArgument(
+            prompt=prompt, position=position, name=arg["name"], title=arg.get("title") or "",
+            description=normalise_newlines(arg.get("description") or ""),
+            required=bool(arg.get("required", True)), default=normalise_newlines(arg.get("default") or ""),
+            suggestions=_lines(arg.get("suggestions") or ()),
+            type=arg.get("type") or "text", choices=_lines(arg.get("choices") or ()),
+            min_length=arg.get("min_length"), max_length=arg.get("max_length"), pattern=arg.get("pattern") or "",
+            minimum=arg.get("minimum"), maximum=arg.get("maximum"),
+        )
+        for position, arg in enumerate(arguments)
+    ]
+
+
+def message_rows(prompt: Prompt, messages: Iterable[Mapping[str, Any]],
+                 resources: Mapping[str, Resource]) -> list[PromptMessage]:
+    """Unsaved message rows of `prompt`, in order; `resources` maps each `resource_uri` to its resource."""
+    return [
+        PromptMessage(
+            prompt=prompt, position=position, role=message.get("role") or "user",
+            kind=message.get("kind") or "text", text=normalise_newlines(message.get("text") or ""), uri=message.get("uri") or "",
+            resource=resources[message["resource_uri"]] if message.get("resource_uri") else None,
+            mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
+            link_name=message.get("link_name") or "",
+        )
+        for position, message in enumerate(messages)
+    ]
+
+
+def variable_rows(template: ResourceTemplate, variables: Iterable[Mapping[str, Any]]) -> list[TemplateVariable]:
+    """Unsaved variable rows of `template` from draft data."""
+    return [
+        TemplateVariable(template=template, name=v["name"], description=normalise_newlines(v.get("description") or ""),
+                         suggestions=_lines(v.get("suggestions") or ()))
+        for v in variables
+    ]
+
+
 @service_transaction
 def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
     _set_fields(prompt, data, PROMPT_FIELDS)
     if "arguments" in data:
         prompt.arguments.all().delete()
-        arguments = PromptArgument.objects.bulk_create([
-            PromptArgument(
-                prompt=prompt, position=position, name=arg["name"], title=arg.get("title") or "",
-                description=normalise_newlines(arg.get("description") or ""),
-                required=bool(arg.get("required", True)), default=normalise_newlines(arg.get("default") or ""),
-                suggestions=_lines(arg.get("suggestions") or ()),
-                type=arg.get("type") or "text", choices=_lines(arg.get("choices") or ()),
-                min_length=arg.get("min_length"), max_length=arg.get("max_length"), pattern=arg.get("pattern") or "",
-                minimum=arg.get("minimum"), maximum=arg.get("maximum"),
-            )
-            for position, arg in enumerate(data["arguments"])
-        ])
-        _remember_children(prompt, "arguments", arguments)
+        arguments = PromptArgument.objects.bulk_create(argument_rows(prompt, data["arguments"]))
+        remember_children(prompt, "arguments", arguments)
     if "messages" in data:
-        resources = _resources_by_uri({m["resource_uri"] for m in data["messages"] if m.get("resource_uri")})
+        resources = resources_by_uri({m["resource_uri"] for m in data["messages"] if m.get("resource_uri")})
         prompt.messages.all().delete()
-        rows = []
-        for position, message in enumerate(data["messages"]):
-            rows.append(PromptMessage(
-                prompt=prompt, position=position, role=message.get("role") or "user",
-                kind=message.get("kind") or "text", text=normalise_newlines(message.get("text") or ""), uri=message.get("uri") or "",
-                resource=resources[message["resource_uri"]] if message.get("resource_uri") else None,
-                mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
-                link_name=message.get("link_name") or "",
-            ))
+        rows = message_rows(prompt, data["messages"], resources)
         for row in rows:
             row.store_pending()  # bytes go to the content store before the rows that reference them
-        _remember_children(prompt, "messages", PromptMessage.objects.bulk_create(rows))
+        remember_children(prompt, "messages", PromptMessage.objects.bulk_create(rows))
     return prompt
 
 
@@ -250,13 +277,8 @@ def apply_template(template: ResourceTemplate, data: Mapping[str, Any]) -> Resou
     _set_fields(template, data, TEMPLATE_FIELDS)
     if "variables" in data:
         template.variables.all().delete()
-        variables = TemplateVariable.objects.bulk_create([
-            TemplateVariable(template=template, name=v["name"],
-                             description=normalise_newlines(v.get("description") or ""),
-                             suggestions=_lines(v.get("suggestions") or ()))
-            for v in data["variables"]
-        ])
-        _remember_children(template, "variables", sorted(variables, key=lambda v: v.name))
+        variables = TemplateVariable.objects.bulk_create(variable_rows(template, data["variables"]))
+        remember_children(template, "variables", sorted(variables, key=lambda v: v.name))
     return template
 
 
@@ -272,10 +294,11 @@ def apply_data(entry: VersionedEntry, data: Mapping[str, Any]) -> VersionedEntry
 
 def conflict_message(entry: VersionedEntry, expected: int) -> str:
     when = timezone.localtime(entry.updated_at).strftime("%Y-%m-%d %H:%M:%S %Z") if entry.updated_at else "?"
-    who = entry.updated_by or "someone"
-    return (f"The draft of {entry.key} was changed by {who} at {when} after you opened it (revision "
-            f"{entry.revision}; yours was based on revision {expected}). Nothing was saved: reload it to see "
-            "their changes, then apply yours again.")
+    who = entry.updated_by or _("someone")
+    return _("The draft of %(key)s was changed by %(who)s at %(when)s after you opened it (revision %(revision)s; "
+             "yours was based on revision %(expected)s). Nothing was saved: reload it to see their changes, then "
+             "apply yours again.") % {"key": entry.key, "who": who, "when": when, "revision": entry.revision,
+                                       "expected": expected}
 
 
 def lock_draft(entry: VersionedEntry, *, expected_revision: int | None = None) -> VersionedEntry:

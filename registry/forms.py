@@ -43,11 +43,31 @@ from registry.validation import (
 )
 
 
+# The labels of the model fields editors fill in, in their language. Same words as Django's
+# automatic labels (the English is unchanged), set here so no migration is needed.
+FIELD_LABELS = {
+    "name": gettext_lazy("Name"), "title": gettext_lazy("Title"), "description": gettext_lazy("Description"),
+    "tags": gettext_lazy("Tags"), "position": gettext_lazy("Position"), "required": gettext_lazy("Required"),
+    "default": gettext_lazy("Default"), "suggestions": gettext_lazy("Suggestions"), "type": gettext_lazy("Type"),
+    "choices": gettext_lazy("Choices"), "min_length": gettext_lazy("Min length"),
+    "max_length": gettext_lazy("Max length"), "pattern": gettext_lazy("Pattern"), "minimum": gettext_lazy("Minimum"),
+    "maximum": gettext_lazy("Maximum"), "role": gettext_lazy("Role"), "kind": gettext_lazy("Kind"),
+    "text": gettext_lazy("Text"), "uri": gettext_lazy("Uri"), "resource": gettext_lazy("Resource"),
+    "link_name": gettext_lazy("Link name"), "mime_type": gettext_lazy("Mime type"),
+    "audience": gettext_lazy("Audience"), "priority": gettext_lazy("Priority"),
+    "uri_template": gettext_lazy("Uri template"), "body": gettext_lazy("Body"),
+}
+
+
+def labels_for(fields: list[str]) -> dict[str, Any]:
+    return {name: FIELD_LABELS[name] for name in fields if name in FIELD_LABELS}
+
+
 def _upload_error(upload: Any) -> ValidationError | None:
     limit = max_upload_bytes()
     if upload is not None and upload.size > limit:
         return ValidationError(
-            "The file %(name)s is %(size)s bytes; the limit is %(limit)s bytes. Upload a smaller file.",
+            _("The file %(name)s is %(size)s bytes; the limit is %(limit)s bytes. Upload a smaller file."),
             code="file_too_large",
             params={"name": upload.name, "size": f"{upload.size:,}", "limit": f"{limit:,}"},
         )
@@ -87,19 +107,6 @@ class UploadMixin:
         return False
 
 
-def _strip_where(message: str, where: str) -> str | None:
-    """'Message 1: the text is empty.' -> 'The text is empty.'; None if about somewhere else."""
-    prefix = where + ": "
-    if not message.startswith(prefix):
-        if message.startswith(where + " URI: "):
-            message = message[len(where) + len(" URI: ") :]
-        else:
-            return None
-    else:
-        message = message[len(prefix) :]
-    return message[:1].upper() + message[1:]
-
-
 class NewlinesMixin:
     """Text typed in a browser arrives with CRLF; the registry stores and serves LF only."""
 
@@ -137,14 +144,14 @@ class DraftRevisionMixin:
         if self.instance.pk is None or expected is None or expected == self.instance.revision:
             return
         self.add_error(None, ValidationError(  # type: ignore[attr-defined]
-            conflict_message(self.instance, expected) + " Your edits are still in the form below: copy what you "
-            "need and reload, or save again to replace their version with yours.", code="draft_conflict"))
+            conflict_message(self.instance, expected) + " " + _("Your edits are still in the form below: copy what "
+            "you need and reload, or save again to replace their version with yours."), code="draft_conflict"))
         self.data = self.data.copy()
         self.data[self.add_prefix("draft_revision")] = str(self.instance.revision)  # type: ignore[attr-defined]
 
 
 class EntryForm(NewlinesMixin, DraftRevisionMixin, forms.ModelForm):
-    draft_revision = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    draft_revision = forms.IntegerField(label=gettext_lazy("Draft revision"), widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -163,6 +170,7 @@ class PromptForm(EntryForm):
     class Meta:
         model = Prompt
         fields = ["name", "title", "description", "tags"]
+        labels = labels_for(fields)
 
 
 # Bound fields of the argument form, by the snapshot key registry/argtypes.py uses for them.
@@ -174,12 +182,14 @@ class PromptArgumentForm(NewlinesMixin, forms.ModelForm):
     """One argument row. Bounds that do not apply to the chosen type are cleared (the page
     hides them), so switching a row from enum to integer never leaves stale choices behind."""
 
-    position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
+    position = forms.IntegerField(label=gettext_lazy("Position"), required=False, min_value=0,
+                                  widget=forms.NumberInput(attrs={"style": "width:4em"}))
 
     class Meta:
         model = PromptArgument
         fields = ["position", "name", "title", "description", "required", "default", "suggestions", "type",
                   "choices", "min_length", "max_length", "pattern", "minimum", "maximum"]
+        labels = labels_for(fields)
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2, "cols": 30}),
             "default": forms.Textarea(attrs={"rows": 2, "cols": 20}),
@@ -268,7 +278,7 @@ class PromptArgumentFormSet(BaseInlineFormSet):
             raise ValidationError(
                 [
                     ValidationError(
-                        "The argument name '%(name)s' is used %(count)s times; each argument needs its own name.",
+                        _("The argument name '%(name)s' is used %(count)s times; each argument needs its own name."),
                         code="duplicate_argument",
                         params={"name": n, "count": names[n]},
                     )
@@ -283,23 +293,26 @@ class PromptArgumentFormSet(BaseInlineFormSet):
 
 
 class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
-    position = forms.IntegerField(required=False, min_value=0, widget=forms.NumberInput(attrs={"style": "width:4em"}))
+    position = forms.IntegerField(label=gettext_lazy("Position"), required=False, min_value=0,
+                                  widget=forms.NumberInput(attrs={"style": "width:4em"}))
     upload = forms.FileField(
         required=False,
-        label="File",
-        help_text="Images, audio and binary embedded resources: upload the file here.",
+        label=gettext_lazy("File"),
+        help_text=gettext_lazy("Images, audio and binary embedded resources: upload the file here."),
     )
-    clear_file = forms.BooleanField(required=False, label="Remove the uploaded file")
+    clear_file = forms.BooleanField(required=False, label=gettext_lazy("Remove the uploaded file"))
 
     class Meta:
         model = PromptMessage
         fields = ["position", "role", "kind", "text", "uri", "resource", "link_name", "mime_type"]
+        labels = labels_for(fields)
         widgets = {"text": forms.Textarea(attrs={"rows": 5, "cols": 80})}
         help_texts = {
             "role": gettext_lazy("MCP has only two roles, user and assistant: there is no “system” role. Put "
                                  "standing instructions (tone, rules, persona) at the start of the first user "
                                  "message."),
-            "mime_type": "File type, e.g. image/png or audio/mpeg; filled in from the upload when left empty.",
+            "mime_type": gettext_lazy("File type, e.g. image/png or audio/mpeg; filled in from the upload when "
+                                      "left empty."),
         }
 
     def _post_clean(self) -> None:
@@ -314,17 +327,17 @@ class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
         # The per-message checks; cross-message ones (placeholders vs arguments) are the formset's.
         report = validate_prompt(Prompt(description="-"), arguments=[], messages=[message])
         for problem in report.errors:
-            text = _strip_where(problem, "Message 1")
-            if text is None:
+            if getattr(problem, "where", "") != "message:1":
                 continue
-            self.add_error(self._field_for(message.kind, text), ValidationError(text, code="invalid_message"))
+            self.add_error(self._field_for(message.kind, problem.code),
+                           ValidationError(problem.detail, code="invalid_message"))
 
     @staticmethod
-    def _field_for(kind: str, problem: str) -> str:
-        """The field a per-message problem is shown next to."""
-        if "file type" in problem:
+    def _field_for(kind: str, code: str) -> str:
+        """The field a per-message problem (by its registry.validation code) is shown next to."""
+        if code == "file_type":
             return "mime_type"
-        if "file" in problem:
+        if code in ("file_missing", "file_too_large"):
             return "upload"
         if kind == ContentKind.TEXT:
             return "text"
@@ -363,9 +376,9 @@ class PromptMessageFormSet(BaseInlineFormSet):
             ValidationError(e, code="invalid_prompt")
             for e in report.errors
             # Per-message problems are shown on the message; duplicates on the argument inline.
-            if not e.startswith("Message ") and not e.startswith("The argument name ")
-            and not any(e.startswith(f"The placeholder {{{{ {name} }}}} ") for name in misspelt)
-            and not e.startswith("Argument '")  # shown on the argument row itself
+            if not e.where.startswith("message:") and e.code != "duplicate_argument"
+            and not (e.code == "undeclared_placeholder" and e.name in misspelt)
+            and e.code != "argument"  # shown on the argument row itself
         ]
         if errors:
             raise ValidationError(errors)
@@ -411,13 +424,15 @@ def undeclared_message(name: str, line: int, declared: Iterable[str]) -> str:
 
 class ResourceForm(UploadMixin, EntryForm):
     upload = forms.FileField(
-        required=False, label="File", help_text="Upload binary content (e.g. an image or a PDF) instead of text."
+        required=False, label=gettext_lazy("File"),
+        help_text=gettext_lazy("Upload binary content (e.g. an image or a PDF) instead of text."),
     )
-    clear_file = forms.BooleanField(required=False, label="Remove the uploaded file")
+    clear_file = forms.BooleanField(required=False, label=gettext_lazy("Remove the uploaded file"))
 
     class Meta:
         model = Resource
         fields = ["uri", "name", "title", "description", "mime_type", "audience", "priority", "tags", "text"]
+        labels = labels_for(fields)
         widgets = {"text": forms.Textarea(attrs={"rows": 12, "cols": 90})}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -431,16 +446,16 @@ class ResourceForm(UploadMixin, EntryForm):
         if "uri" in self.errors:
             return
         for problem in validate_resource(resource).errors:
-            if problem.startswith("Invalid URI"):
+            if problem.code == "invalid_uri":
                 field = "uri"
-            elif problem.startswith("Content:"):
+            elif problem.where == "content":
                 field = "upload"
-            elif "name" in problem:
+            elif problem.code == "no_name":
                 field = "name"
             else:
                 field = None
                 if resource.data_sha256 and resource.text:
-                    problem += " Tick “Remove the uploaded file” to use the text, or empty the text box."
+                    problem += " " + _("Tick “Remove the uploaded file” to use the text, or empty the text box.")
             if field is not None and field in self.errors:
                 continue  # already explained by the field's own check
             self.add_error(field, ValidationError(problem, code="invalid_resource"))
@@ -453,6 +468,7 @@ class ResourceTemplateForm(EntryForm):
     class Meta:
         model = ResourceTemplate
         fields = ["uri_template", "name", "title", "description", "mime_type", "audience", "priority", "tags", "body"]
+        labels = labels_for(fields)
         widgets = {"body": forms.Textarea(attrs={"rows": 10, "cols": 90})}
 
     def _post_clean(self) -> None:
@@ -460,9 +476,9 @@ class ResourceTemplateForm(EntryForm):
         if "uri_template" in self.errors:
             return
         for problem in validate_template(self.instance, variables=[]).errors:
-            if problem.startswith("Invalid URI"):
+            if problem.code == "invalid_uri":
                 field = "uri_template"
-            elif "name" in problem and "placeholder" not in problem:
+            elif problem.code == "no_name":
                 field = "name"
             else:
                 field = "body"
@@ -475,6 +491,7 @@ class TemplateVariableForm(NewlinesMixin, forms.ModelForm):
     class Meta:
         model = TemplateVariable
         fields = ["name", "description", "suggestions"]
+        labels = labels_for(fields)
         widgets = {
             "description": forms.Textarea(attrs={"rows": 2, "cols": 30}),
             "suggestions": forms.Textarea(attrs={"rows": 3, "cols": 30}),
@@ -488,7 +505,7 @@ class TemplateVariableFormSet(BaseInlineFormSet):
             return
         variables = [f.instance for f in live_forms(self)]
         report = validate_template(self.instance, variables=variables)
-        errors = [e for e in report.errors if e.startswith("Suggestions are given")]
+        errors = [e for e in report.errors if e.code == "unknown_variable"]
         if errors:
             raise ValidationError([ValidationError(e, code="unknown_variable") for e in errors])
 
@@ -498,29 +515,32 @@ class TemplateVariableFormSet(BaseInlineFormSet):
 
 class PublishForm(forms.Form):
     note = forms.CharField(
-        label="Change note",
+        label=gettext_lazy("Change note"),
         widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        help_text="Required: say what changed and why. It is kept in the history for everyone.",
-        error_messages={"required": "A change note is required to publish: say what changed and why."},
+        help_text=gettext_lazy("Required: say what changed and why. It is kept in the history for everyone."),
+        error_messages={"required": gettext_lazy("A change note is required to publish: say what changed and why.")},
     )
     labels = forms.MultipleChoiceField(
-        label="Point these labels at the new version",
+        label=gettext_lazy("Point these labels at the new version"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="Clients are served the version their label points at. Most clients use 'production'.",
+        help_text=gettext_lazy("Clients are served the version their label points at. Most clients use "
+                               "'production'."),
     )
     new_label = forms.CharField(
-        label="Another label", required=False, max_length=40, validators=[label_name_validator],
-        help_text="Optional: a new label name, e.g. 'canary'.",
+        label=gettext_lazy("Another label"), required=False, max_length=40, validators=[label_name_validator],
+        help_text=gettext_lazy("Optional: a new label name, e.g. 'canary'."),
     )
 
     override = forms.BooleanField(
-        label="Emergency override", required=False,
-        help_text="Move protected labels now, without a review. Recorded in the audit log with your name and reason.",
+        label=gettext_lazy("Emergency override"), required=False,
+        help_text=gettext_lazy("Move protected labels now, without a review. Recorded in the audit log with your "
+                               "name and reason."),
     )
     override_reason = forms.CharField(
-        label="Reason for the override", required=False, widget=forms.TextInput(attrs={"size": 80}),
-        help_text="Required with the override, e.g. 'incident 42: the current version gives wrong answers'.",
+        label=gettext_lazy("Reason for the override"), required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text=gettext_lazy("Required with the override, e.g. 'incident 42: the current version gives wrong "
+                               "answers'."),
     )
 
     def __init__(self, *args: Any, label_names: Iterable[str] = (), can_override: bool = False,
@@ -528,12 +548,12 @@ class PublishForm(forms.Form):
         super().__init__(*args, **kwargs)
         names = list(dict.fromkeys([PRODUCTION, STAGING, *label_names]))
         protected = set(protected)
-        self.fields["labels"].choices = [(n, f"{n} (protected: needs a review)" if n in protected else n)
-                                         for n in names]
+        self.fields["labels"].choices = [
+            (n, _("%(label)s (protected: needs a review)") % {"label": n} if n in protected else n) for n in names]
         self.fields["labels"].initial = [PRODUCTION]
         if protected:
-            self.fields["labels"].help_text += (
-                " Protected labels are not moved at once: the new version is published, and a review request "
+            self.fields["labels"].help_text = str(self.fields["labels"].help_text) + " " + _(
+                "Protected labels are not moved at once: the new version is published, and a review request "
                 "is filed that another publisher approves in the review queue."
             )
         if not can_override:
@@ -544,7 +564,7 @@ class PublishForm(forms.Form):
         data = super().clean()
         reason = (data.get("override_reason") or "").strip()
         if data.get("override") and not reason:
-            self.add_error("override_reason", ValidationError("Say why the review is skipped.", code="reason_required"))
+            self.add_error("override_reason", ValidationError(_("Say why the review is skipped."), code="reason_required"))
         data["override_reason"] = reason if data.get("override") else None
         return data
 
@@ -559,16 +579,17 @@ class LabelMoveForm(forms.Form):
     label = forms.CharField(max_length=40, validators=[label_name_validator], widget=forms.HiddenInput)
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     note = forms.CharField(
-        label="Note",
+        label=gettext_lazy("Note"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        help_text="Why the label moves. Required for a roll back.",
+        help_text=gettext_lazy("Why the label moves. Required for a roll back."),
     )
 
     override_reason = forms.CharField(
-        label="Emergency override: reason", required=False, widget=forms.TextInput(attrs={"size": 80}),
-        help_text="Only for emergencies: the label is protected, so without a reason a review is requested instead. "
-        "The override is recorded in the audit log with your name and reason.",
+        label=gettext_lazy("Emergency override: reason"), required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text=gettext_lazy("Only for emergencies: the label is protected, so without a reason a review is "
+                               "requested instead. The override is recorded in the audit log with your name and "
+                               "reason."),
     )
 
     def __init__(self, *args: Any, rollback: bool = False, can_override: bool = False, **kwargs: Any) -> None:
@@ -580,7 +601,7 @@ class LabelMoveForm(forms.Form):
     def clean_note(self) -> str:
         note = (self.cleaned_data.get("note") or "").strip()
         if self.rollback and not note:
-            raise ValidationError("Say why you roll back: a note is required.", code="note_required")
+            raise ValidationError(_("Say why you roll back: a note is required."), code="note_required")
         return note
 
 
@@ -588,44 +609,48 @@ class ReviewRequestForm(forms.Form):
     """An editor asks for the draft (or a version) to be served on a label."""
 
     label = forms.CharField(
-        max_length=40, initial=PRODUCTION, validators=[label_name_validator],
-        help_text="The label clients are served from; most clients use 'production'.",
+        label=gettext_lazy("Label"), max_length=40, initial=PRODUCTION, validators=[label_name_validator],
+        help_text=gettext_lazy("The label clients are served from; most clients use 'production'."),
     )
     note = forms.CharField(
-        label="Note for the reviewer", widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        help_text="Required: what should be released and why. It becomes the change note of the new version.",
-        error_messages={"required": "A note is required: say what should be released and why."},
+        label=gettext_lazy("Note for the reviewer"), widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text=gettext_lazy("Required: what should be released and why. It becomes the change note of the new "
+                               "version."),
+        error_messages={"required": gettext_lazy("A note is required: say what should be released and why.")},
     )
     percent = forms.IntegerField(
-        label="Only to a share of clients (%)", required=False, min_value=1, max_value=99,
-        help_text="Optional: 1-99 starts a percentage rollout instead of serving it to every client at once.",
+        label=gettext_lazy("Only to a share of clients (%)"), required=False, min_value=1, max_value=99,
+        help_text=gettext_lazy("Optional: 1-99 starts a percentage rollout instead of serving it to every client "
+                               "at once."),
     )
 
 
 class ReviewDecisionForm(forms.Form):
     comment = forms.CharField(
-        label="Comment", required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        help_text="Optional when approving; required when rejecting (tell the requester why).",
+        label=gettext_lazy("Comment"), required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
+        help_text=gettext_lazy("Optional when approving; required when rejecting (tell the requester why)."),
     )
 
 
 class RolloutForm(forms.Form):
     """Label and candidate are chosen from what the entry has: nothing to mistype."""
 
-    label = forms.ChoiceField(choices=[], initial=PRODUCTION,
+    label = forms.ChoiceField(label=gettext_lazy("Label"), choices=[], initial=PRODUCTION,
                               error_messages={"invalid_choice": gettext_lazy("Choose one of the entry's labels.")})
-    version = forms.TypedChoiceField(choices=[], coerce=int, label="Candidate version",
+    version = forms.TypedChoiceField(choices=[], coerce=int, label=gettext_lazy("Candidate version"),
                                      error_messages={"invalid_choice": gettext_lazy("Choose one of the published versions.")})
     percent = forms.IntegerField(
-        label="Share of clients (%)", min_value=0, max_value=100,
-        help_text="0 stops the rollout (everyone gets the label's version again); 100 completes it (the label "
-        "moves to the candidate).",
-        error_messages={"min_value": "Give a percentage from 0 to 100.", "max_value": "Give a percentage from 0 to 100."},
+        label=gettext_lazy("Share of clients (%)"), min_value=0, max_value=100,
+        help_text=gettext_lazy("0 stops the rollout (everyone gets the label's version again); 100 completes it "
+                               "(the label moves to the candidate)."),
+        error_messages={"min_value": gettext_lazy("Give a percentage from 0 to 100."),
+                        "max_value": gettext_lazy("Give a percentage from 0 to 100.")},
     )
-    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 80}))
+    note = forms.CharField(label=gettext_lazy("Note"), required=False,
+                           widget=forms.Textarea(attrs={"rows": 2, "cols": 80}))
     override_reason = forms.CharField(
-        label="Emergency override: reason", required=False, widget=forms.TextInput(attrs={"size": 80}),
-        help_text="Only for protected labels without an approved review; recorded in the audit log.",
+        label=gettext_lazy("Emergency override: reason"), required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text=gettext_lazy("Only for protected labels without an approved review; recorded in the audit log."),
     )
 
     def __init__(self, *args: Any, can_override: bool = False, labels: Iterable[str] = (),

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import Max, Prefetch
 
 from registry import services
+from registry.bulk_import import BulkWriter
 from registry.drafts import draft_data, normalised, save_draft
 from registry.errors import RegistryError
 from registry.kinds import KINDS
@@ -154,11 +155,14 @@ def import_documents(
     source: str | None = None,
     base_dir: Path | None = None,
     override_reason: str | None = None,
+    bulk: bool = True,
 ) -> ImportReport:
     """Import a prompts-as-code file (a path, or already-parsed data with `base_dir` for side files).
 
     Raises ImportFailed, listing every problem, when anything is wrong; then nothing is saved.
     With `dry_run` everything runs (including publishing) inside a transaction that is rolled back.
+    `bulk=False` saves and publishes every entry through the services one at a time: the
+    reference the bulk writer (registry.bulk_import) is tested against, and otherwise no different.
     """
     note = (note or "").strip()
     if publish and not note:
@@ -179,13 +183,17 @@ def import_documents(
             problems: list[str] = []
             for kind in ORDER:
                 kind_specs = [s for s in specs if s.kind == kind]
-                known = _Known.read(kind, kind_specs)  # after the kinds before it were imported
+                known = _Known.read(kind, kind_specs, lock=bulk)  # after the kinds before it were imported
+                writer = _writer(kind, kind_specs, known, publish=publish, note=note, acting_user=acting_user,
+                                 override_reason=override_reason) if bulk else None
                 for spec in kind_specs:
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
                                             source=spec.source, problems=problems,
-                                            override_reason=override_reason, known=known)
+                                            override_reason=override_reason, known=known, writer=writer)
                     if outcome is not None:
                         report.outcomes.append(outcome)
+                if writer is not None:
+                    writer.flush(problems)  # before the next kind reads what this one wrote
             if problems:
                 raise ImportFailed(problems, side_files)
             if dry_run:
@@ -196,6 +204,14 @@ def import_documents(
 
 
 _CHUNK = 500  # keys per IN (...) query, well below every backend's parameter limit
+
+
+def _writer(kind: str, specs: list[EntrySpec], known: "_Known", *, publish: bool, note: str,
+            acting_user: services.User, override_reason: str | None) -> BulkWriter:
+    entries = [e for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None]
+    wanted = {e.pk: spec.labels for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None}
+    return BulkWriter(kind, entries, labels_wanted=wanted, publish=publish, note=note, acting_user=acting_user,
+                      actor=ACTOR, override_reason=override_reason)
 
 
 def stored_key(kind: str, key: str) -> str:
@@ -222,12 +238,16 @@ class _Known:
     uri_by_pk: dict[int, str] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, kind_name: str, specs: list[EntrySpec]) -> "_Known":
+    def read(cls, kind_name: str, specs: list[EntrySpec], *, lock: bool = False) -> "_Known":
+        """`lock`: lock the entries' rows as they are read, so the bulk writer may save them as read
+        (the per-entry `drafts.save_draft` locks and re-reads each one itself)."""
         kind = KINDS[kind_name]
         known = cls()
         keys = [stored_key(kind_name, spec.key) for spec in specs]
         for start in range(0, len(keys), _CHUNK):
             rows = kind.entry_model.objects.filter(**{f"{kind.key_field}__in": keys[start:start + _CHUNK]})  # type: ignore[attr-defined]
+            if lock:
+                rows = rows.select_for_update()
             if kind_name == "prompt":
                 rows = rows.prefetch_related("arguments", Prefetch("messages", PromptMessage.objects.select_related("resource")))
             elif kind_name == "template":
@@ -252,7 +272,7 @@ class _Known:
 
 def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: services.User, source: str,
                   problems: list[str], override_reason: str | None = None,
-                  known: _Known | None = None) -> EntryOutcome | None:
+                  known: _Known | None = None, writer: BulkWriter | None = None) -> EntryOutcome | None:
     kind = KINDS[spec.kind]
     if known is None:
         known = _Known.read(spec.kind, [spec])
@@ -271,9 +291,12 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
     else:
         status = "updated"
     outcome = EntryOutcome(spec.kind, spec.key, status)
+    bulk = writer is not None and writer.takes(entry, spec.labels)
     if entry is None:
         entry = kind.entry_model()  # type: ignore[assignment]
-    if status != "unchanged":
+    if status != "unchanged" and bulk:
+        outcome.changes = writer.save_draft(entry, wanted, note=note or f"Imported from {source}")  # type: ignore[union-attr, arg-type]
+    elif status != "unchanged":
         outcome.changes = save_draft(entry, wanted, acting_user=acting_user, actor=ACTOR,  # type: ignore[arg-type]
                                      note=note or f"Imported from {source}")
     entry_problems = list(spec.warnings)  # placeholder syntax, already naming file, line, entry and field
@@ -292,7 +315,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
         return outcome
     try:
         _publish(entry, spec, outcome, note=note, acting_user=acting_user,  # type: ignore[arg-type]
-                 override_reason=override_reason, newest=known.newest.get(entry.pk))  # type: ignore[union-attr]
+                 override_reason=override_reason, newest=known.newest.get(entry.pk),  # type: ignore[union-attr]
+                 writer=writer if bulk else None)
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
     return outcome
@@ -300,23 +324,34 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
 
 def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, note: str,
              acting_user: services.User, override_reason: str | None = None,
-             newest: tuple[int, int, str] | None = None) -> None:
+             newest: tuple[int, int, str] | None = None, writer: BulkWriter | None = None) -> None:
     """Publish the draft if it differs from the newest version, else point the file's labels at that.
 
     `newest` is the entry's newest version (pk, number, hash) as read before its draft was saved.
+    With `writer` the publish is collected by the bulk writer; a label move onto an existing
+    version (rare) is made by the services when the writer flushes.
     """
     if newest is None or newest[2] != content_hash(snapshot_of(entry)):
+        if writer is not None:
+            outcome.published = writer.publish(entry, spec.labels, newest=newest)
+            return
         version = services.publish(entry, acting_user=acting_user, note=note, labels=spec.labels, actor=ACTOR,
                                    override_reason=override_reason)
         outcome.published = version.number
         return
     latest_pk, latest_number, _digest = newest
     label_model = KINDS[spec.kind].label_model
-    pointing = dict(label_model.objects.filter(entry=entry).values_list("name", "version_id"))  # type: ignore[attr-defined]
+    if writer is not None:
+        pointing = writer.label_points_at(entry)
+    else:
+        pointing = dict(label_model.objects.filter(entry=entry).values_list("name", "version_id"))  # type: ignore[attr-defined]
     for label in spec.labels:
         if pointing.get(label) != latest_pk:
-            services.move_label(entry, label=label, version_number=latest_number, acting_user=acting_user,
-                                note=note, actor=ACTOR, override_reason=override_reason)
+            if writer is not None:  # after the draft it collected, as the services would order them
+                writer.move_label_later(entry, label, latest_number, location=spec.location)
+            else:
+                services.move_label(entry, label=label, version_number=latest_number, acting_user=acting_user,
+                                    note=note, actor=ACTOR, override_reason=override_reason)
             outcome.labels_moved.append(label)
 
 

@@ -84,6 +84,7 @@ from registry.models.prompts import argument_name_validator, prompt_name_validat
 from registry.rendering import placeholders_in
 from registry.uris import parse_uri_template, validate_uri
 from registry.validation import max_document_bytes, max_upload_bytes
+from registry.yamlbuild import EventBuilder
 
 # libyaml's reader, when PyYAML was built with it (the pure-Python one otherwise).
 FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
@@ -144,18 +145,19 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: lis
             _walk(item, path + (index,), lines, duplicates)
 
 
-def _refuse_hostile(text: str, source: str) -> None:
+def _refuse_hostile(text: str, source: str, builder: EventBuilder | None = None) -> None:
     """Read the document as a flat stream of YAML events and refuse what would make composing it
     costly or impossible: aliases (a few hundred bytes of nested aliases expand to gigabytes, a
     self-referencing one never ends), nesting deeper than MAX_NESTING (the composer recurses once
     per level) and UTF-16 surrogates from escapes such as "\\ud800" (no database or JSON encoder
     can store them). The event parser keeps its own stack, so this pass is safe on any input;
-    the first problem found is raised as FormatError naming the line."""
+    the first problem found is raised as FormatError naming the line. `builder` is fed libyaml's
+    events as they pass (registry.yamlbuild); it is left unfinished when libyaml refused the text."""
     if len(text.encode("utf-8", "surrogatepass")) > max_document_bytes():
         raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
     if FAST_LOADER is not None:
         try:
-            _scan_events(text, source, FAST_LOADER)
+            _scan_events(text, source, FAST_LOADER, builder)
             return
         except FormatError:
             raise
@@ -164,13 +166,16 @@ def _refuse_hostile(text: str, source: str) -> None:
     _scan_events(text, source, yaml.SafeLoader)
 
 
-def _scan_events(text: str, source: str, loader_class: type) -> None:
+def _scan_events(text: str, source: str, loader_class: type, builder: EventBuilder | None = None) -> None:
     anchors: dict[str, int] = {}
     depth = 0
     loader = loader_class(text)
+    feed = builder.feed if builder is not None else None
     try:
         while loader.check_event():
             event = loader.get_event()
+            if feed is not None:
+                feed(event)
             line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent):
                 anchor = anchors.get(event.anchor)
@@ -213,8 +218,11 @@ def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None
     read again by the pure-Python reader, whose messages name the problem the same way whichever
     reader is installed.
     """
+    builder = EventBuilder()
     try:
-        _refuse_hostile(text, source)
+        _refuse_hostile(text, source, builder)
+        if builder.ok and builder.finished:  # read in that one pass (registry.yamlbuild)
+            return _loaded(builder.data, source, base_dir, builder.lines, builder.duplicates)
         try:
             if FAST_LOADER is None:
                 raise yaml.YAMLError("no libyaml")
@@ -230,12 +238,18 @@ def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None
         raise  # characters YAML cannot carry at all: callers word this themselves
     except yaml.YAMLError as exc:
         raise FormatError([f"{source}: malformed YAML: {exc}"]) from exc
-    loaded = Loaded(data, source, base_dir or Path.cwd())
+    lines: dict[Path_, int] = {}
+    duplicates: list[tuple[Path_, int]] = []
     if node is not None:
-        duplicates: list[tuple[Path_, int]] = []
-        _walk(node, (), loaded.lines, duplicates)
-        for path, line in duplicates:
-            loaded.problems.append(f"{source}:{line}: {_describe(path, data)}: the key appears twice in one mapping.")
+        _walk(node, (), lines, duplicates)
+    return _loaded(data, source, base_dir, lines, duplicates)
+
+
+def _loaded(data: Any, source: str, base_dir: Path | None, lines: dict[Path_, int],
+            duplicates: list[tuple[Path_, int]]) -> Loaded:
+    loaded = Loaded(data, source, base_dir or Path.cwd(), lines)
+    for path, line in duplicates:
+        loaded.problems.append(f"{source}:{line}: {_describe(path, data)}: the key appears twice in one mapping.")
     return loaded
 
 
@@ -921,8 +935,15 @@ def entry_document(kind: str, data: Mapping[str, Any], *, labels: list[str] | No
 
 
 class _Dumper(yaml.SafeDumper):
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)  # indent list items under their key, as people write them
+    """The pure-Python writer."""
+
+
+# libyaml's writer (when PyYAML was built with it): about seven times faster. Both writers lay a
+# document out alike (list items at their key's indentation), except that libyaml escapes some
+# characters the Python one prints (astral-plane characters such as emoji become \U0001F600).
+FAST_DUMPER: type | None = getattr(yaml, "CSafeDumper", None)
+# Characters both writers print the same way; an entry with any other is written by the Python one.
+_FAST_UNSAFE = re.compile("[^\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd]")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -936,17 +957,79 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
     return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=bool(value) and short)
 
 
-_Dumper.add_representer(str, _represent_str)
-_Dumper.add_representer(list, _represent_list)
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+_WRITERS: list[type] = [_Dumper]
+if FAST_DUMPER is not None:
+    class _FastDumper(FAST_DUMPER):  # type: ignore[misc, valid-type]
+        """libyaml's writer with the same representers, the common types turned into nodes directly.
+
+        Strings, lists and mappings make the nodes `_represent_str`, `_represent_list` and
+        SafeRepresenter (with default_flow_style=False) make, without the per-object
+        representer lookup and alias bookkeeping (the format has no aliases: import refuses them).
+        """
+
+        def represent_data(self, data: Any) -> yaml.Node:
+            kind = type(data)
+            if kind is str:
+                return yaml.ScalarNode(_STR, data, style="|" if "\n" in data else None)
+            if kind is dict:
+                return yaml.MappingNode(_MAP, [(self.represent_data(k), self.represent_data(v))
+                                               for k, v in data.items()], flow_style=False)
+            if kind is list:
+                short = all(type(v) is str and "\n" not in v for v in data) and sum(len(v) + 2 for v in data) < 70
+                return yaml.SequenceNode(_SEQ, [self.represent_data(v) for v in data],
+                                         flow_style=bool(data) and short)
+            return super().represent_data(data)
+
+    _WRITERS.append(_FastDumper)
+for _writer in _WRITERS:
+    _writer.add_representer(str, _represent_str)
+    _writer.add_representer(list, _represent_list)
+
+
+def _dump(data: Any, dumper: type) -> str:
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False)
+
+
+def _fast_safe(value: Any) -> bool:
+    """Whether libyaml writes `value` exactly as the pure-Python writer does."""
+    if isinstance(value, str):
+        return _FAST_UNSAFE.search(value) is None
+    if isinstance(value, dict):
+        return all(_fast_safe(k) and _fast_safe(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_fast_safe(v) for v in value)
+    return True
+
 
 def dump_document(document: Mapping[str, list[dict[str, Any]]], header: str = "") -> str:
     """The document as YAML; loading the result gives back exactly `document`.
 
-    Written by the pure-Python writer, which indents list items under their key as people write
-    them (libyaml's writer is faster but would change every exported file's layout).
+    The text is the pure-Python writer's whichever writer runs: libyaml's (if PyYAML has it)
+    writes each run of entries in one go, and an entry holding a character it would escape
+    (an emoji) is written by the Python writer. A block list in a block mapping starts at its
+    key's indentation, so a section is its key line followed by its list written on its own.
     """
     if not document:
         return header
-    body = yaml.dump(dict(document), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100,
-                     default_flow_style=False)
-    return header + body
+    fast = _WRITERS[-1] if FAST_DUMPER is not None else None
+    if fast is None:
+        return header + _dump(dict(document), _Dumper)
+    parts = [header]
+    for section, items in document.items():
+        if not items or section not in SECTIONS:  # only the format's own plain keys are written by hand
+            parts.append(_dump({section: items}, _Dumper))
+            continue
+        parts.append(f"{section}:\n")
+        run: list[Any] = []
+        for item in items:
+            if _fast_safe(item):
+                run.append(item)
+                continue
+            if run:
+                parts.append(_dump(run, fast))
+                run = []
+            parts.append(_dump([item], _Dumper))
+        if run:
+            parts.append(_dump(run, fast))
+    return "".join(parts)

@@ -19,6 +19,7 @@ finds the label moved: the label never ends up in a state nobody approved.
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 from django.utils import timezone
 
 from registry.changes import service_transaction
@@ -82,17 +83,19 @@ def request_publication(
     A draft identical to the newest version becomes a request for that version.
     """
     if not can_request(acting_user, entry):
-        raise PublishPermissionDenied(f"{services.actor_name(acting_user)} may not change {entry.kind}s, "
-                                      "so may not request their publication either.")
+        raise PublishPermissionDenied(_("%(user)s may not change %(kind)ss, so may not request their publication "
+                                        "either.")
+                                      % {"user": services.actor_name(acting_user), "kind": entry.kind})
     note = (note or "").strip()
     if not note:
-        raise InvalidEntry(["A note is required: say what should be released and why."])
+        raise InvalidEntry([_("A note is required: say what should be released and why.")])
     try:
         label_name_validator(label)
     except ValidationError as exc:
         raise InvalidEntry(list(exc.messages)) from exc
     if percent is not None and (isinstance(percent, bool) or not isinstance(percent, int) or not 1 <= percent <= 99):
-        raise InvalidRollout("A rollout request takes a percentage from 1 to 99 (100 is a full release: leave it out).")
+        raise InvalidRollout(_("A rollout request takes a percentage from 1 to 99 (100 is a full release: leave it "
+                               "out)."))
     entry = services._lock(entry)
     base = _label_version(entry, label)
     digest, snapshot = "", None
@@ -106,15 +109,16 @@ def request_publication(
         if latest is not None and latest.content_hash == digest:
             version_number, digest, snapshot = latest.number, "", None
     if percent is not None and base is None:
-        raise InvalidRollout(f"{entry.key} has no '{label}' label yet, so there is nothing to roll out from: "
-                             "request a full release first.")
+        raise InvalidRollout(_("%(key)s has no '%(label)s' label yet, so there is nothing to roll out from: "
+                               "request a full release first.") % {"key": entry.key, "label": label})
     target = None
     if version_number is not None:
         target = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
         if target is None:
-            raise RegistryError(f"{entry.key} has no version {version_number}.")
+            raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
         if base == version_number:
-            raise NothingToPublish(f"'{label}' already serves v{version_number} of {entry.key}.")
+            raise NothingToPublish(_("'%(label)s' already serves v%(number)s of %(key)s.")
+                                   % {"label": label, "number": version_number, "key": entry.key})
     review = ReviewRequest.objects.create(
         entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
         content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,
@@ -133,18 +137,22 @@ def request_publication(
 def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> VersionedEntry:
     entry = entry_of(review)
     if entry is None:
-        raise StaleReview(f"The {review.entry_kind} of review #{review.pk} no longer exists.")
+        raise StaleReview(_("The %(kind)s of review #%(pk)s no longer exists.") % {"kind": review.entry_kind, "pk": review.pk})
     services.require_publisher(acting_user, entry)
     if acting_user is not None and review.requested_by_id is not None and review.requested_by_id == acting_user.pk:
-        hint = "" if verb == "approve" else " Withdraw it instead."
-        raise SelfApproval(f"You filed review #{review.pk}: another publisher must {verb} it (four eyes).{hint}")
+        if verb == "approve":
+            text = _("You filed review #%(pk)s: another publisher must approve it (four eyes).")
+        else:
+            text = _("You filed review #%(pk)s: another publisher must reject it (four eyes). Withdraw it instead.")
+        raise SelfApproval(text % {"pk": review.pk})
     return entry
 
 
 def _lock_pending(review: ReviewRequest) -> ReviewRequest:
     locked = ReviewRequest.objects.select_for_update().get(pk=review.pk)
     if not locked.is_pending:
-        raise ReviewClosed(f"Review #{locked.pk} was already {locked.get_status_display().lower()}.")
+        raise ReviewClosed(_("Review #%(pk)s was already %(status)s.")
+                           % {"pk": locked.pk, "status": str(locked.get_status_display()).lower()})
     return locked
 
 
@@ -170,11 +178,12 @@ def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> R
     if current != locked.base_version:
         was = f"v{locked.base_version}" if locked.base_version is not None else "nothing"
         now = f"v{current}" if current is not None else "nothing"
-        raise StaleReview(f"Review #{locked.pk} is stale: '{locked.label}' served {was} when it was requested "
-                          f"and serves {now} now. Ask for a new review.")
+        raise StaleReview(_("Review #%(pk)s is stale: '%(label)s' served %(was)s when it was requested and serves "
+                            "%(now)s now. Ask for a new review.")
+                          % {"pk": locked.pk, "label": locked.label, "was": was, "now": now})
     if locked.version_number is None and content_hash(snapshot_of(entry)) != locked.content_hash:
-        raise StaleReview(f"Review #{locked.pk} is stale: the draft of {entry.key} changed after the request. "
-                          "Ask for a new review of the current draft.")
+        raise StaleReview(_("Review #%(pk)s is stale: the draft of %(key)s changed after the request. Ask for a "
+                            "new review of the current draft.") % {"pk": locked.pk, "key": entry.key})
     reference = f"review #{locked.pk}"
     requester = locked.requested_by
     services.write_audit(
@@ -214,7 +223,7 @@ def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewR
     """Close the request without changing anything; the comment tells the requester why."""
     comment = (comment or "").strip()
     if not comment:
-        raise InvalidEntry(["Say why you reject the request: a comment is required."])
+        raise InvalidEntry([_("Say why you reject the request: a comment is required.")])
     entry = _decide_checks(review, acting_user, "reject")
     locked = _lock_pending(review)
     _close(locked, ReviewStatus.REJECTED, acting_user, comment)
@@ -228,7 +237,7 @@ def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewR
 def withdraw(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
     """The requester takes their own pending request back."""
     if acting_user is not None and review.requested_by_id != getattr(acting_user, "pk", None):
-        raise PublishPermissionDenied("Only the person who requested the review may withdraw it.")
+        raise PublishPermissionDenied(_("Only the person who requested the review may withdraw it."))
     locked = _lock_pending(review)
     entry = entry_of(locked)
     _close(locked, ReviewStatus.WITHDRAWN, acting_user, "")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext as _
 
 from registry import services
 from registry.changes import record_change, service_transaction
@@ -57,8 +58,8 @@ def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:
 
 def _check_percent(percent: object) -> int:
     if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
-        raise InvalidRollout(f"The rollout percentage must be a whole number from 0 to 100, not {percent!r}: "
-                             "0 aborts the rollout, 100 completes it.")
+        raise InvalidRollout(_("The rollout percentage must be a whole number from 0 to 100, not %(percent)r: "
+                               "0 aborts the rollout, 100 completes it.") % {"percent": percent})
     return percent
 
 
@@ -87,10 +88,11 @@ def set_rollout(
     entry = services._lock(entry)
     current = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
     if current is None:
-        raise InvalidRollout(f"{entry.key} has no '{label}' label yet: publish to it before rolling out to part of it.")
+        raise InvalidRollout(_("%(key)s has no '%(label)s' label yet: publish to it before rolling out to part of "
+                               "it.") % {"key": entry.key, "label": label})
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
     if version is None:
-        raise InvalidRollout(f"{entry.key} has no version {version_number}.")
+        raise InvalidRollout(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
     existing = Rollout.objects.select_for_update().filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).first()
     before_percent = existing.percent if existing else 0
 
@@ -111,7 +113,8 @@ def set_rollout(
         return None
 
     if current.version.number == version.number:
-        raise InvalidRollout(f"'{label}' already serves v{version.number} of {entry.key} to every client.")
+        raise InvalidRollout(_("'%(label)s' already serves v%(number)s of %(key)s to every client.")
+                             % {"label": label, "number": version.number, "key": entry.key})
 
     same_candidate = existing is not None and existing.candidate_version == version.number
     # The authority a rollout keeps covers exactly the move it was granted: this candidate, on this

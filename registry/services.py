@@ -38,6 +38,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 
@@ -90,7 +91,8 @@ def can_publish(user: User, entry: VersionedEntry) -> bool:
 def require_publisher(user: User, entry: VersionedEntry) -> None:
     if not can_publish(user, entry):
         raise PublishPermissionDenied(
-            f"{actor_name(user)} may edit drafts but not publish, move labels or roll back {entry.kind}s."
+            _("%(user)s may edit drafts but not publish, move labels or roll back %(kind)ss.")
+            % {"user": actor_name(user), "kind": entry.kind}
         )
 
 
@@ -153,14 +155,14 @@ def authorise_protected(
         reason = OPERATOR_OVERRIDE
     if not reason:
         raise ApprovalRequired(
-            f"'{label}' is a protected label of {entry.key}: it moves only through an approved review "
-            "(an editor requests publication, another publisher approves), or with an audited emergency "
-            "override and a reason."
+            _("'%(label)s' is a protected label of %(key)s: it moves only through an approved review "
+              "(an editor requests publication, another publisher approves), or with an audited emergency "
+              "override and a reason.") % {"label": label, "key": entry.key}
         )
     if not can_override(acting_user):
         raise PublishPermissionDenied(
-            f"{actor_name(acting_user)} may not use the emergency override of protected labels "
-            f"(permission {OVERRIDE_PERMISSION}); request a review instead."
+            _("%(user)s may not use the emergency override of protected labels (permission %(permission)s); "
+              "request a review instead.") % {"user": actor_name(acting_user), "permission": OVERRIDE_PERMISSION}
         )
     write_audit(entry=entry, action=AuditAction.OVERRIDE, acting_user=acting_user, actor=actor, note=reason,
                 label=label, from_version=from_version, to_version=to_version)
@@ -230,7 +232,7 @@ def publish(
     author = on_behalf_of if on_behalf_of is not None else acting_user
     note = (note or "").strip()
     if not note:
-        raise InvalidEntry(["A change note is required to publish: say what changed and why."])
+        raise InvalidEntry([_("A change note is required to publish: say what changed and why.")])
     entry = _lock(entry)
     report = validate_entry(entry)
     if not report.ok:
@@ -240,7 +242,8 @@ def publish(
     digest = content_hash(snapshot)
     previous = latest_version(entry)
     if previous is not None and previous.content_hash == digest:
-        raise NothingToPublish(f"The draft of {entry.key} is identical to v{previous.number}; nothing to publish.")
+        raise NothingToPublish(_("The draft of %(key)s is identical to v%(number)s; nothing to publish.")
+                               % {"key": entry.key, "number": previous.number})
     store_payloads(payloads)  # bytes first: a storage failure rolls the publish back
     version = kind_of(entry).version_model.objects.create(
         entry=entry,
@@ -375,7 +378,7 @@ def move_label(
     entry = _lock(entry)
     version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
     if version is None:
-        raise RegistryError(f"{entry.key} has no version {version_number}.")
+        raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
     return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
                         override_reason=override_reason)
 
@@ -399,19 +402,20 @@ def rollback(
     """
     require_publisher(acting_user, entry)
     if not (note or "").strip():
-        raise InvalidEntry(["Say why you roll back: a note is required."])
+        raise InvalidEntry([_("Say why you roll back: a note is required.")])
     entry = _lock(entry)
     current = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
     if current is None:
-        raise RegistryError(f"{entry.key} has no '{label}' label to roll back.")
+        raise RegistryError(_("%(key)s has no '%(label)s' label to roll back.") % {"key": entry.key, "label": label})
     if to_version is None:
         older = entry.versions.filter(number__lt=current.version.number).order_by("-number").first()  # type: ignore[attr-defined]
         if older is None:
-            raise RegistryError(f"'{label}' already serves the first version of {entry.key}.")
+            raise RegistryError(_("'%(label)s' already serves the first version of %(key)s.")
+                                % {"label": label, "key": entry.key})
         to_version = older.number
     version = entry.versions.filter(number=to_version).first()  # type: ignore[attr-defined]
     if version is None:
-        raise RegistryError(f"{entry.key} has no version {to_version}.")
+        raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": to_version})
     note = note.strip()
     incident = (current.protected and not (override_reason or "").strip()
                 and (entry.kind, entry.pk, label) not in _approved.get()
@@ -449,15 +453,16 @@ def set_label_protected(
     require_publisher(acting_user, entry)
     reason = (reason or "").strip()
     if not reason:
-        raise InvalidEntry(["Say why the protection of the label changes: a reason is required."])
+        raise InvalidEntry([_("Say why the protection of the label changes: a reason is required.")])
     if not can_override(acting_user):
         raise PublishPermissionDenied(
-            f"{actor_name(acting_user)} may not change label protection (permission {OVERRIDE_PERMISSION})."
+            _("%(user)s may not change label protection (permission %(permission)s).")
+            % {"user": actor_name(acting_user), "permission": OVERRIDE_PERMISSION}
         )
     entry = _lock(entry)
     row = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
     if row is None:
-        raise RegistryError(f"{entry.key} has no '{label}' label.")
+        raise RegistryError(_("%(key)s has no '%(label)s' label.") % {"key": entry.key, "label": label})
     if row.protected == protected:
         return row
     row.protected = protected

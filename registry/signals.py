@@ -14,6 +14,11 @@ Receivers must be quick and must not do network I/O: defer side effects with
 `transaction.on_commit` (a rolled-back transaction then discards them). An exception in a
 receiver propagates and rolls the change back.
 
+audits_recorded: sent by bulk writers (registry.bulk_import) instead of one audit_recorded per
+    row, INSIDE the writing transaction, right after the rows were inserted in bulk.
+    sender: the AuditEntry class
+    entries: the AuditEntry rows just created, in order (they have primary keys)
+Receivers of audit_recorded that must see every audit row connect to both.
 
 served_rows_bulk_created: sent by `QuerySet.bulk_create` of the models that decide what clients
     are served (registry.models.base.ServedQuerySet), which sends no post_save.
@@ -26,4 +31,5 @@ from django.dispatch import Signal
 
 registry_changed = Signal()
 audit_recorded = Signal()
+audits_recorded = Signal()
 served_rows_bulk_created = Signal()

@@ -1,7 +1,9 @@
 """Checks a draft must pass before it can be published, worded for non-programmers.
 
 The admin forms show these next to the field; the services re-check them so no path
-(import, API, crafted POST) can publish a broken draft.
+(import, API, crafted POST) can publish a broken draft. Each problem is a `Problem`: the text in
+the reader's language, plus a `code` and `where` that say which field it is about, so the forms
+place it without reading the (translated) words.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from registry.argtypes import spec_problems
 from registry.errors import InvalidUri, TemplateSyntaxError
@@ -17,6 +20,36 @@ from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 from registry.rendering import placeholders_in
 from registry.snapshots import snapshot_argument
 from registry.uris import template_variable_names, validate_uri
+
+
+class Problem(str):
+    """A problem's text (a str, so every caller keeps working) with where it belongs.
+
+    `code` names the check; `where` is "message:N" for the Nth message, "content" for a
+    resource's content, "body" for a template body, else ""; `detail` is the text without its
+    "Message 2: " prefix (what a form shows next to the message's field); `name` is the
+    argument or placeholder concerned, if any.
+    """
+
+    code: str
+    where: str
+    detail: str
+    name: str
+
+    def __new__(cls, text: str, *, code: str, where: str = "", detail: str = "", name: str = "") -> "Problem":
+        problem = super().__new__(cls, text)
+        problem.code, problem.where, problem.detail, problem.name = code, where, detail or text, name
+        return problem
+
+
+def _at(where: str, label: str, detail: str, code: str) -> Problem:
+    """'Message 2: the text is empty.' with the place kept apart from the words."""
+    return Problem(_("%(where)s: %(problem)s") % {"where": label, "problem": detail}, code=code, where=where,
+                   detail=detail[:1].upper() + detail[1:])
+
+
+def _message_label(index: int) -> str:
+    return _("Message %(number)s") % {"number": index}
 
 
 @dataclass
@@ -38,17 +71,22 @@ def max_document_bytes() -> int:
     return int(settings.REGISTRY.get("MAX_IMPORT_BYTES", 20 * 1024 * 1024))
 
 
-def check_size(size: int, where: str, report: DraftReport, what: str = "file") -> None:
+def check_size(size: int, where: str, report: DraftReport, what: str = "file", *, place: str = "") -> None:
     limit = max_upload_bytes()
     if size > limit:
-        report.errors.append(f"{where}: the {what} is {size:,} bytes; the limit is {limit:,} bytes.")
+        text = (_("the file is %(size)s bytes; the limit is %(limit)s bytes.") if what == "file"
+                else _("the text is %(size)s bytes; the limit is %(limit)s bytes."))
+        report.errors.append(_at(place, where, text % {"size": f"{size:,}", "limit": f"{limit:,}"},
+                                 "file_too_large" if what == "file" else "text_too_large"))
 
 
-def template_placeholders(text: str, where: str, report: DraftReport) -> list[str]:
+def template_placeholders(text: str, where: str, report: DraftReport, *, place: str = "",
+                          code: str = "template_syntax") -> list[str]:
     try:
         return placeholders_in(text)
     except TemplateSyntaxError as exc:
-        report.errors.append(f"{where}: {exc.message}")
+        detail = _("Line %(line)s: %(problem)s") % {"line": exc.line, "problem": exc.detail}
+        report.errors.append(_at(place, where, detail, code))
         return []
 
 
@@ -63,38 +101,46 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages
     arguments = list(prompt.arguments.all()) if arguments is None else arguments
     messages = list(prompt.messages.all()) if messages is None else messages
     if not prompt.description.strip():
-        report.warnings.append("The prompt has no description; clients show it in their prompt lists.")
+        report.warnings.append(Problem(_("The prompt has no description; clients show it in their prompt lists."),
+                                       code="no_description"))
     declared: dict[str, int] = {}
     for arg in arguments:
         declared[arg.name] = declared.get(arg.name, 0) + 1
     for name, count in declared.items():
         if count > 1:
-            report.errors.append(f"The argument name '{name}' is used {count} times; names must be unique.")
+            report.errors.append(Problem(_("The argument name '%(name)s' is used %(count)s times; names must be "
+                                           "unique.") % {"name": name, "count": count},
+                                         code="duplicate_argument", name=name))
     for arg in arguments:
         for problem in spec_problems(snapshot_argument(arg), registry_resource_exists):
-            report.errors.append(f"Argument '{arg.name}': {problem}")
+            report.errors.append(Problem(_("Argument '%(name)s': %(problem)s") % {"name": arg.name, "problem": problem},
+                                         code="argument", name=arg.name))
     if not messages:
-        report.errors.append("A prompt needs at least one message.")
+        report.errors.append(Problem(_("A prompt needs at least one message."), code="no_messages"))
     used: set[str] = set()
     for index, message in enumerate(messages, start=1):
-        where = f"Message {index}"
+        where, place = _message_label(index), f"message:{index}"
         if message.kind == "text":
             if not message.text.strip():
-                report.errors.append(f"{where}: the text is empty.")
-            used.update(template_placeholders(message.text, where, report))
+                report.errors.append(_at(place, where, _("the text is empty."), "empty_text"))
+            used.update(template_placeholders(message.text, where, report, place=place))
         elif message.kind in ("image", "audio"):
             if not message.data_sha256:
-                report.errors.append(f"{where}: upload the {message.kind} file.")
+                text = _("upload the image file.") if message.kind == "image" else _("upload the audio file.")
+                report.errors.append(_at(place, where, text, "file_missing"))
             if not (message.mime_type or "").startswith(message.kind + "/"):
-                report.errors.append(f"{where}: the file type must be {message.kind}/..., e.g. "
-                                     f"{'image/png' if message.kind == 'image' else 'audio/mpeg'}.")
-            check_size(message.data_size, where, report)
+                text = (_("the file type must be image/..., e.g. image/png.") if message.kind == "image"
+                        else _("the file type must be audio/..., e.g. audio/mpeg."))
+                report.errors.append(_at(place, where, text, "file_type"))
+            check_size(message.data_size, where, report, place=place)
         else:  # resource, resource_link
             if message.resource_id is None:
                 if not message.uri:
-                    report.errors.append(f"{where}: give a URI or choose a registry resource.")
+                    report.errors.append(_at(place, where, _("give a URI or choose a registry resource."),
+                                             "uri_missing"))
                 else:
-                    names = template_placeholders(message.uri, f"{where} URI", report)
+                    names = template_placeholders(message.uri, _("%(where)s URI") % {"where": where}, report,
+                                                  place=place, code="uri_syntax")
                     used.update(names)
                     literal = message.uri
                     for name in names:
@@ -103,14 +149,16 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages
                         try:
                             validate_uri(literal)
                         except InvalidUri as exc:
-                            report.errors.append(f"{where}: {exc.message}")
+                            report.errors.append(_at(place, where, exc.message, "invalid_uri"))
                 if message.kind == "resource":
-                    check_size(message.data_size, where, report)
-                    check_size(len(message.text.encode("utf-8")), where, report, "text")
+                    check_size(message.data_size, where, report, place=place)
+                    check_size(len(message.text.encode("utf-8")), where, report, "text", place=place)
     for name in sorted(used - set(declared)):
-        report.errors.append(f"The placeholder {{{{ {name} }}}} is not a declared argument; add it or fix the spelling.")
+        report.errors.append(Problem(_("The placeholder {{ %(name)s }} is not a declared argument; add it or fix "
+                                       "the spelling.") % {"name": name}, code="undeclared_placeholder", name=name))
     for name in sorted(set(declared) - used):
-        report.warnings.append(f"The argument '{name}' is declared but never used in a message.")
+        report.warnings.append(Problem(_("The argument '%(name)s' is declared but never used in a message.")
+                                       % {"name": name}, code="unused_argument", name=name))
     return report
 
 
@@ -119,13 +167,13 @@ def validate_resource(resource: Resource) -> DraftReport:
     try:
         validate_uri(resource.uri)
     except InvalidUri as exc:
-        report.errors.append(exc.message)
+        report.errors.append(Problem(exc.message, code="invalid_uri"))
     if resource.data_sha256 and resource.text:
-        report.errors.append("Give either text or an uploaded file, not both.")
-    check_size(resource.data_size, "Content", report)
-    check_size(len(resource.text.encode("utf-8")), "Content", report, "text")
+        report.errors.append(Problem(_("Give either text or an uploaded file, not both."), code="text_and_file"))
+    check_size(resource.data_size, _("Content"), report, place="content")
+    check_size(len(resource.text.encode("utf-8")), _("Content"), report, "text", place="content")
     if not resource.name.strip():
-        report.errors.append("The resource needs a name.")
+        report.errors.append(Problem(_("The resource needs a name."), code="no_name"))
     return report
 
 
@@ -134,17 +182,20 @@ def validate_template(template: ResourceTemplate, variables: list[Any] | None = 
     try:
         names = set(template_variable_names(template.uri_template))
     except InvalidUri as exc:
-        report.errors.append(exc.message)
+        report.errors.append(Problem(exc.message, code="invalid_uri"))
         names = set()
-    used = set(template_placeholders(template.body, "Body", report))
+    used = set(template_placeholders(template.body, _("Body"), report, place="body"))
     for name in sorted(used - names):
-        report.errors.append(f"The placeholder {{{{ {name} }}}} is not a variable of the URI template.")
+        report.errors.append(Problem(_("The placeholder {{ %(name)s }} is not a variable of the URI template.")
+                                     % {"name": name}, code="unknown_placeholder", name=name))
     variables = list(template.variables.all()) if variables is None else variables
     for variable in variables:
         if names and variable.name not in names:
-            report.errors.append(f"Suggestions are given for '{variable.name}', which the URI template does not have.")
+            report.errors.append(Problem(_("Suggestions are given for '%(name)s', which the URI template does not "
+                                           "have.") % {"name": variable.name}, code="unknown_variable",
+                                         name=variable.name))
     if not template.name.strip():
-        report.errors.append("The template needs a name.")
+        report.errors.append(Problem(_("The template needs a name."), code="no_name"))
     return report
 
 

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from registry import changes, content_cache, fetches
+from registry import changes, content_cache, fetches, warmup
 from tests.factories import grant, make_user
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    """A catalog still warming up in the background (registry/warmup.py) finishes before the
+    test's fixtures, its database among them, are torn down."""
+    warmup.join()
 
 
 @pytest.fixture(autouse=True)
@@ -58,3 +65,14 @@ def second_publisher(db):
 def release_manager(db):
     """A publisher who also holds the emergency override of protected labels."""
     return grant(make_user("Publishers"), "registry.override_protected_labels")
+
+
+@pytest.fixture(autouse=True)
+def default_language():
+    """Each test starts in the default language: Django's LocaleMiddleware leaves the last request's
+    language active in the thread, and a test that asked for German must not make the next one German."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()

@@ -14,6 +14,8 @@ from django.contrib import admin
 from django.db import transaction
 from django.template.response import TemplateResponse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from webhooks import delivery
 from webhooks.forms import WebhookForm
@@ -34,16 +36,16 @@ class WebhookAdmin(admin.ModelAdmin):
     readonly_fields = ["secret_hint", "created_by", "created_at", "updated_at"]
     actions = ["rotate_secret"]
 
-    @admin.display(description="events")
+    @admin.display(description=gettext_lazy("events"))
     def event_list(self, obj: Webhook) -> str:
         return ", ".join(obj.events or [])
 
-    @admin.display(description="signing secret")
+    @admin.display(description=gettext_lazy("signing secret"))
     def secret_hint(self, obj: Webhook) -> str:
         if not obj.pk:
-            return "Generated when you save; shown once."
-        return (f"fingerprint {secret_fingerprint(obj.secret)} (the secret was shown once; use "
-                f"“Rotate secret” to issue a new one)")
+            return _("Generated when you save; shown once.")
+        return _("fingerprint %(fingerprint)s (the secret was shown once; use “Rotate secret” to issue a new "
+                 "one)") % {"fingerprint": secret_fingerprint(obj.secret)}
 
     def save_model(self, request, obj: Webhook, form, change: bool) -> None:
         if not change:
@@ -55,7 +57,7 @@ class WebhookAdmin(admin.ModelAdmin):
     def _secret_page(self, request, webhooks: list[Webhook]) -> TemplateResponse:
         context = {
             **self.admin_site.each_context(request),
-            "title": "Copy the signing secret now",
+            "title": _("Copy the signing secret now"),
             "opts": self.opts,
             "webhooks": webhooks,
         }
@@ -69,7 +71,7 @@ class WebhookAdmin(admin.ModelAdmin):
             return self._secret_page(request, created)
         return super().response_add(request, obj, post_url_continue)
 
-    @admin.action(description="Rotate secret (the new one is shown once)", permissions=["change"])
+    @admin.action(description=gettext_lazy("Rotate secret (the new one is shown once)"), permissions=["change"])
     def rotate_secret(self, request, queryset) -> TemplateResponse:
         rotated = []
         with transaction.atomic():
@@ -92,7 +94,7 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     readonly_fields = fields
     actions = ["retry_now"]
 
-    @admin.display(description="last error")
+    @admin.display(description=gettext_lazy("last error"))
     def short_error(self, obj: WebhookDelivery) -> str:
         return obj.last_error[:80]
 
@@ -105,11 +107,12 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     def has_retry_permission(self, request) -> bool:
         return request.user.has_perm("webhooks.change_webhook")
 
-    @admin.action(description="Retry now", permissions=["retry"])
+    @admin.action(description=gettext_lazy("Retry now"), permissions=["retry"])
     def retry_now(self, request, queryset) -> None:
         with transaction.atomic():
             count = queryset.exclude(status=DeliveryStatus.DELIVERED).update(
                 status=DeliveryStatus.PENDING, next_attempt_at=timezone.now()
             )
             transaction.on_commit(delivery.wake)
-        self.message_user(request, f"{count} deliver{'y' if count == 1 else 'ies'} queued to be sent now.")
+        self.message_user(request, ngettext("%(count)s delivery queued to be sent now.",
+                                            "%(count)s deliveries queued to be sent now.", count) % {"count": count})

@@ -19,6 +19,7 @@ class WebhooksConfig(AppConfig):
 
         # The outbox: one delivery row per subscribed webhook, written in the auditing transaction.
         signals.audit_recorded.connect(receivers.audit_recorded, dispatch_uid="webhooks.audit_recorded")
+        signals.audits_recorded.connect(receivers.audits_recorded, dispatch_uid="webhooks.audits_recorded")
         # ... which reads the active webhooks once per transaction; a webhook edited in it re-reads.
         post_save.connect(receivers.webhook_changed, sender=Webhook, dispatch_uid="webhooks.webhook_saved")
         post_delete.connect(receivers.webhook_changed, sender=Webhook, dispatch_uid="webhooks.webhook_deleted")

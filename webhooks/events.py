@@ -5,18 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.models import AuditEntry
 
 
 class Event(models.TextChoices):
-    VERSION_PUBLISHED = "version.published", "Version published"
-    LABEL_MOVED = "label.moved", "Label moved (incl. rollbacks and overrides)"
-    ROLLOUT_CHANGED = "rollout.changed", "Rollout changed"
-    REVIEW_REQUESTED = "review.requested", "Review requested"
-    REVIEW_APPROVED = "review.approved", "Review approved"
-    REVIEW_REJECTED = "review.rejected", "Review rejected"
-    REVIEW_SUPERSEDED = "review.superseded", "Review superseded (the label moved first)"
+    VERSION_PUBLISHED = "version.published", _("Version published")
+    LABEL_MOVED = "label.moved", _("Label moved (incl. rollbacks and overrides)")
+    ROLLOUT_CHANGED = "rollout.changed", _("Rollout changed")
+    REVIEW_REQUESTED = "review.requested", _("Review requested")
+    REVIEW_APPROVED = "review.approved", _("Review approved")
+    REVIEW_REJECTED = "review.rejected", _("Review rejected")
+    REVIEW_SUPERSEDED = "review.superseded", _("Review superseded (the label moved first)")
 
 
 # Audit action (registry.models.AuditAction value) -> event. Actions not listed (draft edits,

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from webhooks.events import Event
 from webhooks.models import Webhook
 
 
 class WebhookForm(forms.ModelForm):
-    url = forms.URLField(max_length=2000, assume_scheme="https",
-                         help_text="https:// address that receives a POST per event. Not this server itself.")
+    url = forms.URLField(label=_("URL"), max_length=2000, assume_scheme="https",
+                         help_text=_("https:// address that receives a POST per event. Not this server itself."))
     events = forms.MultipleChoiceField(
-        choices=Event.choices, widget=forms.CheckboxSelectMultiple,
-        error_messages={"required": "Choose at least one event to send."},
+        label=_("Events"), choices=Event.choices, widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": _("Choose at least one event to send.")},
     )
 
     class Meta:

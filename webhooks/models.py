@@ -7,6 +7,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
 
 from webhooks.events import Event
@@ -20,7 +21,7 @@ def new_secret() -> str:
 class Webhook(models.Model):
     """An HTTP endpoint that receives signed JSON events."""
 
-    name = models.CharField(max_length=100, help_text="What receives the events, e.g. 'release-bot'.")
+    name = models.CharField(max_length=100, help_text=_("What receives the events, e.g. 'release-bot'."))
     url = models.URLField(
         max_length=2000,
         validators=[validate_webhook_url],
@@ -31,7 +32,7 @@ class Webhook(models.Model):
         help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret is rotated.",
     )
     events = models.JSONField(default=list, help_text="Event types this webhook receives.")
-    active = models.BooleanField(default=True, help_text="Untick to stop sending (pending deliveries wait).")
+    active = models.BooleanField(default=True, help_text=_("Untick to stop sending (pending deliveries wait)."))
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
@@ -53,9 +54,9 @@ class Webhook(models.Model):
 
 
 class DeliveryStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    DELIVERED = "delivered", "Delivered"
-    FAILED = "failed", "Failed (gave up)"
+    PENDING = "pending", _("Pending")
+    DELIVERED = "delivered", _("Delivered")
+    FAILED = "failed", _("Failed (gave up)")
 
 
 class WebhookDelivery(models.Model):
@@ -63,8 +64,8 @@ class WebhookDelivery(models.Model):
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False,
-                                   help_text="Sent as X-Registry-Delivery and in the signed body; the same on "
-                                             "every retry, so receivers can deduplicate.")
+                                   help_text=_("Sent as X-Registry-Delivery and in the signed body; the same on "
+                                               "every retry, so receivers can deduplicate."))
     event = models.CharField(max_length=40, choices=Event.choices, db_index=True)
     payload = models.JSONField()
     status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
@@ -82,7 +83,7 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "webhook deliveries"
+        verbose_name_plural = _("webhook deliveries")
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_delivery_due")]
 
     def __str__(self) -> str:

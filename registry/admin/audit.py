@@ -8,6 +8,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseBadRequest
 from django.template.loader import render_to_string
 from django.urls import path
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from registry import diffview
 from registry.admin.common import ReadOnlyAdminMixin
@@ -33,24 +35,24 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
               "readable_changes"]
     readonly_fields = fields
 
-    @admin.display(description="versions")
+    @admin.display(description=gettext_lazy("versions"))
     def versions(self, obj: AuditEntry) -> str:
         if obj.from_version is None and obj.to_version is None:
             return ""
-        before = f"v{obj.from_version}" if obj.from_version is not None else "none"
-        after = f"v{obj.to_version}" if obj.to_version is not None else "none"
+        before = f"v{obj.from_version}" if obj.from_version is not None else _("none")
+        after = f"v{obj.to_version}" if obj.to_version is not None else _("none")
         return f"{before} → {after}"
 
-    @admin.display(description="change")
+    @admin.display(description=gettext_lazy("change"))
     def change_summary(self, obj: AuditEntry) -> str:
         """One readable line per entry, e.g. "Message 2 text changed; Title changed"."""
         return diffview.change_summary(obj.entry_kind, obj.changes)
 
-    @admin.display(description="what changed")
+    @admin.display(description=gettext_lazy("what changed"))
     def readable_changes(self, obj: AuditEntry) -> str:
         if not obj.changes:
-            return "No field changes recorded."
-        diff = diffview.from_changes(obj.entry_kind, obj.changes, before_name="before", after_name="after")
+            return _("No field changes recorded.")
+        diff = diffview.from_changes(obj.entry_kind, obj.changes, before_name=_("before"), after_name=_("after"))
         return render_to_string("admin/registry/_diff.html", {"diff": diff})
 
     def changelist_view(self, request, extra_context=None):
@@ -66,11 +68,11 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
     def export_view(self, request, fmt: str):
         """The entries the change list shows with the same filters and search, as CSV or JSON."""
         if not request.user.has_perm(EXPORT_PERMISSION):
-            raise PermissionDenied("Only auditors may export the audit log.")
+            raise PermissionDenied(_("Only auditors may export the audit log."))
         if fmt not in EXPORT_FORMATS:
-            return HttpResponseBadRequest("Export as csv or json.")
+            return HttpResponseBadRequest(_("Export as csv or json."))
         try:
             changelist = self.get_changelist_instance(request)
         except IncorrectLookupParameters:
-            return HttpResponseBadRequest("Unknown filter in the address.")
+            return HttpResponseBadRequest(_("Unknown filter in the address."))
         return export_response(changelist.queryset.iterator(), fmt)

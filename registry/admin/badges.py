@@ -43,7 +43,7 @@ def entry_badges(entry: VersionedEntry) -> list[Badge]:
         text = _("rolling out v%(number)s to %(percent)s%%") % {
             "number": rollout.candidate_version, "percent": rollout.percent}
         if rollout.label != PRODUCTION:
-            text += f" ({rollout.label})"
+            text += f" ({rollout.label})"  # a label name: not translated
         badges.append(Badge(text, "rollout"))
     versions = {label.name: label.version.number for label in entry.labels.all()}
     if STAGING in versions and versions[STAGING] > versions.get(PRODUCTION, 0):

@@ -7,6 +7,8 @@ import secrets
 from django.contrib import admin
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from registry import clients
 from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
@@ -22,7 +24,7 @@ class FetchCounterInline(ReadOnlyAdminMixin, admin.TabularInline):
     can_delete = False
     fields = ["entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
     readonly_fields = fields
-    verbose_name_plural = "What this client was served"
+    verbose_name_plural = gettext_lazy("What this client was served")
 
 
 @admin.register(McpClient)
@@ -36,23 +38,24 @@ class McpClientAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     inlines = [FetchCounterInline]
     actions = ["regenerate_token"]
 
-    @admin.display(description="What it receives now")
+    @admin.display(description=gettext_lazy("What it receives now"))
     def receives_now(self, obj: McpClient) -> str:
         """Computed from the served catalog for its label, scope and rollout buckets (not from the counters)."""
         if obj is None or obj.pk is None:
             return "—"
         rows = client_receives(obj)
         if not rows:
-            return "Nothing: no published entry is visible to this client."
+            return _("Nothing: no published entry is visible to this client.")
         body = format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>v{}</td><td>{}</td><td>{}</td></tr>",
             ((r["kind"], r["key"], r["version"], r["label"],
-              f"in the rollout ({r['rollout']})" if r["in_rollout"] else (f"not in the rollout ({r['rollout']})"
-                                                                           if r["rollout"] else ""))
+              _("in the rollout (%(rollout)s)") % {"rollout": r["rollout"]} if r["in_rollout"] else (
+                  _("not in the rollout (%(rollout)s)") % {"rollout": r["rollout"]} if r["rollout"] else ""))
              for r in rows),
         )
-        return format_html("<table><thead><tr><th>Kind</th><th>Entry</th><th>Version</th><th>Label</th>"
-                           "<th>Rollout</th></tr></thead><tbody>{}</tbody></table>", body)
+        return format_html("<table><thead><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th>"
+                           "<th>{}</th></tr></thead><tbody>{}</tbody></table>",
+                           _("Kind"), _("Entry"), _("Version"), _("Label"), _("Rollout"), body)
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -64,12 +67,12 @@ class McpClientAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         obj.token_hash = secrets.token_hex(32)  # replaced by issue_token; never a usable token
         request._registry_new_tokens = [(obj, clients.issue_token(obj))]
         clients.audit_client_change(obj, before=None, acting_user=request.user, note="Created the client and "
-                                    f"issued its token ({obj.token_prefix}…)")
+                                    f"issued its token ({obj.token_prefix}…)")  # the audit log stays in English
 
     def _token_page(self, request, issued):
         context = {
             **self.admin_site.each_context(request),
-            "title": "Copy the token now",
+            "title": _("Copy the token now"),
             "opts": self.opts,
             "issued": issued,
         }
@@ -81,7 +84,7 @@ class McpClientAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             return self._token_page(request, issued)
         return super().response_add(request, obj, post_url_continue)
 
-    @admin.action(description="Regenerate token (the old one stops working)", permissions=["change"])
+    @admin.action(description=gettext_lazy("Regenerate token (the old one stops working)"), permissions=["change"])
     def regenerate_token(self, request, queryset):
         issued = []
         for client in queryset:

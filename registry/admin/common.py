@@ -12,13 +12,15 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.utils import quote, unquote
+from django.contrib.admin.utils import model_ngettext, quote, unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from registry import diffview, drafts, integrity, reviews, rollouts, services
 from registry.admin.badges import badges_html, entry_badges
@@ -34,11 +36,11 @@ from registry.validation import validate_entry
 
 
 class ArchivedFilter(admin.SimpleListFilter):
-    title = "status"
+    title = gettext_lazy("status")
     parameter_name = "archived"
 
     def lookups(self, request, model_admin):
-        return [("no", "In use"), ("yes", "Archived")]
+        return [("no", _("In use")), ("yes", _("Archived"))]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
@@ -93,7 +95,8 @@ def can_roll_back(entry: VersionedEntry, label: str = PRODUCTION) -> bool:
 
 def version_choices(entry: VersionedEntry) -> list[tuple[int, str]]:
     """Published versions as 'v3 — change note' choices, newest first."""
-    return [(v.number, f"v{v.number} — {v.change_note[:60]}") for v in entry.versions.all()]
+    return [(v.number, _("v%(number)s — %(note)s") % {"number": v.number, "note": v.change_note[:60]})
+            for v in entry.versions.all()]
 
 
 class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
@@ -111,14 +114,14 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
 
     # ----------------------------------------------------------------------------- list & form
 
-    @admin.display(description="production")
+    @admin.display(description=gettext_lazy("production"))
     def production_version(self, obj: VersionedEntry) -> str:
         label = next((label for label in obj.labels.all() if label.name == PRODUCTION), None)
         if obj.archived_at:
-            return "archived"
-        return f"v{label.version.number}" if label else "not published"
+            return _("archived")
+        return _("v%(number)s") % {"number": label.version.number} if label else _("not published")
 
-    @admin.display(description="state")
+    @admin.display(description=gettext_lazy("state"))
     def state(self, obj: VersionedEntry) -> str:
         return badges_html(entry_badges(obj))
 
@@ -129,15 +132,16 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             columns.insert(at, "state")
         return columns
 
-    @admin.display(description="published versions")
+    @admin.display(description=gettext_lazy("published versions"))
     def published_versions(self, obj: VersionedEntry) -> str:
         if obj is None or obj.pk is None:
-            return "None yet: this is a new draft."
+            return _("None yet: this is a new draft.")
         labels = ", ".join(f"{label.name} → v{label.version.number}" for label in obj.labels.all())
         count = obj.versions.count()
         if not count:
-            return "None yet: publish the draft to make it available to clients."
-        return f"{count} version(s); {labels or 'no labels'}"
+            return _("None yet: publish the draft to make it available to clients.")
+        return ngettext("%(count)s version; %(labels)s", "%(count)s versions; %(labels)s", count) % {
+            "count": count, "labels": labels or _("no labels")}
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("labels__version")
@@ -169,8 +173,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:
             for problem in integrity.missing_for_entry(obj):
-                messages.warning(request, f"Integrity warning: {problem}. Clients reading it get an error; "
-                                          "upload the file again and publish, or restore it to the storage.")
+                messages.warning(request, _("Integrity warning: %(problem)s. Clients reading it get an error; "
+                                            "upload the file again and publish, or restore it to the storage.")
+                                 % {"problem": problem})
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     # ------------------------------------------------------------------------- audited saving
@@ -190,15 +195,15 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         for formset in formsets:
             warnings.extend(getattr(formset, "registry_warnings", []))
         for warning in dict.fromkeys(warnings):
-            messages.warning(request, f"Saved, but note: {warning}")
+            messages.warning(request, _("Saved, but note: %(warning)s") % {"warning": warning})
 
     # --------------------------------------------------------------------------------- deleting
 
     def _archive_hint(self, obj: VersionedEntry) -> str:
-        return (
-            f"“{obj.key}” has published versions, so it cannot be deleted: clients may rely on it and its "
+        return _(
+            "“%(key)s” has published versions, so it cannot be deleted: clients may rely on it and its "
             "history must be kept. Archive it instead (select it in the list and choose “Archive selected”)."
-        )
+        ) % {"key": obj.key}
 
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, unquote(object_id))
@@ -227,7 +232,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         if published:
             messages.warning(
                 request,
-                "These have published versions and cannot be deleted; archive them instead: " + ", ".join(published),
+                _("These have published versions and cannot be deleted; archive them instead: %(keys)s")
+                % {"keys": ", ".join(published)},
             )
         return deleted, counts, perms_needed, protected
 
@@ -240,11 +246,11 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 actions.pop(name, None)
         return actions
 
-    @admin.action(description="Publish selected drafts…")
+    @admin.action(description=gettext_lazy("Publish selected drafts…"))
     def publish_selected(self, request, queryset):
         objs = list(queryset)
         if not all(services.can_publish(request.user, obj) for obj in objs):
-            messages.error(request, "You may edit drafts but not publish them.")
+            messages.error(request, _("You may edit drafts but not publish them."))
             return None
         form = PublishForm(request.POST if request.POST.get("confirm") else None,
                            can_override=services.can_override(request.user), protected=services.protected_label_names())
@@ -253,13 +259,13 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 try:
                     version, filed = self._publish_or_request(request, obj, form)
                 except RegistryError as exc:
-                    messages.error(request, f"{obj.key}: {exc.message}")
+                    messages.error(request, _("%(key)s: %(reason)s") % {"key": obj.key, "reason": exc.message})
                 else:
                     self._report_publish(request, obj, version, form, filed)
             return None
         context = {
             **self.admin_site.each_context(request),
-            "title": f"Publish {len(objs)} {self.opts.verbose_name_plural}",
+            "title": _("Publish %(count)s %(things)s") % {"count": len(objs), "things": self.opts.verbose_name_plural},
             "opts": self.opts,
             "objects": objs,
             "form": form,
@@ -277,14 +283,14 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 messages.error(request, exc.message)
                 return
             done += 1
-        verb = "Archived" if archived else "Restored"
-        messages.success(request, f"{verb} {done} {self.opts.verbose_name_plural}.")
+        text = _("Archived %(count)s %(things)s.") if archived else _("Restored %(count)s %(things)s.")
+        messages.success(request, text % {"count": done, "things": model_ngettext(self.opts, done)})
 
-    @admin.action(description="Archive selected (stop serving, keep history)")
+    @admin.action(description=gettext_lazy("Archive selected (stop serving, keep history)"))
     def archive_selected(self, request, queryset):
         self._set_archived(request, queryset, True)
 
-    @admin.action(description="Restore selected from archive")
+    @admin.action(description=gettext_lazy("Restore selected from archive"))
     def unarchive_selected(self, request, queryset):
         self._set_archived(request, queryset, False)
 
@@ -309,7 +315,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     def _entry(self, request: HttpRequest, object_id: str) -> VersionedEntry:
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
-            raise Http404(f"No {self.opts.verbose_name} with id {object_id!r}.")
+            raise Http404(_("No %(thing)s with id %(id)r.") % {"thing": self.opts.verbose_name, "id": object_id})
         if not self.has_view_or_change_permission(request, obj):
             raise PermissionDenied
         return obj
@@ -332,7 +338,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         }
 
     def _denied(self, request: HttpRequest, obj: VersionedEntry, message: str) -> HttpResponse:
-        context = self._context(request, obj, "Not allowed", message=message)
+        context = self._context(request, obj, _("Not allowed"), message=message)
         return TemplateResponse(request, "admin/registry/denied.html", context, status=403)
 
     # preview ---------------------------------------------------------------------------------
@@ -343,28 +349,29 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Render the current draft exactly as a client would get it. Never writes anything."""
         obj = self._entry(request, object_id)
-        context = self._context(request, obj, f"Preview of the draft of {obj.key}", **self.preview_context(request, obj))
+        context = self._context(request, obj, _("Preview of the draft of %(key)s") % {"key": obj.key},
+                                **self.preview_context(request, obj))
         return TemplateResponse(request, self.preview_template, context)
 
     # diff ------------------------------------------------------------------------------------
 
     def _side(self, obj: VersionedEntry, ref: str) -> tuple[str, dict[str, Any] | None]:
         if ref == "draft":
-            return "current draft", snapshot_of(obj)
+            return _("current draft"), snapshot_of(obj)
         if ref.startswith("label:"):
             name = ref.split(":", 1)[1]
             try:
                 label_name_validator(name)
             except ValidationError:
-                raise Http404(f"{obj.key} has no label with that name.") from None
+                raise Http404(_("%(key)s has no label with that name.") % {"key": obj.key}) from None
             label = obj.labels.filter(name=name).select_related("version").first()
             if label is None:
-                return f"{name} (not set: nothing served)", None
-            return f"{name} (v{label.version.number})", label.version.snapshot
+                return _("%(label)s (not set: nothing served)") % {"label": name}, None
+            return _("%(label)s (v%(number)s)") % {"label": name, "number": label.version.number}, label.version.snapshot
         number = ref.lstrip("v")
         version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
         if version is None:
-            raise Http404(f"{obj.key} has no version {ref}.")
+            raise Http404(_("%(key)s has no version %(version)s.") % {"key": obj.key, "version": ref})
         return f"v{version.number}", version.snapshot
 
     def diff_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -373,13 +380,16 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         b = request.GET.get("b") or "draft"
         a_name, a_snap = self._side(obj, a)
         b_name, b_snap = self._side(obj, b)
-        choices = [("draft", "current draft")]
-        choices += [(f"label:{label.name}", f"label {label.name} (v{label.version.number})") for label in obj.labels.all()]
-        if not any(value == f"label:{PRODUCTION}" for value, _ in choices):
-            choices.append((f"label:{PRODUCTION}", "label production (not set)"))
-        choices += [(f"v{v.number}", f"v{v.number} — {v.change_note[:40]}") for v in obj.versions.all()]
+        choices = [("draft", _("current draft"))]
+        choices += [(f"label:{label.name}", _("label %(label)s (v%(number)s)") % {"label": label.name,
+                                                                               "number": label.version.number})
+                    for label in obj.labels.all()]
+        if not any(value == f"label:{PRODUCTION}" for value, _name in choices):
+            choices.append((f"label:{PRODUCTION}", _("label production (not set)")))
+        choices += [(f"v{v.number}", _("v%(number)s — %(note)s") % {"number": v.number, "note": v.change_note[:40]})
+                    for v in obj.versions.all()]
         context = self._context(
-            request, obj, f"Compare {a_name} with {b_name}",
+            request, obj, _("Compare %(a)s with %(b)s") % {"a": a_name, "b": b_name},
             a=a, b=b, a_name=a_name, b_name=b_name, choices=choices,
             diff=diffview.build(obj.kind, a_snap, b_snap, before_name=a_name, after_name=b_name),
         )
@@ -398,7 +408,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         rows = [{"version": v, "labels": by_version.get(v.number, [])} for v in versions]
         label_names = list(dict.fromkeys([PRODUCTION, *(label.name for label in labels)]))
         context = self._context(
-            request, obj, f"History of {obj.key}",
+            request, obj, _("History of %(key)s") % {"key": obj.key},
             rows=rows, labels=labels, label_names=label_names,
             audit_entries=AuditEntry.objects.filter(entry_kind=obj.kind, entry_id=obj.pk).select_related("actor")[:200],
             fetches=FetchCounter.objects.filter(entry_kind=obj.kind, entry_key=obj.key)[:200],
@@ -415,7 +425,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     def publish_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         obj = self._entry(request, object_id)
         if not services.can_publish(request.user, obj):
-            return self._denied(request, obj, "You may edit drafts but not publish them. Ask a publisher.")
+            return self._denied(request, obj, _("You may edit drafts but not publish them. Ask a publisher."))
         label_names = [label.name for label in obj.labels.all()]
         protected = [label.name for label in obj.labels.all() if label.protected]
         protected += [name for name in services.protected_label_names() if name not in label_names]
@@ -434,11 +444,11 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         latest = obj.versions.first()
         report = validate_entry(obj)
         context = self._context(
-            request, obj, f"Publish {obj.key}",
+            request, obj, _("Publish %(key)s") % {"key": obj.key},
             form=form, report=report, latest=latest,
             diff=diffview.build(obj.kind, latest.snapshot if latest else None, snapshot_of(obj),
-                                before_name=f"v{latest.number}" if latest else "nothing published",
-                                after_name="draft"),
+                                before_name=f"v{latest.number}" if latest else _("nothing published"),
+                                after_name=_("draft")),
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
 
@@ -460,11 +470,12 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     def _report_publish(self, request: HttpRequest, obj: VersionedEntry, version: EntryVersion,
                         form: PublishForm, filed: list[ReviewRequest]) -> None:
         moved = [name for name in form.chosen_labels() if name not in {r.label for r in filed}]
-        messages.success(request, f"Published {obj.key} as v{version.number} ({', '.join(moved) or 'no labels moved'}).")
+        messages.success(request, _("Published %(key)s as v%(number)s (%(labels)s).") % {
+            "key": obj.key, "number": version.number, "labels": ", ".join(moved) or _("no labels moved")})
         for review in filed:
-            messages.warning(request, f"'{review.label}' is protected, so it still serves what it served before. "
-                                      f"Review request #{review.pk} was filed: another publisher must approve it "
-                                      "in the review queue.")
+            messages.warning(request, _("'%(label)s' is protected, so it still serves what it served before. "
+                                        "Review request #%(pk)s was filed: another publisher must approve it "
+                                        "in the review queue.") % {"label": review.label, "pk": review.pk})
 
     # request publication (editors) -------------------------------------------------------------
 
@@ -472,7 +483,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         """Ask a publisher to release the current draft (or ?version=N) on a label."""
         obj = self._entry(request, object_id)
         if not reviews.can_request(request.user, obj):
-            return self._denied(request, obj, "You may not change this entry, so you may not request its release.")
+            return self._denied(request, obj, _("You may not change this entry, so you may not request its release."))
         data = request.POST if request.method == "POST" else request.GET
         number = str(data.get("version") or "")
         version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
@@ -487,18 +498,21 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             except RegistryError as exc:
                 add_refusal(form, exc)
             else:
-                messages.success(request, f"Review request #{review.pk} was filed: a publisher other than you will "
-                                          "approve or reject it. You can follow it in the review queue.")
+                messages.success(request, _("Review request #%(pk)s was filed: a publisher other than you will "
+                                            "approve or reject it. You can follow it in the review queue.")
+                                 % {"pk": review.pk})
                 return HttpResponseRedirect(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
         label_name = (form.data.get("label") if form.is_bound else form.initial.get("label")) or PRODUCTION
         current = obj.labels.filter(name=label_name).select_related("version").first()
         after = version.snapshot if version else snapshot_of(obj)
         context = self._context(
-            request, obj, f"Request the release of {obj.key}", form=form, version=version, current=current,
+            request, obj, _("Request the release of %(key)s") % {"key": obj.key}, form=form, version=version,
+            current=current,
             report=None if version else validate_entry(obj),
             diff=diffview.build(obj.kind, current.version.snapshot if current else None, after,
-                                before_name=f"{label_name} now (v{current.version.number})" if current else "nothing",
-                                after_name=f"v{version.number}" if version else "draft"),
+                                before_name=_("%(label)s now (v%(number)s)") % {
+                                    "label": label_name, "number": current.version.number} if current else _("nothing"),
+                                after_name=f"v{version.number}" if version else _("draft")),
         )
         return TemplateResponse(request, "admin/registry/request.html", context)
 
@@ -518,8 +532,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                            labels=[label.name for label in obj.labels.all()], versions=version_choices(obj))
         if request.method == "POST":
             if not can_publish:
-                return self._denied(request, obj, "You may not change rollouts. Ask a publisher, or request a "
-                                                  "review with a percentage.")
+                return self._denied(request, obj, _("You may not change rollouts. Ask a publisher, or request a "
+                                                    "review with a percentage."))
             if form.is_valid():
                 data = form.cleaned_data
                 try:
@@ -531,16 +545,18 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                     form.add_error(None, exc.message)
                 else:
                     if result is not None:
-                        messages.success(request, f"v{result.candidate_version} now goes to {result.percent}% of the "
-                                                  f"clients of '{result.label}'.")
+                        messages.success(request, _("v%(number)s now goes to %(percent)s%% of the clients of "
+                                                    "'%(label)s'.") % {"number": result.candidate_version,
+                                                                       "percent": result.percent, "label": result.label})
                     elif data["percent"] == 100:
-                        messages.success(request, f"Rollout complete: '{data['label']}' serves v{data['version']}.")
+                        messages.success(request, _("Rollout complete: '%(label)s' serves v%(number)s.")
+                                         % {"label": data["label"], "number": data["version"]})
                     else:
-                        messages.success(request, f"Rollout stopped: every client of '{data['label']}' gets the "
-                                                  "label's version again.")
+                        messages.success(request, _("Rollout stopped: every client of '%(label)s' gets the "
+                                                    "label's version again.") % {"label": data["label"]})
                     return HttpResponseRedirect(self._url("rollout", obj))
         context = self._context(
-            request, obj, f"Percentage rollout of {obj.key}", form=form, can_publish=can_publish,
+            request, obj, _("Percentage rollout of %(key)s") % {"key": obj.key}, form=form, can_publish=can_publish,
             progress=[rollout_progress(obj, rollout) for rollout in running],
             labels=list(obj.labels.select_related("version")), versions=list(obj.versions.all()[:20]),
         )
@@ -552,7 +568,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         """Confirm, then point a label at an existing version (backwards = roll back)."""
         obj = self._entry(request, object_id)
         if not services.can_publish(request.user, obj):
-            return self._denied(request, obj, "You may edit drafts but not move labels or roll back. Ask a publisher.")
+            return self._denied(request, obj, _("You may edit drafts but not move labels or roll back. Ask a publisher."))
         data = request.POST if request.method == "POST" else request.GET
         label_name = data.get("label") or PRODUCTION
         current = obj.labels.filter(name=label_name).select_related("version").first()
@@ -565,7 +581,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             target_number = older.number if older else 0
         target = obj.versions.filter(number=target_number).first()
         if target is None:
-            messages.error(request, f"{obj.key} has no version to point '{label_name}' at.")
+            messages.error(request, _("%(key)s has no version to point '%(label)s' at.") % {"key": obj.key, "label": label_name})
             return HttpResponseRedirect(self._url("history", obj))
         rollback = current is not None and target.number < current.version.number
         label_protected = services.is_protected(obj, label_name)
@@ -583,6 +599,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                     review = reviews.request_publication(
                         obj, acting_user=request.user, label=form.cleaned_data["label"],
                         version_number=form.cleaned_data["version"],
+                        # Stored and sent to webhooks: English whatever the admin speaks (like every audit note).
                         note=form.cleaned_data["note"] or f"Point '{label_name}' at v{target.number}.",
                     )
                 elif rollback:
@@ -599,23 +616,27 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 form.add_error(None, exc.message)
             else:
                 if protected and not override_reason:
-                    messages.warning(request, f"'{label_name}' is protected: nothing moved yet. Review request "
-                                              f"#{review.pk} was filed; another publisher must approve it.")
+                    messages.warning(request, _("'%(label)s' is protected: nothing moved yet. Review request "
+                                                "#%(pk)s was filed; another publisher must approve it.")
+                                     % {"label": label_name, "pk": review.pk})
                 else:
-                    verb = "Rolled back" if rollback else "Moved"
-                    done = f"{verb} '{label_name}' of {obj.key} to v{target.number}."
+                    done = (_("Rolled back '%(label)s' of %(key)s to v%(number)s.") if rollback
+                            else _("Moved '%(label)s' of %(key)s to v%(number)s.")) % {
+                        "label": label_name, "key": obj.key, "number": target.number}
                     if incident and not override_reason:
-                        done += " It is recorded as an incident rollback; the other publishers are told."
+                        done += " " + _("It is recorded as an incident rollback; the other publishers are told.")
                     messages.success(request, done)
                 return HttpResponseRedirect(self._url("history", obj))
-        current_name = f"v{current.version.number}" if current else "nothing"
+        current_name = f"v{current.version.number}" if current else _("nothing")
+        title = (_("Roll back label '%(label)s' of %(key)s to v%(number)s") if rollback
+                 else _("Move label '%(label)s' of %(key)s to v%(number)s"))
         context = self._context(
-            request, obj,
-            f"{'Roll back' if rollback else 'Move'} label '{label_name}' of {obj.key} to v{target.number}",
+            request, obj, title % {"label": label_name, "key": obj.key, "number": target.number},
             form=form, label_name=label_name, current=current, target=target, rollback=rollback, protected=protected,
             incident=incident,
             diff=diffview.build(obj.kind, current.version.snapshot if current else None, target.snapshot,
-                                before_name=f"now ({current_name})", after_name=f"after (v{target.number})"),
+                                before_name=_("now (%(version)s)") % {"version": current_name},
+                                after_name=_("after (v%(number)s)") % {"number": target.number}),
         )
         return TemplateResponse(request, "admin/registry/label.html", context)
 
@@ -630,17 +651,19 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         number = data.get("version", "")
         version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
         if version is None:
-            raise Http404(f"{obj.key} has no version {number!r}.")
+            raise Http404(_("%(key)s has no version %(version)r.") % {"key": obj.key, "version": number})
         if request.method == "POST":
             with transaction.atomic():
                 drafts.restore_draft(obj, version.number, acting_user=request.user,
                                      note=(request.POST.get("note") or "").strip())
-            messages.success(request, f"The draft of {obj.key} now matches v{version.number}. Publish it to serve it.")
+            messages.success(request, _("The draft of %(key)s now matches v%(number)s. Publish it to serve it.")
+                             % {"key": obj.key, "number": version.number})
             return HttpResponseRedirect(self._url("change", obj))
         context = self._context(
-            request, obj, f"Restore the draft of {obj.key} from v{version.number}", version=version,
+            request, obj, _("Restore the draft of %(key)s from v%(number)s") % {"key": obj.key, "number": version.number},
+            version=version,
             diff=diffview.build(obj.kind, snapshot_of(obj), version.snapshot,
-                                before_name="current draft", after_name=f"v{version.number}"),
+                                before_name=_("current draft"), after_name=f"v{version.number}"),
         )
         return TemplateResponse(request, "admin/registry/restore.html", context)
 
@@ -657,7 +680,7 @@ def stored_thumbnail(row: Any) -> str:
         return "—"
     mime_type = row.mime_type or "application/octet-stream"
     if not mime_type.startswith(("image/", "audio/")):
-        return format_html("{} file, {} bytes, sha256 {}", mime_type, f"{row.data_size:,}", row.data_sha256[:12])
+        return format_html(_("{} file, {} bytes, sha256 {}"), mime_type, f"{row.data_size:,}", row.data_sha256[:12])
     try:
         data = row.data
     except ContentMissing as exc:
@@ -670,8 +693,8 @@ def thumbnail_html(mime_type: str, data: bytes | memoryview | None) -> str:
         return "—"
     mime_type = mime_type or "application/octet-stream"
     if mime_type.startswith("image/"):
-        return format_html('<img src="{}" alt="thumbnail" style="max-height:96px;max-width:160px">',
-                           data_uri(mime_type, data))
+        return format_html('<img src="{}" alt="{}" style="max-height:96px;max-width:160px">',
+                           data_uri(mime_type, data), _("thumbnail"))
     if mime_type.startswith("audio/"):
         return format_html('<audio controls src="{}"></audio>', data_uri(mime_type, data))
-    return format_html("{} file, {} bytes", mime_type, f"{len(bytes(data)):,}")
+    return format_html(_("{} file, {} bytes"), mime_type, f"{len(bytes(data)):,}")

@@ -1,25 +1,29 @@
-"""What the admin home page tells each person: reviews waiting for them, what became of their
-requests, and the state of the entries they work on.
+"""What the admin home page tells each person: incident rollbacks (publishers), reviews waiting
+for them, what became of their requests, and the state of the entries they work on.
 
-Publishers should not have to poll the review queue, and editors should learn that a request
-was rejected (and why) without asking.
+Publishers should not have to poll the review queue, editors should learn that a request was
+rejected (and why) without asking, and when one publisher rolls a protected label back alone
+(an incident rollback, issue 12 §6) the other publishers should see it the next time they look.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from registry import reviews
 from registry.admin.badges import badges_html, entry_badges
 from registry.admin.reviews import entry_admin_url
 from registry.kinds import KINDS
-from registry.models import ReviewRequest, ReviewStatus
+from registry.models import AuditAction, AuditEntry, ReviewRequest, ReviewStatus
 
 RECENT = 10
+INCIDENT_DAYS = 14  # how long an incident rollback stays on the publishers' home page
 
 
 def _review_url(review: ReviewRequest) -> str:
@@ -45,7 +49,7 @@ def _request_outcome(review: ReviewRequest) -> str:
     if review.status == ReviewStatus.WITHDRAWN:
         return _("withdrawn by you")
     entry = reviews.entry_of(review)
-    if entry is not None and any(b.tone == "stale" and f"#{review.pk} " in b.text for b in entry_badges(entry)):
+    if entry is not None and any(b.tone == "stale" and b.url == _review_url(review) for b in entry_badges(entry)):
         return _("stale: the draft changed after the request, file a new one")
     return _("waiting for a reviewer")
 
@@ -61,6 +65,17 @@ def _my_entries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]]:
     return rows[:RECENT]
 
 
+def recent_incident_rollbacks(*, days: int = INCIDENT_DAYS, limit: int = RECENT) -> list[dict[str, Any]]:
+    """Incident rollbacks of the last `days`, newest first: who, which label of which entry, from/to, why, when."""
+    since = timezone.now() - timedelta(days=days)
+    rows = AuditEntry.objects.filter(action=AuditAction.INCIDENT_ROLLBACK, created_at__gte=since)
+    out = []
+    for row in rows.order_by("-created_at", "-id")[:limit]:
+        url = entry_admin_url(row.entry_kind, row.entry_id, "history") if row.entry_id else ""
+        out.append({"audit": row, "url": url})
+    return out
+
+
 def dashboard(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
     """The home page panels for `user`; a panel with nothing to say is left out by the template."""
     if not user.is_authenticated:
@@ -69,6 +84,7 @@ def dashboard(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
     mine = ReviewRequest.objects.filter(requested_by_id=user.pk).order_by("-created_at", "-id")[:RECENT]
     return {
         "is_publisher": is_publisher,
+        "incidents": recent_incident_rollbacks() if is_publisher else [],
         "waiting": [{"review": r, "url": _review_url(r)} for r in _waiting_for(user)]
         if is_publisher else [],
         "my_requests": [{"review": r, "outcome": _request_outcome(r), "url": _review_url(r)}

@@ -11,6 +11,8 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import path
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry import argtypes
@@ -48,20 +50,21 @@ class PromptMessageInline(admin.StackedInline):
     fieldsets = [
         (None, {"fields": [("position", "role", "kind"), "text"]}),
         # The classes let change_form.js show only the fieldsets of the chosen content kind.
-        ("Image, audio or file", {
+        (gettext_lazy("Image, audio or file"), {
             "classes": ["registry-kind-file"],
             "fields": [("upload", "clear_file"), "mime_type", "current_file"],
-            "description": "For image and audio messages, and embedded resources given as a file.",
+            "description": gettext_lazy("For image and audio messages, and embedded resources given as a file."),
         }),
-        ("Embedded resource or resource link", {
+        (gettext_lazy("Embedded resource or resource link"), {
             "classes": ["registry-kind-uri"],
             "fields": ["uri", "resource", "link_name"],
-            "description": "Give a URI (it may use {{ argument }} placeholders) or choose a registry resource. "
-            "For an embedded resource given inline, type its text in the Text box above.",
+            "description": gettext_lazy("Give a URI (it may use {{ argument }} placeholders) or choose a registry "
+                                        "resource. For an embedded resource given inline, type its text in the Text "
+                                        "box above."),
         }),
     ]
 
-    @admin.display(description="Current file")
+    @admin.display(description=gettext_lazy("Current file"))
     def current_file(self, obj: PromptMessage) -> str:
         return stored_thumbnail(obj) if obj and obj.pk else "—"
 
@@ -86,11 +89,11 @@ class PreviewArgumentsForm(forms.Form):
         kind = argtypes.type_of(arg)
         help_parts = [argtypes.listed_description(arg)]
         if suggestions and kind not in (argtypes.ENUM, argtypes.BOOLEAN):
-            help_parts.append("Suggestions: " + ", ".join(suggestions))
+            help_parts.append(_("Suggestions: %(values)s") % {"values": ", ".join(suggestions)})
         common = {
             "label": arg.get("title") or arg["name"],
             "required": False,
-            "help_text": " ".join(p for p in help_parts if p) + ("" if arg.get("required") else " (optional)"),
+            "help_text": " ".join(p for p in help_parts if p) + ("" if arg.get("required") else " " + _("(optional)")),
         }
         initial = arg.get("default") or (suggestions[0] if suggestions else "")
         if kind == argtypes.ENUM:
@@ -213,7 +216,7 @@ class PromptAdmin(VersionedEntryAdmin):
         # Without JavaScript the page opens on its own; its form carries the edits again.
         context["carried"] = [(key, value) for key, values in request.POST.lists() for value in values
                               if key != "preview" and not key.startswith("arg-")]
-        context = self._context(request, obj, f"Preview of your unsaved edits of {obj.key}", **context)
+        context = self._context(request, obj, _("Preview of your unsaved edits of %(key)s") % {"key": obj.key}, **context)
         return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
 
     def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str],
@@ -234,7 +237,7 @@ class PromptAdmin(VersionedEntryAdmin):
                 errors.extend(str(e) for e in formset.non_form_errors())
                 for i, item in enumerate(formset.errors, start=1):
                     for field, messages_ in item.items():
-                        errors.extend(f"{formset.prefix.capitalize()[:-1]} {i} › {field}: {m}" for m in messages_)
+                        errors.extend(f"{_inline_name(formset)} {i} › {_field_name(formset, field)}: {m}" for m in messages_)
         if errors:
             return None
         arguments = messages = None
@@ -245,6 +248,17 @@ class PromptAdmin(VersionedEntryAdmin):
             elif isinstance(formset, PromptMessageFormSet):
                 messages = [f.instance for f in live]
         return snapshot_prompt(new_object, payloads, arguments=arguments or [], messages=messages or [])
+
+
+def _inline_name(formset: Any) -> str:
+    """'Argument' / 'Message' (in the editor's language) for an error line of the inline."""
+    names = {"arguments": _("Argument"), "messages": _("Message")}
+    return names.get(formset.prefix, formset.prefix.capitalize()[:-1])
+
+
+def _field_name(formset: Any, field: str) -> str:
+    form_field = formset.form.base_fields.get(field)
+    return str(form_field.label) if form_field is not None and form_field.label else field
 
 
 def preview_result(snapshot: dict[str, Any], payloads: Payloads, data: Any) -> dict[str, Any]:
@@ -260,13 +274,13 @@ def preview_result(snapshot: dict[str, Any], payloads: Payloads, data: Any) -> d
         result = render_prompt(snapshot, values, lambda block: materialise_block(block, load),
                                registry_resource_exists)
     except MissingArguments as exc:
-        message = "Fill in the required argument(s): " + ", ".join(exc.names) + "."
+        message = _("Fill in the required argument(s): %(names)s.") % {"names": ", ".join(exc.names)}
         # Before the first "Render preview" that is an invitation, not a mistake.
         context["error" if form.is_bound else "hint"] = message
     except ArgumentErrors as exc:
         for problem in exc.invalid:
             if problem["name"] in form.fields and form.is_bound:
-                form.add_error(problem["name"], f"This value {problem['reason']}.")
+                form.add_error(problem["name"], _("This value %(reason)s.") % {"reason": problem["reason"]})
         context["error"] = exc.message
     except RegistryError as exc:
         context["error"] = exc.message

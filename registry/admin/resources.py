@@ -8,6 +8,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from uritemplate import URITemplate
 
 from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
@@ -32,14 +34,14 @@ class ResourceAdmin(VersionedEntryAdmin):
     readonly_fields = ["published_versions", "content_preview"]
     fieldsets = [
         (None, {"fields": ["uri", "name", "title", "description", "tags", "published_versions", "draft_revision"]}),
-        ("Content", {
+        (gettext_lazy("Content"), {
             "fields": ["mime_type", "text", ("upload", "clear_file"), "content_preview"],
-            "description": "Type the text, or upload a file for binary content; not both.",
+            "description": gettext_lazy("Type the text, or upload a file for binary content; not both."),
         }),
-        ("Hints for clients", {"fields": ["audience", "priority"], "classes": ["collapse"]}),
+        (gettext_lazy("Hints for clients"), {"fields": ["audience", "priority"], "classes": ["collapse"]}),
     ]
 
-    @admin.display(description="Current content")
+    @admin.display(description=gettext_lazy("Current content"))
     def content_preview(self, obj: Resource) -> str:
         if obj is None or obj.pk is None:
             return "—"
@@ -71,8 +73,8 @@ class TemplateVariableInline(admin.TabularInline):
 
 class TemplatePreviewForm(forms.Form):
     uri = forms.CharField(
-        label="A concrete URI", required=False, widget=forms.TextInput(attrs={"size": 80}),
-        help_text="Type a URI a client would read, or fill in the variables below instead.",
+        label=gettext_lazy("A concrete URI"), required=False, widget=forms.TextInput(attrs={"size": 80}),
+        help_text=gettext_lazy("Type a URI a client would read, or fill in the variables below instead."),
     )
 
     def __init__(self, *args: Any, variables: list[str], suggestions: dict[str, list[str]], **kwargs: Any) -> None:
@@ -81,7 +83,7 @@ class TemplatePreviewForm(forms.Form):
             options = suggestions.get(name, [])
             self.fields[f"var_{name}"] = forms.CharField(
                 label=name, required=False, initial=options[0] if options else "",
-                help_text=("Suggestions: " + ", ".join(options)) if options else "",
+                help_text=(_("Suggestions: %(values)s") % {"values": ", ".join(options)}) if options else "",
             )
 
 
@@ -96,8 +98,8 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
     fieldsets = [
         (None, {"fields": ["uri_template", "name", "title", "description", "tags", "published_versions",
                            "draft_revision"]}),
-        ("Content", {"fields": ["mime_type", "body"]}),
-        ("Hints for clients", {"fields": ["audience", "priority"], "classes": ["collapse"]}),
+        (gettext_lazy("Content"), {"fields": ["mime_type", "body"]}),
+        (gettext_lazy("Hints for clients"), {"fields": ["audience", "priority"], "classes": ["collapse"]}),
     ]
 
     def preview_context(self, request, obj: ResourceTemplate) -> dict[str, Any]:
@@ -123,20 +125,21 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
                 validate_uri(uri)
                 values = matcher.match(uri)
                 if values is None:
-                    context["error"] = f"The URI {uri} does not match the template {snapshot['uriTemplate']}."
+                    context["error"] = _("The URI %(uri)s does not match the template %(template)s.") % {
+                        "uri": uri, "template": snapshot["uriTemplate"]}
                     return context
             else:
                 given = {k[4:]: v for k, v in data.items() if k.startswith("var_") and v}
                 missing = [name for name in dict.fromkeys(names) if name not in given]
                 if missing:
-                    context["error"] = ("Type a URI, or fill in every variable to see what a client would read: "
-                                        + ", ".join(missing) + " is empty.")
+                    context["error"] = _("Type a URI, or fill in every variable to see what a client would read: "
+                                         "%(names)s is empty.") % {"names": ", ".join(missing)}
                     return context
                 uri = URITemplate(snapshot["uriTemplate"]).expand(given)
                 # Read it back the way the server does, so the preview shows what clients really get.
                 values = matcher.match(uri)
                 if values is None:
-                    context["error"] = f"The values make the URI {uri}, which the server would not match."
+                    context["error"] = _("The values make the URI %(uri)s, which the server would not match.") % {"uri": uri}
                     return context
             content: dict[str, Any] = {"uri": uri}
             if snapshot.get("mimeType"):

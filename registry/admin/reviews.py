@@ -16,6 +16,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext, gettext_lazy
 
+_ = gettext
+
 from registry import diffview, reviews
 from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
@@ -31,7 +33,7 @@ def entry_admin_url(kind: str, entry_id: int, page: str = "change") -> str:
 
 
 class StatusFilter(admin.SimpleListFilter):
-    title = "status"
+    title = gettext_lazy("status")
     parameter_name = "status"
 
     def lookups(self, request, model_admin):
@@ -75,35 +77,35 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             else:
                 messages.success(request, gettext("Approved review #%(pk)s: '%(label)s' of %(key)s gets %(what)s.")
                                  % {"pk": review.pk, "label": review.label, "key": review.entry_key,
-                                    "what": review.what})
+                                    "what": review.what_text})
 
     @admin.display(description="#", ordering="id")
     def number(self, obj: ReviewRequest) -> str:
         return f"#{obj.pk}"
 
-    @admin.display(description="entry", ordering="entry_key")
+    @admin.display(description=gettext_lazy("entry"), ordering="entry_key")
     def entry_link(self, obj: ReviewRequest) -> str:
         return format_html('<a href="{}">{} {}</a>', entry_admin_url(obj.entry_kind, obj.entry_id),
                            obj.entry_kind, obj.entry_key)
 
-    @admin.display(description="requested by", ordering="requested_by_name")
+    @admin.display(description=gettext_lazy("requested by"), ordering="requested_by_name")
     def requester(self, obj: ReviewRequest) -> str:
         return obj.requested_by_name
 
-    @admin.display(description="decided by", ordering="decided_by_name")
+    @admin.display(description=gettext_lazy("decided by"), ordering="decided_by_name")
     def decider(self, obj: ReviewRequest) -> str:
         return obj.decided_by_name
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {"title": "Review queue: open a request to approve or reject it (pending first)",
+        extra_context = {"title": _("Review queue: open a request to approve or reject it (pending first)"),
                          **(extra_context or {})}
         return super().changelist_view(request, extra_context)
 
-    @admin.display(description="asks for")
+    @admin.display(description=gettext_lazy("asks for"))
     def what_is_asked(self, obj: ReviewRequest) -> str:
-        return obj.what
+        return obj.what_text
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: ReviewRequest) -> str:
         if obj.is_pending:
             return format_html("<strong>{}</strong>", obj.get_status_display())
@@ -113,7 +115,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
         """The review page: what would change, the note, and Approve / Reject / Withdraw."""
         review = ReviewRequest.objects.filter(pk=object_id).first() if str(object_id).isdigit() else None
         if review is None:
-            raise Http404("No such review request.")
+            raise Http404(_("No such review request."))
         if not self.has_view_permission(request, review):
             raise PermissionDenied
         form = ReviewDecisionForm(request.POST if request.method == "POST" else None)
@@ -124,16 +126,17 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
                 try:
                     if decision == "approve":
                         reviews.approve(review, acting_user=request.user, comment=comment)
-                        messages.success(request, f"Approved review #{review.pk}: '{review.label}' of "
-                                                  f"{review.entry_key} is updated and clients are notified.")
+                        messages.success(request, _("Approved review #%(pk)s: '%(label)s' of %(key)s is updated "
+                                                    "and clients are notified.")
+                                         % {"pk": review.pk, "label": review.label, "key": review.entry_key})
                     elif decision == "reject":
                         reviews.reject(review, acting_user=request.user, comment=comment)
-                        messages.success(request, f"Rejected review #{review.pk}; nothing was changed.")
+                        messages.success(request, _("Rejected review #%(pk)s; nothing was changed.") % {"pk": review.pk})
                     elif decision == "withdraw":
                         reviews.withdraw(review, acting_user=request.user)
-                        messages.success(request, f"Withdrew review #{review.pk}.")
+                        messages.success(request, _("Withdrew review #%(pk)s.") % {"pk": review.pk})
                     else:
-                        form.add_error(None, "Choose Approve, Reject or Withdraw.")
+                        form.add_error(None, _("Choose Approve, Reject or Withdraw."))
                 except InvalidEntry as exc:
                     for problem in exc.problems:
                         form.add_error("comment" if decision == "reject" else None, problem)
@@ -161,15 +164,17 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
                 current = entry.labels.filter(name=review.label).select_related("version").first()
                 now = current.version.number if current else None
                 if now != review.base_version:
-                    was = f"v{review.base_version}" if review.base_version else "nothing"
-                    is_now = f"v{now}" if now else "nothing"
-                    stale = (f"'{review.label}' has moved since this request (it served {was}, now {is_now}): "
-                             "it can no longer be approved.")
+                    was = f"v{review.base_version}" if review.base_version else _("nothing")
+                    is_now = f"v{now}" if now else _("nothing")
+                    stale = _("'%(label)s' has moved since this request (it served %(was)s, now %(now)s): "
+                              "it can no longer be approved.") % {"label": review.label, "was": was, "now": is_now}
         is_requester = review.requested_by_id is not None and review.requested_by_id == request.user.pk
-        base_name = f"{review.label} now (v{review.base_version})" if review.base_version else "nothing"
+        base_name = (_("%(label)s now (v%(number)s)") % {"label": review.label, "number": review.base_version}
+                     if review.base_version else _("nothing"))
         return {
             **self.admin_site.each_context(request),
-            "title": f"Review #{review.pk}: {review.entry_key} → {review.label}",
+            "title": _("Review #%(pk)s: %(key)s → %(label)s") % {"pk": review.pk, "key": review.entry_key,
+                                                                  "label": review.label},
             "opts": self.opts,
             "review": review,
             "entry": entry,
@@ -181,8 +186,9 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             "can_withdraw": review.is_pending and is_requester,
             "diff": diffview.build(
                 review.entry_kind, before, after,
-                before_name=f"Now ({base_name})" if review.base_version else "Now (nothing served)",
-                after_name=f"After approval ({review.what})",
+                before_name=(_("Now (%(what)s)") % {"what": base_name} if review.base_version
+                             else _("Now (nothing served)")),
+                after_name=_("After approval (%(what)s)") % {"what": review.what_text},
             ),
         }
 
@@ -195,14 +201,14 @@ class RolloutAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin,
     list_filter = ["entry_kind", "label"]
     search_fields = ["entry_key"]
 
-    @admin.display(description="entry", ordering="entry_key")
+    @admin.display(description=gettext_lazy("entry"), ordering="entry_key")
     def entry_link(self, obj: Rollout) -> str:
-        return format_html('<a href="{}">{} {}</a> (<a href="{}">progress</a>)',
+        return format_html('<a href="{}">{} {}</a> (<a href="{}">{}</a>)',
                            entry_admin_url(obj.entry_kind, obj.entry_id), obj.entry_kind, obj.entry_key,
-                           entry_admin_url(obj.entry_kind, obj.entry_id, "rollout"))
+                           entry_admin_url(obj.entry_kind, obj.entry_id, "rollout"), _("progress"))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         rollout = Rollout.objects.filter(pk=object_id).first() if str(object_id).isdigit() else None
         if rollout is None:
-            raise Http404("No such rollout (it may have been completed or stopped).")
+            raise Http404(_("No such rollout (it may have been completed or stopped)."))
         return HttpResponseRedirect(entry_admin_url(rollout.entry_kind, rollout.entry_id, "rollout"))

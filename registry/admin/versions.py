@@ -6,6 +6,7 @@ import json
 
 from django.contrib import admin
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
@@ -27,11 +28,11 @@ class VersionAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin,
     fields = ["entry", "number", "parent", "author_name", "created_at", "content_hash", "change_note", "snapshot_json"]
     readonly_fields = fields
 
-    @admin.display(description="hash")
+    @admin.display(description=_("hash"))
     def short_hash(self, obj) -> str:
         return obj.content_hash[:12]
 
-    @admin.display(description="snapshot (what clients receive)")
+    @admin.display(description=_("snapshot (what clients receive)"))
     def snapshot_json(self, obj) -> str:
         return format_html('<pre style="white-space:pre-wrap">{}</pre>',
                            json.dumps(obj.snapshot, indent=2, ensure_ascii=False))

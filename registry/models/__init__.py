@@ -4,6 +4,7 @@ from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
 from registry.models.content import ContentObject
 from registry.models.clients import FetchCounter, McpClient
+from registry.models.preferences import EditorPreference
 from registry.models.prompts import (
     ArgumentType,
     ContentKind,
@@ -36,6 +37,7 @@ __all__ = [
     "ChangeLogEntry",
     "ContentKind",
     "ContentObject",
+    "EditorPreference",
     "EntryVersion",
     "FetchCounter",
     "McpClient",

@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.errors import ImmutableVersionError
 
 
 class AuditAction(models.TextChoices):
-    CREATE = "create", "Created"
-    EDIT = "edit", "Edited draft"
-    DELETE = "delete", "Deleted"
-    PUBLISH = "publish", "Published"
-    LABEL_MOVE = "label_move", "Moved label"
-    ROLLBACK = "rollback", "Rolled back"
-    INCIDENT_ROLLBACK = "incident_rollback", "Incident rollback of a protected label by one publisher"
-    ARCHIVE = "archive", "Archived"
-    UNARCHIVE = "unarchive", "Restored from archive"
-    RESTORE_DRAFT = "restore_draft", "Draft restored from a version"
-    REVIEW_REQUESTED = "review_requested", "Requested a review"
-    REVIEW_APPROVED = "review_approved", "Approved a review"
-    REVIEW_REJECTED = "review_rejected", "Rejected a review"
-    REVIEW_WITHDRAWN = "review_withdrawn", "Withdrew a review request"
-    REVIEW_SUPERSEDED = "review_superseded", "A review request was superseded"
-    OVERRIDE = "override", "Emergency override of a protected label"
-    ROLLOUT_CHANGED = "rollout_changed", "Changed a percentage rollout"
-    CLIENT_CHANGED = "client_changed", "Created, changed or revoked an MCP client, or issued its token"
+    CREATE = "create", _("Created")
+    EDIT = "edit", _("Edited draft")
+    DELETE = "delete", _("Deleted")
+    PUBLISH = "publish", _("Published")
+    LABEL_MOVE = "label_move", _("Moved label")
+    ROLLBACK = "rollback", _("Rolled back")
+    INCIDENT_ROLLBACK = "incident_rollback", _("Incident rollback of a protected label by one publisher")
+    ARCHIVE = "archive", _("Archived")
+    UNARCHIVE = "unarchive", _("Restored from archive")
+    RESTORE_DRAFT = "restore_draft", _("Draft restored from a version")
+    REVIEW_REQUESTED = "review_requested", _("Requested a review")
+    REVIEW_APPROVED = "review_approved", _("Approved a review")
+    REVIEW_REJECTED = "review_rejected", _("Rejected a review")
+    REVIEW_WITHDRAWN = "review_withdrawn", _("Withdrew a review request")
+    REVIEW_SUPERSEDED = "review_superseded", _("A review request was superseded")
+    OVERRIDE = "override", _("Emergency override of a protected label")
+    ROLLOUT_CHANGED = "rollout_changed", _("Changed a percentage rollout")
+    CLIENT_CHANGED = "client_changed", _("Created, changed or revoked an MCP client, or issued its token")
 
 
 class AppendOnlyQuerySet(models.QuerySet):
@@ -44,7 +45,7 @@ class AuditEntry(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_name = models.CharField(max_length=150, help_text="User name, or the tool that acted.")
+    actor_name = models.CharField(max_length=150, help_text=_("User name, or the tool that acted."))
     action = models.CharField(max_length=20, choices=AuditAction.choices, db_index=True)
     entry_kind = models.CharField(max_length=20, db_index=True)
     entry_key = models.CharField(max_length=2048)
@@ -52,15 +53,16 @@ class AuditEntry(models.Model):
     label = models.CharField(max_length=40, blank=True)
     from_version = models.PositiveIntegerField(null=True, blank=True)
     to_version = models.PositiveIntegerField(null=True, blank=True)
-    changes = models.JSONField(default=list, blank=True, help_text="Field-level diff: [{field, before, after}].")
+    changes = models.JSONField(default=list, blank=True, help_text=_("Field-level diff: [{field, before, after}]."))
     note = models.TextField(blank=True)
 
     objects = AppendOnlyQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("audit entry")
         ordering = ["-created_at", "-id"]
-        verbose_name_plural = "audit entries"
-        permissions = [("export_auditentry", "Can export the audit log")]
+        verbose_name_plural = _("audit entries")
+        permissions = [("export_auditentry", _("Can export the audit log"))]
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.entry_kind} {self.entry_key}"
@@ -84,8 +86,8 @@ class ChangeLogEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     entry_kind = models.CharField(max_length=20)  # prompt, resource, template
     entry_key = models.CharField(max_length=2048)
-    label = models.CharField(max_length=40, blank=True, help_text="Label whose served content changed; blank = all.")
-    list_changed = models.BooleanField(default=False, help_text="The set of listed entries or their metadata changed.")
+    label = models.CharField(max_length=40, blank=True, help_text=_("Label whose served content changed; blank = all."))
+    list_changed = models.BooleanField(default=False, help_text=_("The set of listed entries or their metadata changed."))
 
     class Meta:
         ordering = ["id"]

@@ -10,9 +10,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
 from registry.signals import served_rows_bulk_created
+from registry.uris import lookup_uri, normalize_uri_template
 
 PRODUCTION = "production"
 STAGING = "staging"
@@ -61,6 +63,13 @@ class EntryQuerySet(ServedQuerySet):
 class LabelQuerySet(ServedQuerySet):
     served_fields = frozenset({"entry", "version", "name"})
 
+    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+        objs = list(objs)
+        for label in objs:  # save() is not called: give each row its served key here
+            if not label.served_key:
+                label.served_key = served_key_of(label.version.listing, label.version.snapshot)
+        return super().bulk_create(objs, *args, **kwargs)
+
 
 class VersionedEntry(models.Model):
     """Fields every entry has besides its own content."""
@@ -68,15 +77,15 @@ class VersionedEntry(models.Model):
     tags = models.CharField(
         max_length=500,
         blank=True,
-        help_text="Comma-separated tags. Clients limited to some tags only see entries carrying one of them.",
+        help_text=_("Comma-separated tags. Clients limited to some tags only see entries carrying one of them."),
     )
     archived_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     revision = models.PositiveIntegerField(
         default=0, editable=False,
-        help_text="Draft revision, bumped by every save of the working copy: a save based on an older one is refused.")
-    updated_by = models.CharField(max_length=150, blank=True, editable=False, help_text="Who saved the draft last.")
+        help_text=_("Draft revision, bumped by every save of the working copy: a save based on an older one is refused."))
+    updated_by = models.CharField(max_length=150, blank=True, editable=False, help_text=_("Who saved the draft last."))
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
@@ -118,17 +127,17 @@ class EntryVersion(models.Model):
     """A published, frozen snapshot of an entry. Insert-only."""
 
     number = models.PositiveIntegerField()
-    snapshot = models.JSONField(help_text="Everything clients receive from this version; bytes by SHA-256.")
+    snapshot = models.JSONField(help_text=_("Everything clients receive from this version; bytes by SHA-256."))
     listing = models.JSONField(
         default=dict, editable=False,
-        help_text="What lists and completion need (registry/listing.py), so serving never loads message bodies.",
+        help_text=_("What lists and completion need (registry/listing.py), so serving never loads message bodies."),
     )
-    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the canonical snapshot.")
+    content_hash = models.CharField(max_length=64, help_text=_("SHA-256 of the canonical snapshot."))
     change_note = models.TextField()
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    author_name = models.CharField(max_length=150, help_text="Who published it, kept if the user is deleted.")
+    author_name = models.CharField(max_length=150, help_text=_("Who published it, kept if the user is deleted."))
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ImmutableQuerySet.as_manager()
@@ -149,21 +158,48 @@ class EntryVersion(models.Model):
         raise ImmutableVersionError(f"{self} is published and cannot be deleted.")
 
 
+def served_key_of(listing: dict | None, snapshot: dict | None) -> str:
+    """The key a version is served under, as the catalog has it: its listed URI template, URI
+    (both normalised) or name; from the snapshot for versions written without a listing."""
+    for source in ((listing or {}).get("item") or {}, snapshot or {}):
+        if source.get("uriTemplate"):
+            return normalize_uri_template(source["uriTemplate"])
+        if source.get("uri"):
+            return lookup_uri(source["uri"])
+        if source.get("name"):
+            return source["name"]
+    return ""
+
+
 class ReleaseLabel(models.Model):
     """A named pointer ('production', 'staging', custom) from an entry to one of its versions."""
 
     name = models.CharField(max_length=40, validators=[label_name_validator])
     protected = models.BooleanField(
-        default=False, help_text="Moving a protected label needs an approved review."
+        default=False, help_text=_("Moving a protected label needs an approved review.")
     )
     moved_at = models.DateTimeField(auto_now=True)
     moved_by = models.CharField(max_length=150, blank=True)
+    served_key = models.CharField(
+        max_length=2048, blank=True, default="", editable=False,
+        help_text="The served version's name or URI (served_key_of), kept on the label row so list "
+                  "pages can be read from the database in key order by an index (registry/catalog_pages.py).",
+    )
 
     objects = LabelQuerySet.as_manager()
 
     class Meta:
         abstract = True
         ordering = ["name"]
+        indexes = [models.Index(fields=["name", "served_key"], name="%(class)s_by_key")]
+
+    def save(self, *args, **kwargs) -> None:
+        fields = kwargs.get("update_fields")
+        if fields is None or {"version", "version_id"} & set(fields):
+            self.served_key = served_key_of(self.version.listing, self.version.snapshot)  # type: ignore[attr-defined]
+            if fields is not None:
+                kwargs["update_fields"] = [*fields, "served_key"]
+        super().save(*args, **kwargs)
 
     def __str__(self) -> str:
         return f"{self.name} → v{self.version.number}"  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
 
 from registry.models.base import PRODUCTION, ServedQuerySet, label_name_validator
@@ -16,20 +17,20 @@ class ClientQuerySet(ServedQuerySet):
 class McpClient(models.Model):
     """An MCP client the admin issued a token to; the token itself is shown once, stored hashed."""
 
-    name = models.CharField(max_length=100, unique=True, help_text="e.g. 'support-desk-agent'.")
+    name = models.CharField(max_length=100, unique=True, help_text=_("e.g. 'support-desk-agent'."))
     description = models.TextField(blank=True)
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    token_prefix = models.CharField(max_length=12, editable=False, help_text="First characters, to recognise it.")
+    token_prefix = models.CharField(max_length=12, editable=False, help_text=_("First characters, to recognise it."))
     label = models.CharField(
         max_length=40,
         default=PRODUCTION,
         validators=[label_name_validator],
-        help_text="Release label this client is served ('staging' for early adopters).",
+        help_text=_("Release label this client is served ('staging' for early adopters)."),
     )
     scope_tags = models.CharField(
-        max_length=500, blank=True, help_text="Comma-separated tags; if set, the client only sees entries with one."
+        max_length=500, blank=True, help_text=_("Comma-separated tags; if set, the client only sees entries with one.")
     )
-    active = models.BooleanField(default=True, help_text="Untick to revoke the token.")
+    active = models.BooleanField(default=True, help_text=_("Untick to revoke the token."))
     expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -37,8 +38,9 @@ class McpClient(models.Model):
     objects = ClientQuerySet.as_manager()
 
     class Meta:
+        verbose_name_plural = _("MCP clients")
         ordering = ["name"]
-        verbose_name = "MCP client"
+        verbose_name = _("MCP client")
 
     def __str__(self) -> str:
         return self.name
@@ -56,7 +58,7 @@ class FetchCounter(models.Model):
     """How often one client (or anonymous callers) was served one version of one entry."""
 
     client = models.ForeignKey(McpClient, null=True, blank=True, on_delete=models.SET_NULL, related_name="fetches")
-    client_name = models.CharField(max_length=100, help_text="Client name at fetch time; '' for anonymous.")
+    client_name = models.CharField(max_length=100, help_text=_("Client name at fetch time; '' for anonymous."))
     entry_kind = models.CharField(max_length=20)
     entry_key = models.CharField(max_length=2048)
     version = models.PositiveIntegerField()
@@ -66,6 +68,8 @@ class FetchCounter(models.Model):
     last_at = models.DateTimeField()
 
     class Meta:
+        verbose_name = _("fetch counter")
+        verbose_name_plural = _("fetch counters")
         ordering = ["-last_at"]
         constraints = [
             models.UniqueConstraint(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
 from registry.models.content import StoredBytesMixin
@@ -25,14 +26,16 @@ class Prompt(VersionedEntry):
         max_length=128,
         unique=True,
         validators=[prompt_name_validator],
-        help_text="The name MCP clients use. Cannot change once published.",
+        help_text=_("The name MCP clients use. Cannot change once published."),
     )
-    title = models.CharField(max_length=200, blank=True, help_text="Human-readable name shown in clients.")
-    description = models.TextField(blank=True, help_text="What the prompt is for; shown in clients' prompt lists.")
+    title = models.CharField(max_length=200, blank=True, help_text=_("Human-readable name shown in clients."))
+    description = models.TextField(blank=True, help_text=_("What the prompt is for; shown in clients' prompt lists."))
 
     kind = "prompt"
 
     class Meta:
+        verbose_name = _("prompt")
+        verbose_name_plural = _("prompts")
         ordering = ["name"]
         permissions = [("publish_prompt", "Can publish prompt versions, move labels and roll back")]
 
@@ -47,13 +50,13 @@ class Prompt(VersionedEntry):
 class ArgumentType(models.TextChoices):
     """What values an argument accepts; MCP sends them all as strings, the registry checks them."""
 
-    TEXT = "text", "Text (any, may span lines)"
-    STRING = "string", "Single line of text"
-    ENUM = "enum", "One of a list of choices"
-    INTEGER = "integer", "Whole number"
-    NUMBER = "number", "Number"
-    BOOLEAN = "boolean", "Yes/no (true or false)"
-    RESOURCE = "resource", "URI of a registry resource"
+    TEXT = "text", _("Text (any, may span lines)")
+    STRING = "string", _("Single line of text")
+    ENUM = "enum", _("One of a list of choices")
+    INTEGER = "integer", _("Whole number")
+    NUMBER = "number", _("Number")
+    BOOLEAN = "boolean", _("Yes/no (true or false)")
+    RESOURCE = "resource", _("URI of a registry resource")
 
 
 class PromptArgument(models.Model):
@@ -63,25 +66,27 @@ class PromptArgument(models.Model):
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     required = models.BooleanField(default=True)
-    default = models.TextField(blank=True, help_text="Used when an optional argument is not given.")
+    default = models.TextField(blank=True, help_text=_("Used when an optional argument is not given."))
     suggestions = models.TextField(
-        blank=True, help_text="Suggested values, one per line; clients offer them as completions."
+        blank=True, help_text=_("Suggested values, one per line; clients offer them as completions.")
     )
     type = models.CharField(
         max_length=16, choices=ArgumentType.choices, default=ArgumentType.TEXT,
-        help_text="What values are accepted; clients that send anything else get an error naming the argument.",
+        help_text=_("What values are accepted; clients that send anything else get an error naming the argument."),
     )
-    choices = models.TextField(blank=True, help_text="One of a list: the allowed values, one per line.")
-    min_length = models.PositiveIntegerField(null=True, blank=True, help_text="Text: fewest characters.")
-    max_length = models.PositiveIntegerField(null=True, blank=True, help_text="Text: most characters.")
+    choices = models.TextField(blank=True, help_text=_("One of a list: the allowed values, one per line."))
+    min_length = models.PositiveIntegerField(null=True, blank=True, help_text=_("Text: fewest characters."))
+    max_length = models.PositiveIntegerField(null=True, blank=True, help_text=_("Text: most characters."))
     pattern = models.CharField(
         max_length=500, blank=True,
-        help_text="Text: a regular expression the whole value must match, e.g. [A-Z]{3}-[0-9]+.",
+        help_text=_("Text: a regular expression the whole value must match, e.g. [A-Z]{3}-[0-9]+."),
     )
-    minimum = models.FloatField(null=True, blank=True, help_text="Numbers: the smallest value allowed.")
-    maximum = models.FloatField(null=True, blank=True, help_text="Numbers: the largest value allowed.")
+    minimum = models.FloatField(null=True, blank=True, help_text=_("Numbers: the smallest value allowed."))
+    maximum = models.FloatField(null=True, blank=True, help_text=_("Numbers: the largest value allowed."))
 
     class Meta:
+        verbose_name = _("prompt argument")
+        verbose_name_plural = _("prompt arguments")
         ordering = ["position", "id"]
         constraints = [models.UniqueConstraint(fields=["prompt", "name"], name="unique_argument_name")]
 
@@ -98,16 +103,16 @@ class PromptArgument(models.Model):
 
 
 class MessageRole(models.TextChoices):
-    USER = "user", "User"
-    ASSISTANT = "assistant", "Assistant"
+    USER = "user", _("User")
+    ASSISTANT = "assistant", _("Assistant")
 
 
 class ContentKind(models.TextChoices):
-    TEXT = "text", "Text"
-    IMAGE = "image", "Image"
-    AUDIO = "audio", "Audio"
-    RESOURCE = "resource", "Embedded resource"
-    RESOURCE_LINK = "resource_link", "Resource link"
+    TEXT = "text", _("Text")
+    IMAGE = "image", _("Image")
+    AUDIO = "audio", _("Audio")
+    RESOURCE = "resource", _("Embedded resource")
+    RESOURCE_LINK = "resource_link", _("Resource link")
 
 
 class PromptMessage(StoredBytesMixin, models.Model):
@@ -119,11 +124,11 @@ class PromptMessage(StoredBytesMixin, models.Model):
     kind = models.CharField(max_length=16, choices=ContentKind.choices, default=ContentKind.TEXT)
     text = models.TextField(
         blank=True,
-        help_text="Text messages: the text, with {{ argument }} placeholders. "
-        "Embedded resources given inline: their text.",
+        help_text=_("Text messages: the text, with {{ argument }} placeholders. "
+                    "Embedded resources given inline: their text."),
     )
     uri = models.CharField(
-        max_length=2048, blank=True, help_text="Embedded resources and links: the URI; may use {{ argument }}."
+        max_length=2048, blank=True, help_text=_("Embedded resources and links: the URI; may use {{ argument }}.")
     )
     resource = models.ForeignKey(
         "registry.Resource",
@@ -131,15 +136,17 @@ class PromptMessage(StoredBytesMixin, models.Model):
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
-        help_text="Embed or link a registry resource (its published content is frozen into the version).",
+        help_text=_("Embed or link a registry resource (its published content is frozen into the version)."),
     )
     mime_type = models.CharField(max_length=100, blank=True)
     data_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False,
-                                   help_text="SHA-256 of the uploaded bytes (images, audio, binary embeds).")
+                                   help_text=_("SHA-256 of the uploaded bytes (images, audio, binary embeds)."))
     data_size = models.PositiveBigIntegerField(default=0, editable=False)
-    link_name = models.CharField(max_length=200, blank=True, help_text="Resource links: the name shown.")
+    link_name = models.CharField(max_length=200, blank=True, help_text=_("Resource links: the name shown."))
 
     class Meta:
+        verbose_name = _("prompt message")
+        verbose_name_plural = _("prompt messages")
         ordering = ["position", "id"]
 
     def __str__(self) -> str:
@@ -151,6 +158,8 @@ class PromptVersion(EntryVersion):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta(EntryVersion.Meta):
+        verbose_name = _("prompt version")
+        verbose_name_plural = _("prompt versions")
         constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_prompt_version")]
 
 
@@ -159,4 +168,6 @@ class PromptLabel(ReleaseLabel):
     version = models.ForeignKey(PromptVersion, on_delete=models.PROTECT, related_name="labels")
 
     class Meta(ReleaseLabel.Meta):
+        verbose_name = _("prompt label")
+        verbose_name_plural = _("prompt labels")
         constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_prompt_label")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.errors import InvalidUri
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
@@ -27,25 +28,25 @@ def uri_template_field_validator(value: str) -> None:
 
 
 class Audience(models.TextChoices):
-    ANY = "", "Not specified"
-    USER = "user", "User"
-    ASSISTANT = "assistant", "Assistant (the model)"
-    BOTH = "user,assistant", "User and assistant"
+    ANY = "", _("Not specified")
+    USER = "user", _("User")
+    ASSISTANT = "assistant", _("Assistant (the model)")
+    BOTH = "user,assistant", _("User and assistant")
 
 
 class ResourceDescription(VersionedEntry):
     """What resources and templates share: naming, MIME type and annotations."""
 
-    name = models.CharField(max_length=200, help_text="Short programmatic name, e.g. 'style-guide'.")
+    name = models.CharField(max_length=200, help_text=_("Short programmatic name, e.g. 'style-guide'."))
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
-    mime_type = models.CharField(max_length=100, blank=True, help_text="e.g. text/markdown, image/png.")
+    mime_type = models.CharField(max_length=100, blank=True, help_text=_("e.g. text/markdown, image/png."))
     audience = models.CharField(max_length=20, choices=Audience.choices, blank=True)
     priority = models.FloatField(
         null=True,
         blank=True,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
-        help_text="0 to 1; 1 means clients should treat it as required context.",
+        help_text=_("0 to 1; 1 means clients should treat it as required context."),
     )
 
     class Meta:
@@ -57,16 +58,18 @@ class Resource(StoredBytesMixin, ResourceDescription):
         max_length=2048,
         unique=True,
         validators=[uri_field_validator],
-        help_text="The URI clients read, e.g. docs://style-guide. Cannot change once published.",
+        help_text=_("The URI clients read, e.g. docs://style-guide. Cannot change once published."),
     )
-    text = models.TextField(blank=True, help_text="Text content (leave empty when uploading a file).")
+    text = models.TextField(blank=True, help_text=_("Text content (leave empty when uploading a file)."))
     data_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False,
-                                   help_text="SHA-256 of the uploaded bytes in the content store (binary content).")
+                                   help_text=_("SHA-256 of the uploaded bytes in the content store (binary content)."))
     data_size = models.PositiveBigIntegerField(default=0, editable=False)
 
     kind = "resource"
 
     class Meta:
+        verbose_name = _("resource")
+        verbose_name_plural = _("resources")
         ordering = ["uri"]
         permissions = [("publish_resource", "Can publish resource versions, move labels and roll back")]
 
@@ -91,6 +94,8 @@ class ResourceVersion(EntryVersion):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta(EntryVersion.Meta):
+        verbose_name = _("resource version")
+        verbose_name_plural = _("resource versions")
         constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_resource_version")]
 
 
@@ -99,6 +104,8 @@ class ResourceLabel(ReleaseLabel):
     version = models.ForeignKey(ResourceVersion, on_delete=models.PROTECT, related_name="labels")
 
     class Meta(ReleaseLabel.Meta):
+        verbose_name = _("resource label")
+        verbose_name_plural = _("resource labels")
         constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_resource_label")]
 
 
@@ -107,15 +114,17 @@ class ResourceTemplate(ResourceDescription):
         max_length=2048,
         unique=True,
         validators=[uri_template_field_validator],
-        help_text="RFC 6570 template, e.g. docs://tickets/{id}. Cannot change once published.",
+        help_text=_("RFC 6570 template, e.g. docs://tickets/{id}. Cannot change once published."),
     )
     body = models.TextField(
-        blank=True, help_text="Text returned for a matching URI; {{ variable }} inserts the URI's values."
+        blank=True, help_text=_("Text returned for a matching URI; {{ variable }} inserts the URI's values.")
     )
 
     kind = "template"
 
     class Meta:
+        verbose_name = _("resource template")
+        verbose_name_plural = _("resource templates")
         ordering = ["uri_template"]
         permissions = [("publish_resourcetemplate", "Can publish template versions, move labels and roll back")]
 
@@ -137,9 +146,11 @@ class TemplateVariable(models.Model):
     template = models.ForeignKey(ResourceTemplate, on_delete=models.CASCADE, related_name="variables")
     name = models.CharField(max_length=64)
     description = models.TextField(blank=True)
-    suggestions = models.TextField(blank=True, help_text="Suggested values, one per line.")
+    suggestions = models.TextField(blank=True, help_text=_("Suggested values, one per line."))
 
     class Meta:
+        verbose_name = _("template variable")
+        verbose_name_plural = _("template variables")
         ordering = ["name"]
         constraints = [models.UniqueConstraint(fields=["template", "name"], name="unique_template_variable")]
 
@@ -156,6 +167,8 @@ class ResourceTemplateVersion(EntryVersion):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
 
     class Meta(EntryVersion.Meta):
+        verbose_name = _("resource template version")
+        verbose_name_plural = _("resource template versions")
         constraints = [models.UniqueConstraint(fields=["entry", "number"], name="unique_template_version")]
 
 
@@ -164,4 +177,6 @@ class ResourceTemplateLabel(ReleaseLabel):
     version = models.ForeignKey(ResourceTemplateVersion, on_delete=models.PROTECT, related_name="labels")
 
     class Meta(ReleaseLabel.Meta):
+        verbose_name = _("resource template label")
+        verbose_name_plural = _("resource template labels")
         constraints = [models.UniqueConstraint(fields=["entry", "name"], name="unique_template_label")]

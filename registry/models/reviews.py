@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import ServedQuerySet, label_name_validator
 
 
 class ReviewStatus(models.TextChoices):
-    PENDING = "pending", "Waiting for a reviewer"
-    APPROVED = "approved", "Approved"
-    REJECTED = "rejected", "Rejected"
-    WITHDRAWN = "withdrawn", "Withdrawn"
-    SUPERSEDED = "superseded", "Superseded (the label moved first)"
+    PENDING = "pending", _("Waiting for a reviewer")
+    APPROVED = "approved", _("Approved")
+    REJECTED = "rejected", _("Rejected")
+    WITHDRAWN = "withdrawn", _("Withdrawn")
+    SUPERSEDED = "superseded", _("Superseded (the label moved first)")
 
 
 class ReviewRequest(models.Model):
@@ -33,31 +34,32 @@ class ReviewRequest(models.Model):
     entry_id = models.BigIntegerField()
     entry_key = models.CharField(max_length=2048)
     label = models.CharField(max_length=40, validators=[label_name_validator])
-    content_hash = models.CharField(max_length=64, blank=True, help_text="Of the draft, when the draft is requested.")
-    snapshot = models.JSONField(null=True, blank=True, help_text="The draft at request time.")
-    version_number = models.PositiveIntegerField(null=True, blank=True, help_text="An existing version to serve.")
-    base_version = models.PositiveIntegerField(null=True, blank=True, help_text="What the label served at request time.")
+    content_hash = models.CharField(max_length=64, blank=True, help_text=_("Of the draft, when the draft is requested."))
+    snapshot = models.JSONField(null=True, blank=True, help_text=_("The draft at request time."))
+    version_number = models.PositiveIntegerField(null=True, blank=True, help_text=_("An existing version to serve."))
+    base_version = models.PositiveIntegerField(null=True, blank=True, help_text=_("What the label served at request time."))
     percent = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text="Set: approve a percentage rollout of the version instead of a full move."
+        null=True, blank=True, help_text=_("Set: approve a percentage rollout of the version instead of a full move.")
     )
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     requested_by_name = models.CharField(max_length=150)
-    note = models.TextField(help_text="What should be released and why.")
+    note = models.TextField(help_text=_("What should be released and why."))
     status = models.CharField(max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.PENDING, db_index=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_by_name = models.CharField(max_length=150, blank=True)
     decision_comment = models.TextField(blank=True)
-    result_version = models.PositiveIntegerField(null=True, blank=True, help_text="The version the approval served.")
+    result_version = models.PositiveIntegerField(null=True, blank=True, help_text=_("The version the approval served."))
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name_plural = _("review requests")
         ordering = ["-created_at", "-id"]
-        verbose_name = "review request"
+        verbose_name = _("review request")
         permissions = [
             ("override_protected_labels",
              "Can move protected labels without an approved review (emergency override, audited)"),
@@ -71,6 +73,17 @@ class ReviewRequest(models.Model):
         target = f"v{self.version_number}" if self.version_number is not None else "the draft"
         if self.percent is not None:
             return f"{target} to {self.percent}% of clients"
+        return target
+
+    @property
+    def what_text(self) -> str:
+        """`what` in the reader's language, for the admin (`what` itself stays English: audit notes use it)."""
+        from django.utils.translation import gettext
+
+        target = (gettext("v%(number)s") % {"number": self.version_number} if self.version_number is not None
+                  else gettext("the draft"))
+        if self.percent is not None:
+            return gettext("%(target)s to %(percent)s%% of clients") % {"target": target, "percent": self.percent}
         return target
 
     @property
@@ -98,10 +111,10 @@ class Rollout(models.Model):
     candidate_version = models.PositiveIntegerField()
     percent = models.PositiveSmallIntegerField()
     base_version = models.PositiveIntegerField(
-        null=True, blank=True, help_text="What the label served when the rollout started; its authority covers only that.")
+        null=True, blank=True, help_text=_("What the label served when the rollout started; its authority covers only that."))
     authority = models.CharField(
         max_length=200, blank=True,
-        help_text="Why a protected label may run this candidate: 'review #N' or 'override: reason'.",
+        help_text=_("Why a protected label may run this candidate: 'review #N' or 'override: reason'."),
     )
     note = models.TextField(blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
@@ -114,6 +127,8 @@ class Rollout(models.Model):
     objects = RolloutQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("rollout")
+        verbose_name_plural = _("rollouts")
         ordering = ["entry_kind", "entry_key", "label"]
         constraints = [
             models.UniqueConstraint(fields=["entry_kind", "entry_id", "label"], name="one_rollout_per_label"),

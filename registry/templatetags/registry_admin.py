@@ -7,6 +7,7 @@ from typing import Any
 from django import template
 
 from registry.admin.dashboard import dashboard
+from registry.kinds import KINDS
 
 register = template.Library()
 
@@ -16,3 +17,10 @@ def registry_dashboard(context: dict[str, Any]) -> dict[str, Any]:
     """The personal panels of the admin home page (reviews waiting, my requests, my entries)."""
     request = context.get("request")
     return dashboard(request.user) if request is not None else {}
+
+
+@register.filter
+def entry_kind_name(kind: str) -> Any:
+    """'template' -> the model's verbose name in the reader's language ('Ressourcen-Vorlage'); unknown kinds as given."""
+    entry_kind = KINDS.get(kind)
+    return entry_kind.entry_model._meta.verbose_name if entry_kind is not None else kind

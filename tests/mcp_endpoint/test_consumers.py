@@ -223,6 +223,8 @@ async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_
         raise AssertionError("left the hot path")
 
     monkeypatch.setattr(handlers.source, "load_catalog", forbidden)
+    monkeypatch.setattr(handlers.source, "warm_catalog", forbidden)
+    monkeypatch.setattr(handlers.source, "page_catalog", forbidden)
     monkeypatch.setattr(sessions, "_db_load", forbidden)
     monkeypatch.setattr(handlers, "database_sync_to_async", forbidden)
     handlers.reset_caches()  # served from the catalog and content cache, not from the result cache

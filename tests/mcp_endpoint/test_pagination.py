@@ -55,3 +55,16 @@ def test_unsorted_lists_resume_after_the_named_key():
                           sorted_by_key=False)
     assert [i["uriTemplate"] for i in page + rest] == ["z://{a}", "a://{b}", "m://{c}"]
     assert done is None
+
+
+def test_a_partial_list_continues_the_cursors_offset():
+    """Items read from the database start after the cursor's key: the next cursor is the one the
+    whole list gives."""
+    _, first = paginate(ITEMS, kind="prompts/list", key="name", cursor=None, page_size=100, secret=SECRET,
+                        sorted_by_key=True)
+    _, whole = paginate(ITEMS, kind="prompts/list", key="name", cursor=first, page_size=100, secret=SECRET,
+                        sorted_by_key=True)
+    page, partial = paginate(ITEMS[100:201], kind="prompts/list", key="name", cursor=first, page_size=100,
+                             secret=SECRET, sorted_by_key=True, partial=True)
+    assert page == ITEMS[100:200] and partial == whole
+    assert decode_cursor(SECRET, "prompts/list", partial) == (200, "p199")

@@ -172,3 +172,14 @@ async def test_the_get_prompt_tool_reports_every_bad_argument_to_the_model(typed
     text = result["content"][0]["text"]
     assert "Missing required argument(s): code" in text
     assert "tone must be one of: formal, warm" in text and "short must be true or false" in text
+
+
+async def test_bad_argument_reasons_stay_english_whatever_language_is_active(typed):
+    """MCP clients get the registry's words: the admin's translations never reach a JSON-RPC error."""
+    from django.utils import translation
+
+    _, english = await modern("prompts/get", {"name": "typed-reply", "arguments": BAD})
+    for language in ("de", "zh-hans"):
+        with translation.override(language):
+            _, body = await modern("prompts/get", {"name": "typed-reply", "arguments": BAD}, rid=2)
+        assert body["error"] == english["error"]

@@ -184,6 +184,37 @@ def test_editor_home_shows_what_became_of_their_requests(client, editor, publish
     assert f"#{pending.pk}</a>" in page and "stale: the draft changed after the request" in page
 
 
+def test_publisher_home_announces_an_incident_rollback_by_another_publisher(client, editor, publisher,
+                                                                            second_publisher):
+    from registry import services
+
+    prompt = make_prompt("hotline")
+    release(prompt, note="v1")
+    edit_first_message(prompt, "Second take on {{ topic }}.")
+    release(prompt, note="v2")
+    services.rollback(prompt, acting_user=publisher, note="v2 gives wrong refund amounts", to_version=1)
+    page = client_for(client, second_publisher).get(reverse("admin:index")).content.decode()
+    assert 'id="registry-incidents"' in page
+    notice = page[page.index('id="registry-incidents"'):page.index("</table>", page.index('id="registry-incidents"'))]
+    assert publisher.username in notice and "hotline" in notice and "production" in notice
+    assert "v2 → v1" in notice and "v2 gives wrong refund amounts" in notice
+    assert url("prompt_history", prompt.pk) in notice
+    editor_page = client_for(client, editor).get(reverse("admin:index")).content.decode()
+    assert "registry-incidents" not in editor_page  # a notice for publishers
+
+
+def test_an_ordinary_rollback_is_no_incident_notice(client, publisher, second_publisher):
+    from registry import services
+
+    prompt = make_prompt("quiet")
+    release(prompt, note="v1", labels=["staging"])
+    edit_first_message(prompt, "Second take on {{ topic }}.")
+    release(prompt, note="v2", labels=["staging"])
+    services.rollback(prompt, acting_user=publisher, note="back", label="staging", to_version=1)
+    page = client_for(client, second_publisher).get(reverse("admin:index")).content.decode()
+    assert "registry-incidents" not in page
+
+
 # --------------------------------------------------------------------------------------- messages
 
 

@@ -310,3 +310,98 @@ def test_editor_previews_unsaved_edits_sees_errors_and_badges_and_a_publisher_ro
     rollout = Rollout.objects.get()
     assert (rollout.label, rollout.candidate_version, rollout.percent) == ("staging", 2, 10)
     assert violations == [], violations
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_german_and_a_chinese_editor_work_in_their_own_language_in_a_real_browser(live_server, chromium):
+    from registry.models import EditorPreference
+
+    german = make_user("Editors")
+    EditorPreference.objects.create(user=german, language="de")
+    chinese = make_user("Editors")  # no preference yet: chooses the language on the Language page
+    prompt = make_prompt(name="sprachen", description="Explains a topic")
+    release(prompt, note="first release")
+    change_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/change/"
+
+    # The German editor's browser asks for English; the saved preference wins from the login on.
+    page = chromium.new_context(locale="en-US", extra_http_headers={"Accept-Language": "en"}).new_page()
+    page.set_default_timeout(15_000)
+    violations = csp_violations(page)
+    log_in(page, live_server.url, german.username)
+    assert page.get_attribute("html", "lang") == "de"
+    home = page.text_content("#content")  # as written (the admin's CSS upper-cases headings)
+    assert "Prompts, Ressourcen und ihre Releases" in home  # the project's strings
+    assert "Prompt- und Ressourcen-Registry" in home
+    assert "Abmelden" in page.text_content("#user-tools")  # Django's own admin
+    assert page.text_content("#registry-language-link") == "Sprache"
+    page.goto(change_url)
+    page.click(".registry-menu summary:has-text('Ansicht')")
+    assert page.is_visible("text=Vorschau des gespeicherten Entwurfs")
+    assert "Beschreibung" in page.inner_text("#prompt_form")
+    assert page.get_attribute("input[name=_save]", "value") == "Sichern"
+    page.fill("#id_messages-0-text", "   ")
+    page.click("input[name=_save]")
+    assert "Der Text ist leer." in page.inner_text(".inline-related .field-text .errorlist")
+    screenshot(page, "change-page-de")
+    assert violations == [], violations
+
+    # The Chinese editor switches on the Language page; every later page is in Chinese.
+    page = chromium.new_context(locale="en-US", extra_http_headers={"Accept-Language": "en"}).new_page()
+    page.set_default_timeout(15_000)
+    violations = csp_violations(page)
+    log_in(page, live_server.url, chinese.username)
+    assert page.get_attribute("html", "lang") == "en"
+    page.click("#registry-language-link")
+    page.select_option("#id_language", "zh-hans")
+    page.click("#registry-language-form input[type=submit]")
+    page.wait_for_selector("ul.messagelist li.success")
+    assert page.get_attribute("html", "lang") == "zh-hans"
+    assert "提示词、资源及其发布" in page.inner_text("#content")
+    assert EditorPreference.objects.get(user=chinese).language == "zh-hans"
+    page.goto(change_url)
+    page.click(".registry-menu summary:has-text('查看')")
+    assert page.is_visible("text=预览已保存的草稿")
+    assert "描述" in page.inner_text("#prompt_form")
+    assert page.get_attribute("input[name=_save]", "value") == "保存"
+    assert violations == [], violations
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_one_publisher_rolls_production_back_for_an_incident_and_another_sees_the_notice(live_server, chromium):
+    from registry.models import AuditEntry, PromptMessage
+
+    on_call = make_user("Publishers")
+    colleague = make_user("Publishers")
+    prompt = make_prompt(name="refund-bot", description="Answers refund questions")
+    release(prompt, note="v1")
+    PromptMessage.objects.filter(prompt=prompt).update(text="Refund everything about {{ topic }}.")
+    release(prompt, note="v2")  # production: v1, then v2 (so it served v1 before)
+    change_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/change/"
+
+    page = chromium.new_context().new_page()
+    page.set_default_timeout(15_000)
+    violations = csp_violations(page)
+    log_in(page, live_server.url, on_call.username)
+    page.goto(change_url)
+    page.click(".registry-menu summary:has-text('Release')")
+    page.click("a.registry-rollback")
+    assert "Incident rollback." in page.inner_text("#content")  # no second publisher needed for v1
+    page.fill("#id_note", "v2 promises refunds we do not give")
+    page.click("input[value='Yes, roll back']")
+    page.wait_for_selector("ul.messagelist li.success")
+    assert "recorded as an incident rollback" in page.inner_text("ul.messagelist")
+    assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 1
+    assert AuditEntry.objects.filter(action="incident_rollback", actor=on_call).exists()
+    log_out(page)
+
+    log_in(page, live_server.url, colleague.username)
+    notice = page.inner_text("#registry-incidents")
+    assert on_call.username in notice and "refund-bot" in notice and "production" in notice
+    assert "v2 → v1" in notice and "v2 promises refunds we do not give" in notice
+    screenshot(page, "home-incident-notice")
+    page.click("#registry-incidents a:has-text('refund-bot')")
+    page.wait_for_selector("tr.registry-version")
+    assert "/history/" in page.url
+    assert violations == [], violations

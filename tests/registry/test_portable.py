@@ -319,3 +319,130 @@ resources:
   - {uri: docs://long, name: long, text: "twelve bytes"}
 """)
     assert any("text: the content is 12 bytes; the limit is 10 bytes." in p for p in found)
+
+
+# ------------------------------------------------------------------ writing
+def _writer_document() -> dict:
+    def prompt(i: int, text: str) -> dict:
+        return entry_document("prompt", {
+            "name": f"p{i:03d}", "title": "", "description": "Long words " * 20 + f"number {i}", "tags": ["a", "b"],
+            "arguments": [{"name": "x", "title": "", "description": "", "required": False, "default": "d",
+                           "suggestions": ["one", "two"] * 30}],
+            "messages": [{"role": "user", "kind": "text", "text": text}],
+        }, labels=["production"], released={"production": 1})
+    plain = [prompt(i, f"  leading spaces {{{{ x }}}}\n- not a list\nkey: |\ntrailing  \n\n{i}") for i in range(40)]
+    odd = [prompt(40, "emoji 😀 and a tab\tand é"), prompt(41, "a carriage return\r\nand \x85 and \x07")]
+    resources = [entry_document("resource", {"uri": "docs://r", "name": "r", "title": "", "description": "",
+                                             "mime_type": "text/plain", "tags": [], "audience": "user,assistant",
+                                             "priority": 0.5, "text": "yes: no\n", "data": None})]
+    return {"prompts": plain[:20] + odd + plain[20:], "resources": resources}
+
+
+def test_libyaml_writes_exactly_the_text_the_python_writer_writes(monkeypatch):
+    from registry import portable
+
+    if portable.FAST_DUMPER is None:
+        pytest.skip("PyYAML was built without libyaml")
+    document = _writer_document()
+    fast = dump_document(document, header="# header\n")
+    monkeypatch.setattr(portable, "FAST_DUMPER", None)
+    assert fast == dump_document(document, header="# header\n")
+    assert fast.startswith("# header\nprompts:\n- name: p000\n")
+    assert portable.yaml.safe_load(fast) == document
+
+
+def test_export_writes_runs_of_entries_with_libyaml_and_only_escaping_ones_one_by_one(monkeypatch):
+    from registry import portable
+
+    if portable.FAST_DUMPER is None:
+        pytest.skip("PyYAML was built without libyaml")
+    calls: list[tuple[str, int]] = []
+    real = portable._dump
+
+    def spy(data, dumper):
+        calls.append(("python" if dumper is portable._Dumper else "libyaml", len(data)))
+        return real(data, dumper)
+
+    monkeypatch.setattr(portable, "_dump", spy)
+    dump_document(_writer_document())
+    assert calls == [("libyaml", 20), ("python", 1), ("python", 1), ("libyaml", 20), ("libyaml", 1)]
+
+
+# ------------------------------------------------------------------ reading in one pass
+ONE_PASS_DOCUMENTS = [
+    "",
+    "# only a comment\n",
+    "---\n",
+    "prompts: []\n",
+    "just a scalar\n",
+    "- a\n- [b, {c: d}]\n",
+    """prompts:
+  - name: p
+    description: 'quoted: yes'
+    tags: [a, "b", 'c']
+    arguments:
+      - {name: n, required: true, default: 5, min: 1.5, max: .inf, suggestions: [yes, no, null, ~, 0x1F, 1_000]}
+    messages:
+      - role: user
+        text: |
+          Block {{ n }}
+            indented
+      - {role: assistant, text: >
+          folded
+          text}
+    when: 2024-01-02
+    at: 2024-01-02T03:04:05Z
+    blob: !!binary aGVsbG8=
+    forced: !!str 12
+    empty:
+    dup: 1
+    dup: 2
+    nested: {dup: {a: 1}, dup: {b: 2}}
+""",
+    "a: &anchor 1\nb: 2\n",  # an anchor without an alias is harmless
+    "base: {x: 1}\nmerged: {<<: {y: 2}, z: 3}\n",  # a merge key: composed the old way
+    "1: one\ntrue: two\n",  # keys that are not strings: composed the old way
+    "? [a, b]\n: c\n",  # a collection as a key: composed the old way
+    "!custom x\n",  # an unknown tag: the composer's error
+    "a: 1\n---\nb: 2\n",  # two documents: the composer's error
+    "a: [1, 2\n",  # malformed: the composer's error
+]
+
+
+@pytest.mark.parametrize("text", ONE_PASS_DOCUMENTS)
+def test_reading_from_the_check_pass_gives_the_data_lines_and_problems_composing_gives(text, monkeypatch):
+    from registry import portable
+
+    def outcome() -> tuple:
+        try:
+            loaded = parse_yaml(text, "demo.yaml")
+        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+            return ("error", type(exc).__name__, str(exc))
+        return (repr(loaded.data), loaded.lines, loaded.problems)
+
+    one_pass = outcome()
+
+    class Composing(portable.EventBuilder):
+        def feed(self, event):
+            self.ok = False
+
+    monkeypatch.setattr(portable, "EventBuilder", Composing)
+    assert one_pass == outcome()
+
+
+def test_an_export_is_read_in_the_check_pass_without_composing(monkeypatch):
+    from registry import portable
+
+    document, real_compose = _writer_document(), portable._compose
+    text = dump_document(document)
+    composed = []
+    monkeypatch.setattr(portable, "_compose", lambda *args: composed.append(args) or real_compose(*args))
+    loaded = parse_yaml(text, "export.yaml")
+    assert loaded.data == document and composed == []
+
+    class Composing(portable.EventBuilder):
+        def feed(self, event):
+            self.ok = False
+
+    monkeypatch.setattr(portable, "EventBuilder", Composing)
+    assert parse_yaml(text, "export.yaml").lines == loaded.lines and len(composed) == 1

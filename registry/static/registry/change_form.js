@@ -79,7 +79,11 @@
         headers: {"X-Registry-Fragment": "1"}
       }).then(function (response) {
         return response.text().then(function (text) {
-          if (!response.ok) { throw new Error("The preview failed (HTTP " + response.status + ")."); }
+          if (!response.ok) {
+            /* The sentence comes translated from the page (data-registry-preview-failed). */
+            var failed = panel.getAttribute("data-registry-preview-failed") || "The preview failed (HTTP {status}).";
+            throw new Error(failed.replace("{status}", response.status));
+          }
           return text;
         });
       }).then(function (html) {
