@@ -7,7 +7,11 @@ the same machine clock the server writes into its commit timestamp) is kept; on 
 stdin closes it prints {"frames": [...]} with, per notification, the receipt time of the first
 and of the LAST listener, and exits. Run from the benches, not by hand:
 
-  python bench/listeners.py --port 8000 -k 1000 [--uri docs://doc-00001]
+  python bench/listeners.py --port 8000 -k 1000 [--uri docs://doc-00001] [--sources 5]
+
+Anonymous streams are limited per peer address (MAX_STREAMS_PER_CLIENT, 2,000), so --sources N
+spreads the connections over the local addresses 127.0.0.1 .. 127.0.0.N. The soft open-files
+limit is raised to the hard one (each stream is a socket).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
 import signal
 import sys
 import time
@@ -36,49 +41,70 @@ async def main() -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("-k", type=int, default=1000)
     ap.add_argument("--uri", default="docs://doc-00001")
+    ap.add_argument("--sources", type=int, default=1, help="local addresses 127.0.0.1..N to connect from")
     args = ap.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    opened = 0
     payload = request(args.port, args.uri)
     # receipts[i] = receipt times (wall clock) of the i-th notification on each stream
     receipts: list[list[float]] = []
 
-    async def one() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        reader, writer = await asyncio.open_connection("127.0.0.1", args.port)
-        writer.write(payload)
-        data = b""
-        while b"acknowledged" not in data:
-            chunk = await reader.read(65536)
-            if not chunk:
-                raise RuntimeError("listen stream closed before its acknowledgement")
-            data += chunk
-        return reader, writer
+    loop = asyncio.get_running_loop()
 
-    async def drain(reader: asyncio.StreamReader) -> None:
-        seen = 0
-        while True:
-            chunk = await reader.read(65536)
-            if not chunk:
-                return
+    class ListenStream(asyncio.Protocol):
+        """One stream, read by a bare protocol callback (no task or StreamReader per stream), so
+        this process's own cost per frame stays small next to the server's."""
+
+        def __init__(self) -> None:
+            self.acknowledged = loop.create_future()
+            self.head = b""
+            self.seen = 0
+            self.transport: asyncio.Transport | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = transport  # type: ignore[assignment]
+            transport.write(payload)  # type: ignore[attr-defined]
+
+        def data_received(self, data: bytes) -> None:
             now = time.time()
-            for _ in range(chunk.count(b"notifications/")):
-                if seen >= len(receipts):
+            if not self.acknowledged.done():
+                self.head += data
+                if b"acknowledged" not in self.head:
+                    return
+                data = self.head.split(b"acknowledged", 1)[1]
+                self.acknowledged.set_result(None)
+            for _ in range(data.count(b"notifications/")):
+                if self.seen >= len(receipts):
                     receipts.append([])
-                receipts[seen].append(now)
-                seen += 1
+                receipts[self.seen].append(now)
+                self.seen += 1
 
-    streams = []
+        def connection_lost(self, exc: Exception | None) -> None:
+            if not self.acknowledged.done():
+                self.acknowledged.set_exception(RuntimeError("listen stream closed before its acknowledgement"))
+
+    async def one() -> ListenStream:
+        nonlocal opened
+        source = f"127.0.0.{1 + opened % max(1, args.sources)}"
+        opened += 1
+        _transport, stream = await loop.create_connection(ListenStream, "127.0.0.1", args.port,
+                                                          local_addr=(source, 0))
+        await stream.acknowledged
+        return stream
+
+    streams: list[ListenStream] = []
     for start in range(0, args.k, 100):
         streams += await asyncio.gather(*(one() for _ in range(start, min(args.k, start + 100))))
-    tasks = [asyncio.create_task(drain(reader)) for reader, _writer in streams]
     print(json.dumps({"ready": len(streams)}), flush=True)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_reader(sys.stdin.fileno(), lambda: None if sys.stdin.readline() else stop.set())
     await stop.wait()
-    for task in tasks:
-        task.cancel()
-    for _reader, writer in streams:
-        writer.close()
+    for stream in streams:
+        if stream.transport is not None:
+            stream.transport.close()
     print(json.dumps({"frames": [{"first": min(r), "last": max(r), "count": len(r)} for r in receipts]}), flush=True)
 
 

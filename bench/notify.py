@@ -1,26 +1,45 @@
 #!/usr/bin/env python3
-"""Notification latency and idle-listener memory: this registry vs the official-SDK peer.
+"""Notification fan-out: the publishing request's latency, commit -> last listener, idle memory.
 
-Runs `../shared/bench/notify_latency.py` (K listeners, T triggers, publish-to-receipt latency)
-against:
-  ours, one daphne process (SQLite, in-memory channel layer)     trigger: REST import+publish
-  ours, two daphne workers (PostgreSQL + Redis), listeners on A, trigger through B
-  peer (official SDK) under uvicorn                               trigger: its /admin/touch
-and measures the server's resident memory per idle listen stream (RSS delta / K).
+Every trigger is a real publish of docs://doc-00001 through the REST API (draft edited first,
+untimed; then POST /api/v1/resources/<id>/publish/), on SQLite with 1,000 prompts + 1,000
+resources, `subscriptions/listen` streams (2026-07-28) held by bench/listeners.py processes.
+Reported separately:
 
-The trigger is a real publish: `curl` POSTs a YAML document with a new text for
-docs://doc-00001 to `/api/v1/import/?publish=true` (draft update + publish + audit + commit),
-so the latency includes the trigger's own time, reported separately as trigger_cmd_p50_ms.
-Usage: .venv/bin/python bench/notify.py [-k 1000] [-t 20] [--postgres URL --redis URL]
+  1. one daphne worker, K listeners (default 1,000) on it: the publishing request's own
+     latency, and change written -> first / LAST of the K listeners;
+  2. two daphne workers over Redis (channels_redis, --redis, default redis://127.0.0.1:6379/5),
+     K listeners on EACH, publish through B: change written -> last of all 2K listeners;
+  3. one daphne worker with N idle listeners (default 10,000): resident memory per listener
+     (RSS delta / N, after the streams are acknowledged) and the fan-out to all N.
+
+"Change written" is the change-log row's `created_at`, inside the publishing transaction (a
+hair before its commit), so the figures slightly over-state commit -> listener. Each
+notification is matched to the newest change written before it arrived; a worker that takes
+two changes in one batch sends one notification for both (by design), and "changes notified"
+counts the changes that had their own. Publishes are
+--gap seconds apart (a single publish, not a flood; at least 2 s with N idle listeners);
+--gap 0 publishes back to back. The
+server runs on CPU 0 (worker B on CPU 1), listeners and publisher on CPU 1. Streams from one
+peer address are capped at 2,000 (MAX_STREAMS_PER_CLIENT), so large N connect from several
+loopback addresses. The open-files limit is raised to the hard limit in this process and in
+bench/listeners.py (the server raises its own, mcp_endpoint/open_files.py).
+
+--peer also runs the older comparison with the official-SDK peer (../shared/bench).
+--server uvicorn runs the same on uvicorn workers (uvloop, httptools) for comparison.
+Usage: .venv/bin/python bench/notify.py [-k 1000] [-n 10000] [-t 30] [--gap 0.3] [--skip-two] [--server uvicorn]
+Writes bench/results/notify-<time>.{json,md}.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import bisect
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,21 +48,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import SHARED, free_port, pinned, wait_port  # noqa: E402
+from writes import Listeners, Publisher, commit_times, manage, percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
-TRIGGER = r"""n=$(( $(cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}
-printf 'resources:\n  - uri: docs://doc-00001\n    name: doc-00001\n    mime_type: text/markdown\n    text: "# doc-00001 v%s\\n"\n    labels: [production]\n' "$((n+1))" |
-curl -fsS -o /dev/null -X POST -H "Authorization: Token {token}" -H "Content-Type: application/yaml" \
-  --data-binary @- "{base}/api/v1/import/?publish=true&note=bench&override_reason=bench"
-"""
+PASSWORD = "bench-password-not-secret"
+PER_ADDRESS = 2000  # MAX_STREAMS_PER_CLIENT for an anonymous peer address
 
 
-def manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        sys.exit(f"manage.py {' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    return done.stdout
+def raise_open_files() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def rss_kib(pid: int) -> int:
@@ -53,63 +69,29 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-async def idle_listeners(port: int, k: int) -> list[asyncio.StreamWriter]:
-    """Open K modern listen streams and wait for each acknowledgement."""
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
-        "notifications": {"promptsListChanged": True, "resourceSubscriptions": ["docs://doc-00001"]},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
-    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-            f"Mcp-Method: subscriptions/listen\r\nContent-Length: {len(body)}\r\n\r\n").encode()
-
-    async def one() -> asyncio.StreamWriter:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(head + body)
-        data = b""
-        while b"acknowledged" not in data:
-            chunk = await reader.read(4096)
-            if not chunk:
-                raise RuntimeError("listen stream closed before its acknowledgement")
-            data += chunk
-        return writer
-
-    writers = []
-    for start in range(0, k, 100):
-        writers += await asyncio.gather(*(one() for _ in range(start, min(k, start + 100))))
-    return writers
+def prepare(env: dict[str, str]) -> str:
+    """Migrate, load 1k+1k, create the bench superuser; returns its API token."""
+    manage(env, "migrate", "--noinput")
+    manage(env, "bench_load", "--prompts", "1000", "--resources", "1000")
+    return manage(env, "shell", "-v", "0", "-c",
+                  "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
+                  "u, _ = User.objects.get_or_create(username='bench', defaults={'is_superuser': True, 'is_staff': True}); "
+                  f"u.set_password('{PASSWORD}'); u.save(); "
+                  "print(Token.objects.get_or_create(user=u)[0].key)").strip()
 
 
-def memory_per_listener(pid: int, port: int, k: int) -> float:
-    async def measure() -> float:
-        await asyncio.sleep(0.5)
-        before = rss_kib(pid)
-        writers = await idle_listeners(port, k)
-        await asyncio.sleep(1.0)
-        after = rss_kib(pid)
-        for w in writers:
-            w.close()
-        return (after - before) / k
-
-    return asyncio.run(measure())
+SERVER = "daphne"  # --server
 
 
-def warm_up(trigger: list[str]) -> None:
-    """One unmeasured trigger, so the first measured one does not pay for cold caches."""
-    subprocess.run(trigger[1], shell=True, check=False, capture_output=True, timeout=60)
-
-
-def latency(url: str, mode: str, k: int, t: int, trigger: list[str]) -> dict:
-    cmd = pinned(1, [PY, str(SHARED / "notify_latency.py"), "--url", url, "--mode", mode, "-k", str(k),
-                     "-t", str(t), "--uri", "docs://doc-00001", "--timeout", "5", *trigger])
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    lines = out.stdout.strip().splitlines()
-    result = json.loads(lines[-1]) if lines else {"error": out.stderr[-800:]}
-    return result
-
-
-def start(cmd: list[str], env: dict[str, str], cwd: Path, log: Path, cpu: int = 0) -> subprocess.Popen:
-    return subprocess.Popen(pinned(cpu, cmd), env=env, cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+def daphne(env: dict[str, str], port: int, log: Path, cpu: int = 0) -> subprocess.Popen:
+    """One worker: daphne (the embedded default), or uvicorn with --server uvicorn for comparison."""
+    if SERVER == "uvicorn":
+        cmd = [PY, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port),
+               "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--backlog", "8192"]
+    else:
+        cmd = [PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog=8192",
+               "config.asgi:application"]
+    return subprocess.Popen(pinned(cpu, cmd), env=env, cwd=ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT)
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -120,104 +102,202 @@ def stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def prepare(env: dict[str, str], tmp: Path, base: str) -> list[str]:
-    manage(env, "migrate", "--noinput")
-    manage(env, "bench_load", "--prompts", "1000", "--resources", "1000")
-    token = manage(env, "shell", "-v", "0", "-c",
-                   "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
-                   "u, _ = User.objects.get_or_create(username='bench', defaults={'is_superuser': True, 'is_staff': True}); "
-                   "print(Token.objects.get_or_create(user=u)[0].key)").strip()
-    script = tmp / f"trigger-{free_port()}.sh"
-    script.write_text(TRIGGER.format(counter=tmp / "counter", token=token, base=base))
-    return ["--trigger", f"sh {script}"]
+def publishes(publisher: Publisher, t: int, gap: float) -> list[float]:
+    """T publishes through the REST API, `gap` s apart; each request's own latency in ms."""
+    times = []
+    for _ in range(t):
+        times.append(publisher.publish("api"))
+        time.sleep(gap)
+    return times
+
+
+def matched(frames: list[dict], commits: list[tuple[int, float]]) -> dict[int, dict]:
+    """Each notification -> the newest change written before its first receipt (by change id).
+
+    A worker that takes two changes in one batch (the poller, a busy hub) sends one
+    notification for both, by design; the older change then has none and is left out."""
+    times = [c[1] for c in commits]
+    out: dict[int, dict] = {}
+    for frame in frames:
+        index = bisect.bisect_right(times, frame["first"]) - 1
+        if index >= 0:
+            out.setdefault(commits[index][0], frame)
+    return out
+
+
+def summary(name: str, request_ms: list[float], frame_lists: list[list[dict]], commits: list[tuple[int, float]],
+            listeners: int, **extra: object) -> dict:
+    """Request latency, and change written -> first / LAST listener over every listener process."""
+    row: dict = {"bench": name, "listeners": listeners, "publishes": len(request_ms),
+                 "request_p50_ms": round(statistics.median(request_ms), 1),
+                 "request_p99_ms": round(percentile(request_ms, 0.99), 1), **extra}
+    per_process = [matched(frames, commits) for frames in frame_lists]
+    written = dict(commits)
+    complete = [cid for cid, _t in commits if all(cid in m for m in per_process)]
+    first = [(min(m[cid]["first"] for m in per_process) - written[cid]) * 1000 for cid in complete]
+    last = [(max(m[cid]["last"] for m in per_process) - written[cid]) * 1000 for cid in complete]
+    short = sum(1 for cid in complete if sum(m[cid]["count"] for m in per_process) < listeners)
+    row.update(changes=len(commits), notified=len(complete), short_notifications=short)
+    if last:
+        row.update(first_p50_ms=round(statistics.median(first), 1), last_p50_ms=round(statistics.median(last), 1),
+                   last_p99_ms=round(percentile(last, 0.99), 1), last_max_ms=round(max(last), 1))
+    return row
+
+
+def one_worker(args: argparse.Namespace, tmp: Path, env: dict[str, str], token: str) -> dict:
+    port = free_port()
+    server = daphne(env, port, tmp / "one.log")
+    try:
+        wait_port(port)
+        publisher = Publisher(port, token, PASSWORD)
+        publishes(publisher, 3, 0.1)  # warm-up: imports and caches
+        marker = commit_times(env, 0, last=True)[-1][0]
+        listeners = Listeners(port, args.clients)
+        time.sleep(1.0)
+        request_ms = publishes(publisher, args.triggers, args.gap)
+        time.sleep(2.0)  # let a lagging fan-out arrive before the listeners report
+        frames = listeners.finish()
+    finally:
+        stop(server)
+    return summary("1 worker", request_ms, [frames], commit_times(env, marker), listeners.ready)
+
+
+def two_workers(args: argparse.Namespace, tmp: Path, env: dict[str, str], token: str) -> dict:
+    env = dict(env, REDIS_URL=args.redis)
+    port_a, port_b = free_port(), free_port()
+    workers = [daphne(env, port_a, tmp / "a.log", 0), daphne(env, port_b, tmp / "b.log", 1)]
+    try:
+        wait_port(port_a)
+        wait_port(port_b)
+        publisher = Publisher(port_b, token, PASSWORD)
+        publishes(publisher, 3, 0.1)
+        marker = commit_times(env, 0, last=True)[-1][0]
+        on_a = Listeners(port_a, args.clients)
+        on_b = Listeners(port_b, args.on_b) if args.on_b else None
+        time.sleep(1.0)
+        request_ms = publishes(publisher, args.triggers, args.gap)
+        time.sleep(2.0)
+        frames_a = on_a.finish()
+        frames_b = on_b.finish() if on_b is not None else []
+    finally:
+        for worker in workers:
+            stop(worker)
+    commits = commit_times(env, marker)
+    row = summary(f"2 workers over Redis (publish via B, {args.on_b} listeners on B)", request_ms,
+                  [frames_a, frames_b] if on_b is not None else [frames_a], commits,
+                  on_a.ready + (on_b.ready if on_b is not None else 0))
+    row["worker_a_only"] = {k: v for k, v in summary("A", request_ms, [frames_a], commits, on_a.ready).items()
+                            if k.startswith(("last", "first", "notified"))}
+    return row
+
+
+def idle(args: argparse.Namespace, tmp: Path, env: dict[str, str], token: str) -> dict:
+    port = free_port()
+    server = daphne(env, port, tmp / "idle.log")
+    try:
+        wait_port(port)
+        publisher = Publisher(port, token, PASSWORD)
+        publishes(publisher, 3, 0.1)
+        time.sleep(1.0)
+        before = rss_kib(server.pid)
+        marker = commit_times(env, 0, last=True)[-1][0]
+        sources = -(-args.idle // PER_ADDRESS)
+        listeners = Listeners(port, args.idle, sources=sources)
+        time.sleep(2.0)
+        after = rss_kib(server.pid)
+        request_ms = publishes(publisher, args.triggers, max(args.gap, 2.0))  # one fan-out at a time
+        time.sleep(5.0)
+        frames = listeners.finish()
+    finally:
+        stop(server)
+    return summary(f"1 worker, {args.idle} idle listeners", request_ms, [frames], commit_times(env, marker),
+                   listeners.ready, rss_before_mib=round(before / 1024, 1), rss_after_mib=round(after / 1024, 1),
+                   kib_per_listener=round((after - before) / max(1, listeners.ready), 1))
+
+
+def markdown(rows: list[dict], args: argparse.Namespace) -> str:
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    out = [f"# Notification fan-out, {SERVER}, {time.strftime('%Y-%m-%d %H:%M')} (load average {load})", "",
+           f"{args.triggers} REST API publishes per row, {args.gap} s apart (idle row: at least 2 s); "
+           "SQLite, 1k+1k entries; times from the change-log write.", "",
+           "| setup | listeners | publish request p50 / p99 ms | first p50 ms | LAST p50 ms | LAST p99 ms | "
+           "changes notified | memory |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        memory = (f"{r['kib_per_listener']} KiB/listener (RSS {r['rss_before_mib']} -> {r['rss_after_mib']} MiB)"
+                  if "kib_per_listener" in r else "")
+        notified = f"{r['notified']}/{r['changes']}" + (f", {r['short_notifications']} short" if r["short_notifications"] else "")
+        out.append(f"| {r['bench']} | {r['listeners']} | {r['request_p50_ms']} / {r['request_p99_ms']} | "
+                   f"{r.get('first_p50_ms')} | {r.get('last_p50_ms')} | {r.get('last_p99_ms')} | {notified} | {memory} |")
+        if "worker_a_only" in r:
+            a = r["worker_a_only"]
+            out.append(f"| (the {args.clients} listeners on A, via Redis) | {args.clients} | | {a.get('first_p50_ms')} | "
+                       f"{a.get('last_p50_ms')} | {a.get('last_p99_ms')} | {a.get('notified')} | |")
+    return "\n".join(out) + "\n"
+
+
+def peer_comparison(args: argparse.Namespace, base_env: dict[str, str]) -> None:
+    """The older side-by-side with the official-SDK peer (shared/bench/notify_latency.py)."""
+    port = free_port()
+    proc = subprocess.Popen(pinned(0, [PY, "peer_server.py", "--prompts", "1000", "--resources", "1000", "--port",
+                                       str(port), "--json-response"]), env=base_env, cwd=SHARED,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        wait_port(port)
+        for mode in ("modern", "legacy"):
+            cmd = pinned(1, [PY, str(SHARED / "notify_latency.py"), "--url", f"http://127.0.0.1:{port}/mcp", "--mode",
+                             mode, "-k", str(args.clients), "-t", str(args.triggers), "--uri", "docs://doc-00001",
+                             "--timeout", "5", "--trigger",
+                             f'curl -fsS -o /dev/null -X POST "http://127.0.0.1:{port}/admin/touch?uri=docs://doc-00001"'])
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=600).stdout.strip().splitlines()
+            print(f"peer (SDK, uvicorn) {mode}: {out[-1] if out else 'no result'}")
+    finally:
+        stop(proc)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-k", "--clients", type=int, default=1000)
-    ap.add_argument("-t", "--triggers", type=int, default=20)
-    ap.add_argument("--postgres", default=os.environ.get("TEST_POSTGRES_URL", ""))
-    ap.add_argument("--redis", default=os.environ.get("TEST_REDIS_URL", ""))
+    ap.add_argument("-k", "--clients", type=int, default=1000, help="listeners per worker in parts 1 and 2")
+    ap.add_argument("-n", "--idle", type=int, default=10000, help="idle listeners in part 3 (0: skip)")
+    ap.add_argument("-t", "--triggers", type=int, default=30)
+    ap.add_argument("--gap", type=float, default=0.3, help="seconds between publishes")
+    ap.add_argument("--redis", default=os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/5"))
+    ap.add_argument("--skip-two", action="store_true", help="skip part 2 (two workers over Redis)")
+    ap.add_argument("--on-b", type=int, default=None, help="listeners on worker B in part 2 (default: -k)")
+    ap.add_argument("--peer", action="store_true", help="also run the official-SDK peer comparison")
+    ap.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne")
     args = ap.parse_args()
+    global SERVER
+    SERVER = args.server
+    if args.on_b is None:
+        args.on_b = args.clients
+    raise_open_files()
     tmp = Path(tempfile.mkdtemp(prefix="mcp-notify-"))
     base_env = dict(os.environ, MCP_ALLOW_ANONYMOUS="1", DJANGO_DEBUG="0", ALLOWED_HOSTS="127.0.0.1,localhost",
                     DJANGO_SECRET_KEY="bench-only-not-a-secret-0123456789")
     base_env.pop("REDIS_URL", None)
-    rows: list[tuple[str, str, dict]] = []
-
-    # ours: one daphne process, embedded default
-    env = dict(base_env, DATABASE_URL=f"sqlite:///{tmp}/notify.sqlite3")
-    port = free_port()
-    trigger = prepare(env, tmp, f"http://127.0.0.1:{port}")
-    proc = start([PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog=4096", "config.asgi:application"],
-                 env, ROOT, tmp / "ours.log")
+    env = dict(base_env, DATABASE_URL=f"sqlite:///{tmp}/notify.sqlite3", MEDIA_ROOT=str(tmp / "media"))
+    rows: list[dict] = []
     try:
-        wait_port(port)
-        warm_up(trigger)
-        mem = memory_per_listener(proc.pid, port, args.clients)
-        for mode in ("modern", "legacy"):
-            rows.append(("ours, 1 daphne (SQLite)", mode,
-                         latency(f"http://127.0.0.1:{port}/mcp", mode, args.clients, args.triggers, trigger)))
-        rows[-1][2]["idle_kib_per_listener"] = round(mem, 1)
-        rows[-2][2]["idle_kib_per_listener"] = round(mem, 1)
+        token = prepare(env)
+        rows.append(one_worker(args, tmp, env, token))
+        print(json.dumps(rows[-1]), flush=True)
+        if not args.skip_two:
+            rows.append(two_workers(args, tmp, env, token))
+            print(json.dumps(rows[-1]), flush=True)
+        if args.idle:
+            rows.append(idle(args, tmp, env, token))
+            print(json.dumps(rows[-1]), flush=True)
+        if args.peer:
+            peer_comparison(args, base_env)
     finally:
-        stop(proc)
-
-    # ours: two workers, PostgreSQL + Redis; listeners on A, publish through B
-    if args.postgres and args.redis:
-        import psycopg
-
-        db = f"mcp_notify_{os.getpid()}"
-        with psycopg.connect(args.postgres, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {db}")
-        try:
-            pg_url = args.postgres.rsplit("/", 1)[0] + f"/{db}"
-            env = dict(base_env, DATABASE_URL=pg_url, REDIS_URL=args.redis)
-            port_a, port_b = free_port(), free_port()
-            trigger = prepare(env, tmp, f"http://127.0.0.1:{port_b}")
-            # A (the listeners' worker) on CPU 0, B (the publishing worker) on CPU 1, like two hosts.
-            workers = [start([PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={p}:interface=127.0.0.1:backlog=4096", "config.asgi:application"],
-                             env, ROOT, tmp / f"worker-{p}.log", cpu) for cpu, p in enumerate((port_a, port_b))]
-            try:
-                wait_port(port_a)
-                wait_port(port_b)
-                warm_up(trigger)
-                for mode in ("modern", "legacy"):
-                    rows.append(("ours, 2 daphne workers (PostgreSQL+Redis), listeners on A, publish via B", mode,
-                                 latency(f"http://127.0.0.1:{port_a}/mcp", mode, args.clients, args.triggers, trigger)))
-            finally:
-                for w in workers:
-                    stop(w)
-        finally:
-            with psycopg.connect(args.postgres, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-
-    # peer: official SDK server
-    port = free_port()
-    proc = start([PY, "peer_server.py", "--prompts", "1000", "--resources", "1000", "--port", str(port),
-                  "--json-response"], base_env, SHARED, tmp / "peer.log")
-    try:
-        wait_port(port)
-        mem = memory_per_listener(proc.pid, port, args.clients)
-        for mode in ("modern", "legacy"):
-            result = latency(f"http://127.0.0.1:{port}/mcp", mode, args.clients, args.triggers,
-                             ["--trigger", f'curl -fsS -o /dev/null -X POST "http://127.0.0.1:{port}/admin/touch?uri=docs://doc-00001"'])
-            result["idle_kib_per_listener"] = round(mem, 1)
-            rows.append(("peer (SDK, uvicorn)", mode, result))
-    finally:
-        stop(proc)
-
-    print(f"\nK={args.clients} listeners, T={args.triggers} triggers\n")
-    print("| server | generation | p50 ms | p99 ms | max ms | trigger p50 ms | missed | idle KiB/listener |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, mode, r in rows:
-        print(f"| {name} | {mode} | {r.get('p50_ms')} | {r.get('p99_ms')} | {r.get('max_ms')} | "
-              f"{r.get('trigger_cmd_p50_ms')} | {r.get('missed_notifications')} (clients {r.get('clients_missing_any')}) | "
-              f"{r.get('idle_kib_per_listener', '')} |")
+        shutil.rmtree(tmp, ignore_errors=True)
     out = ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"notify-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(rows, indent=1))
-    shutil.rmtree(tmp, ignore_errors=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (out / f"notify-{stamp}.json").write_text(json.dumps(rows, indent=1))
+    text = markdown(rows, args)
+    (out / f"notify-{stamp}.md").write_text(text)
+    print("\n" + text)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@
    10k+10k is ~40 MB, so REGISTRY_MAX_IMPORT_BYTES is raised for it.
 
 Writes JSON lines and a Markdown summary to bench/results/writes-<time>.{jsonl,md}.
-Usage: .venv/bin/python bench/writes.py [-n 40] [-k 1000] [--bulk 10000] [--reference] (--bulk 0 skips part 2)
+Usage: .venv/bin/python bench/writes.py [-n 40] [-k 1000] [--gap 0] [--bulk 10000] [--reference] (--bulk 0 skips part 2)
 """
 
 from __future__ import annotations
@@ -158,11 +158,11 @@ class Publisher:
 
 
 class Listeners:
-    """bench/listeners.py in its own process on CPU 1."""
+    """bench/listeners.py in its own process on CPU 1 (`sources` local addresses: see there)."""
 
-    def __init__(self, port: int, k: int) -> None:
+    def __init__(self, port: int, k: int, sources: int = 1) -> None:
         self.proc = subprocess.Popen(pinned(1, [PY, str(ROOT / "bench" / "listeners.py"), "--port", str(port),
-                                                "-k", str(k), "--uri", URI]),
+                                                "-k", str(k), "--uri", URI, "--sources", str(sources)]),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line:
@@ -227,7 +227,10 @@ def publish_latency(args: argparse.Namespace, tmp: Path, env: dict[str, str]) ->
             listeners = Listeners(port, k) if k else None
             time.sleep(1.0)
             for path in ("admin", "api", "import"):
-                times = [publisher.publish(path) for _ in range(args.publishes)]
+                times = []
+                for _ in range(args.publishes):
+                    times.append(publisher.publish(path))
+                    time.sleep(args.gap)
                 rows.append({"bench": "publish", "path": path, "listeners": listeners.ready if listeners else 0,
                              "n": len(times), "p50_ms": round(statistics.median(times), 1),
                              "p99_ms": round(percentile(times, 0.99), 1), "max_ms": round(max(times), 1)})
@@ -315,7 +318,8 @@ def bulk(args: argparse.Namespace, tmp: Path, base_env: dict[str, str]) -> list[
 def markdown(rows: list[dict], args: argparse.Namespace) -> str:
     out = [f"# Write-path benchmark, {time.strftime('%Y-%m-%d %H:%M')}"]
     if not args.skip_publish:
-        out += ["", f"Publish of one resource, {args.publishes} per path, one daphne worker (SQLite, 1k+1k).", "",
+        out += ["", f"Publish of one resource, {args.publishes} per path, {args.gap} s apart, one daphne worker "
+                f"(SQLite, 1k+1k); load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}.", "",
                 "| path | listeners | p50 ms | p99 ms | max ms |", "|---|---|---|---|---|"]
     out += [f"| {r['path']} | {r['listeners']} | {r['p50_ms']} | {r['p99_ms']} | {r['max_ms']} |"
             for r in rows if r["bench"] == "publish"]
@@ -342,6 +346,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", "--publishes", type=int, default=40, help="publishes per path and listener count")
     ap.add_argument("-k", "--listeners", type=int, default=1000)
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="seconds between publishes (0: back to back, so a publish may meet the previous one's fan-out)")
     ap.add_argument("--bulk", type=int, default=10000, help="N prompts + N resources for export/import (0: skip)")
     ap.add_argument("--skip-publish", action="store_true")
     ap.add_argument("--reference", action="store_true",

@@ -16,6 +16,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from django.conf import settings  # noqa: E402
 
+from config.gc_tuning import tune_for_serving  # noqa: E402
 from config.http_limits import RequestHeadLimit, install_twisted_limits  # noqa: E402
 from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app registry ready)
 
@@ -23,3 +24,4 @@ from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app
 install_twisted_limits(settings.MAX_REQUEST_HEAD_BYTES)
 application = RequestHeadLimit(build_application(ASGIStaticFilesHandler(django_asgi_app)),
                                settings.MAX_REQUEST_HEAD_BYTES)
+tune_for_serving()  # last: what is built by now is never collected (config/gc_tuning.py)

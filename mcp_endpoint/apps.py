@@ -7,10 +7,16 @@ class McpEndpointConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.core.signals import request_finished, request_started
+
         from registry.signals import registry_changed
 
+        from . import handoff
         from .hub import forward_registry_changes
         from .open_files import fit_stream_limits
 
         registry_changed.connect(forward_registry_changes, dispatch_uid="mcp_endpoint.forward_registry_changes")
+        # A request's own changes reach the hub once its response is out (mcp_endpoint/handoff.py).
+        request_started.connect(handoff.request_started, dispatch_uid="mcp_endpoint.handoff.request_started")
+        request_finished.connect(handoff.request_finished, dispatch_uid="mcp_endpoint.handoff.request_finished")
         fit_stream_limits()  # once per process: every stream holds a file descriptor

@@ -30,6 +30,7 @@ from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
 from .hub import DROP
 from .layer_health import health
+from .mailbox import Mailbox
 from .settings import mcp_settings, on_reload
 from .versions import headers_from_asgi
 
@@ -293,17 +294,17 @@ class _OpenStreams:
     SSE stream never ends by itself. SIGTERM/SIGINT are chained once, from the main thread."""
 
     def __init__(self) -> None:
-        self.stops: set[asyncio.Event] = set()
+        self.stops: set[Any] = set()  # each has set(): _Stop in stream loops
         self.loop: asyncio.AbstractEventLoop | None = None
         self.hooked = False
 
-    def add(self, stop: asyncio.Event) -> None:
+    def add(self, stop: Any) -> None:
         self.stops.add(stop)
         if not self.hooked:
             self.loop = asyncio.get_running_loop()
             self._hook()
 
-    def discard(self, stop: asyncio.Event) -> None:
+    def discard(self, stop: Any) -> None:
         self.stops.discard(stop)
 
     def close_all(self) -> None:
@@ -368,6 +369,45 @@ async def _join_groups(stream: Stream) -> tuple[Any, str | None]:
     return layer, channel
 
 
+class _Signal:
+    """Wakes a stream loop: every source (frame, disconnect, shutdown, timer) calls ``wake``.
+
+    The loop re-checks all of its sources before each wait, so a wake while it is busy is
+    never needed later and one future per wait is all it costs."""
+
+    __slots__ = ("loop", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.future: asyncio.Future | None = None
+
+    def wake(self, *_: Any) -> None:
+        future = self.future
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    async def wait(self) -> None:
+        self.future = self.loop.create_future()
+        try:
+            await self.future
+        finally:
+            self.future = None
+
+
+class _Stop:
+    """A stream's shutdown flag in ``open_streams`` (its ``set()`` is what ``close_all`` calls)."""
+
+    __slots__ = ("wakeup", "requested")
+
+    def __init__(self, wakeup: _Signal) -> None:
+        self.wakeup = wakeup
+        self.requested = False
+
+    def set(self) -> None:
+        self.requested = True
+        self.wakeup.wake()
+
+
 async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     """The stream's event loop, waiting on several sources at once:
 
@@ -391,13 +431,30 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     except Exception:  # e.g. Redis down: the hub's queue and its change-log catch-up still deliver
         health.failure(logger, "channel layer unavailable for this stream; continuing without it")
         layer, channel = None, None
+    loop = asyncio.get_running_loop()
+    wakeup = _Signal(loop)
     disconnect = asyncio.ensure_future(_wait_disconnect(receive))
-    stop = asyncio.Event()
+    disconnect.add_done_callback(wakeup.wake)
+    stop = _Stop(wakeup)
     open_streams.add(stop)
-    stopping = asyncio.ensure_future(stop.wait())
+    # The hub's Mailbox wakes this loop directly; any other queue (tests) is read by a task.
+    frames = stream.frames
+    mailbox = frames if isinstance(frames, Mailbox) else None
+    if mailbox is not None:
+        mailbox.waker = wakeup.wake
     layer_task: asyncio.Future | None = None
     frame_task: asyncio.Future | None = None
     keepalive = float(mcp_settings.KEEPALIVE_SECONDS)
+    # One timer per stream, re-armed only once it has fired (at most once per interval); frames
+    # push the keep-alive back by moving `due`, which the fired timer then waits for.
+    due = loop.time() + keepalive
+    fired: list[bool] = []
+
+    def on_timer() -> None:
+        fired.append(True)
+        wakeup.wake()
+
+    timer = loop.call_at(due, on_timer)
 
     async def end() -> None:
         body = sse.event(stream.closing) if stream.closing is not None else b""
@@ -407,45 +464,65 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
         while True:
             if layer is not None and layer_task is None:
                 layer_task = asyncio.ensure_future(layer.receive(channel))
-            if stream.frames is not None and frame_task is None:
-                frame_task = asyncio.ensure_future(stream.frames.get())
-            waiting = {t for t in (disconnect, stopping, layer_task, frame_task) if t is not None}
-            done, _ = await asyncio.wait(waiting, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
-            if disconnect in done:
+                layer_task.add_done_callback(wakeup.wake)
+            if frames is not None and mailbox is None and frame_task is None:
+                frame_task = asyncio.ensure_future(frames.get())
+                frame_task.add_done_callback(wakeup.wake)
+            layer_done = layer_task is not None and layer_task.done()
+            frame_done = frame_task is not None and frame_task.done()
+            mail = mailbox is not None and not mailbox.empty()
+            ready = layer_done or frame_done or mail
+            tick = loop.time() >= due - 0.001  # a timer may fire up to the clock's resolution early
+            if not (ready or tick or disconnect.done() or stop.requested):
+                if fired:  # fired early, or frames pushed the keep-alive back: wait for the new time
+                    fired.clear()
+                    timer = loop.call_at(due, on_timer)
+                await wakeup.wait()
+                continue
+            if disconnect.done():
                 return
-            if stopping in done:  # server shutdown (a restart): the client reconnects
+            if stop.requested:  # server shutdown (a restart): the client reconnects
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
-            if not done:
+            if not ready:
                 if stream.alive is not None and not await _still_alive(stream):
                     await end()
                     return
                 await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
+                due = loop.time() + keepalive
                 continue
-            frames: list[bytes] = []
+            out: list[bytes] = []
             closing = False
-            if layer_task is not None and layer_task in done:
-                event = layer_task.result()
+            if layer_done:
+                event = layer_task.result()  # type: ignore[union-attr]
                 layer_task = None
                 if event.get("type") == "mcp.close":
                     closing = True
                 else:
                     frame = stream.render(event)
                     if frame is not None:
-                        frames.append(frame)
+                        out.append(frame)
             dropped = False
-            if frame_task is not None and frame_task in done:
-                item = frame_task.result()
+            items: list[Any] = []
+            if frame_done:
+                items.append(frame_task.result())  # type: ignore[union-attr]
                 frame_task = None
+            while mail and not mailbox.empty():  # type: ignore[union-attr]  # drain what is there: one write
+                items.append(mailbox.get_nowait())  # type: ignore[union-attr]
+                if items[-1] is None or items[-1] is DROP:
+                    break
+            for item in items:
                 if item is None:
                     closing = True
-                elif item is DROP:
+                    break
+                if item is DROP:
                     dropped = True
-                else:
-                    frames.append(item)
-            if frames:
-                await send({"type": "http.response.body", "body": b"".join(_frame(f) for f in frames),
+                    break
+                out.append(item)
+            if out:
+                await send({"type": "http.response.body", "body": b"".join(_frame(f) for f in out),
                             "more_body": True})
+                due = loop.time() + keepalive
             if dropped:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
@@ -453,8 +530,11 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 await end()
                 return
     finally:
+        timer.cancel()
+        if mailbox is not None:
+            mailbox.waker = None
         open_streams.discard(stop)
-        for task in (disconnect, stopping, layer_task, frame_task):
+        for task in (disconnect, layer_task, frame_task):
             if task is not None and not task.done():
                 task.cancel()
         if layer is not None:

@@ -23,9 +23,9 @@ import asyncio
 import contextvars
 import logging
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -39,6 +39,7 @@ from registry.rollouts import gets_candidate
 
 from . import layer_health
 from .applied import AppliedIds
+from .mailbox import Mailbox
 from .settings import mcp_settings
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class _Drop:
 
 DROP = _Drop()
 INITIAL_WINDOW = 2000  # ids below the newest at start that may still be in flight
+FANOUT_SLICE = 50  # listeners offered a change between two yields to the event loop
 
 
 @dataclass(eq=False)
@@ -98,7 +100,7 @@ class Listener:
     owner: Any = None  # whose stream budget it uses (client token, or the anonymous peer address)
     request_id: Any = None  # a listen stream's request id, so its owner can cancel it
     event_ids: bool = False  # frames carry the change-log position (legacy GET resumption)
-    queue: asyncio.Queue = field(default_factory=lambda: asyncio.Queue(mcp_settings.LISTENER_QUEUE_SIZE))
+    queue: Mailbox = field(default_factory=lambda: Mailbox(mcp_settings.LISTENER_QUEUE_SIZE))
     overflowed: bool = False
     opened_at: float = field(default_factory=time.monotonic)
 
@@ -269,6 +271,8 @@ def dynamic_updates(listener: Listener, old: Catalog | None, new: Catalog, batch
 class Hub:
     def __init__(self) -> None:
         self.listeners: set[Listener] = set()
+        self.budgets: Counter[Any] = Counter()  # open streams per budget key, kept by _add/_remove
+        self.held: set[int] = set()  # change ids committed by a request still being answered here
         self.catalogs: dict[str, Catalog] = {}
         self.ids = AppliedIds()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -343,15 +347,30 @@ class Hub:
             self.catalogs[label] = await asyncio.shield(asyncio.wrap_future(warmup.warm(label)))
         if listener.session_id is not None:  # one delivering GET stream per legacy session
             for other in [l for l in self.listeners if l.session_id == listener.session_id]:
-                self.listeners.discard(other)
+                self._remove(other)
                 other.offer(DROP)
-        self.listeners.add(listener)
+        self._add(listener)
 
     def unregister(self, listener: Listener) -> None:
-        self.listeners.discard(listener)
+        self._remove(listener)
+
+    def _add(self, listener: Listener) -> None:
+        if listener not in self.listeners:
+            self.listeners.add(listener)
+            self.budgets[self.budget_key(listener)] += 1
+
+    def _remove(self, listener: Listener) -> None:
+        if listener in self.listeners:
+            self.listeners.discard(listener)
+            key = self.budget_key(listener)
+            self.budgets[key] -= 1
+            if self.budgets[key] <= 0:
+                del self.budgets[key]
 
     def count_for(self, budget_key: Any) -> int:
-        return sum(1 for l in self.listeners if self.budget_key(l) == budget_key)
+        """Open streams on `budget_key`'s budget: a counter, since 10,000 streams reconnecting
+        after a restart would otherwise scan every stream once each (quadratic)."""
+        return self.budgets.get(budget_key, 0)
 
     def cancel(self, owner: Any, request_id: Any) -> bool:
         """``notifications/cancelled`` for a listen request: end that stream without a result.
@@ -361,7 +380,7 @@ class Hub:
         for listener in [l for l in self.listeners
                          if l.request_id is not None and l.owner == owner and l.request_id == request_id
                          and type(l.request_id) is type(request_id)]:
-            self.listeners.discard(listener)
+            self._remove(listener)
             listener.offer(DROP)
             found = True
         return found
@@ -391,22 +410,46 @@ class Hub:
         for listener in list(self.listeners):
             listener.offer(DROP)
         self.listeners.clear()
+        self.budgets.clear()
 
     # ----------------------------------------------------------- intake
-    def submit_threadsafe(self, changes: list[Change]) -> None:
-        """Hand committed changes to the hub from any thread (the committing request's)."""
+    def submit_threadsafe(self, changes: list[Change], *, release: bool = False) -> None:
+        """Hand committed changes to the hub from any thread (the committing request's);
+        `release` ends a hold on them (hold_threadsafe). A second offer of the same ids is a no-op."""
         loop = self.loop
         if loop is None or loop.is_closed():
             return
-        # A fresh context: the committing thread's context (asgiref's thread-sensitive markers
-        # included) must not leak into the hub, or its database calls may refuse to run.
-        if _running_loop() is loop:
+
+        def begin() -> None:
+            if release:
+                self.held.difference_update(c.id for c in changes)
+            # A fresh context: the committing thread's context (asgiref's thread-sensitive markers
+            # included) must not leak into the hub, or its database calls may refuse to run.
             loop.create_task(self.process(changes), context=contextvars.Context())
+
+        if _running_loop() is loop:
+            begin()
         else:
-            loop.call_soon_threadsafe(lambda: loop.create_task(self.process(changes), context=contextvars.Context()),
-                                      context=contextvars.Context())
+            loop.call_soon_threadsafe(begin, context=contextvars.Context())
+
+    def hold_threadsafe(self, changes: list[Change], seconds: float) -> None:
+        """Deliver nothing of `changes` here until released (the committing request finished,
+        see handoff.py), whichever way they arrive (this process's own channel-layer event, the
+        poller); after `seconds` they are released anyway."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        ids = {c.id for c in changes}
+
+        def hold() -> None:
+            self.held.update(ids)
+            loop.call_later(seconds, lambda: self.submit_threadsafe(changes, release=True))
+
+        loop.call_soon_threadsafe(hold, context=contextvars.Context())
 
     async def process(self, batch: list[Change]) -> None:
+        if self.held:
+            batch = [c for c in batch if c.id not in self.held]
         claimed = set(self.ids.claim(c.id for c in batch))
         if not claimed:
             return
@@ -448,12 +491,25 @@ class Hub:
         labels = {l.viewer.label for l in self.listeners} | set(self.catalogs)
         for label in labels:
             new = await database_sync_to_async(refresh_catalog)(label, [(c.kind, c.key) for c in batch])
-            self._announce(label, new, batch, position)
+            await self._fan_out(label, new, batch, position)
         log.info("changes %s: %d notifications queued for %d listeners in %.1f ms", [c.id for c in batch],
                  self.delivered - delivered_before, len(self.listeners), (time.perf_counter() - started) * 1000)
 
     def _announce(self, label: str, new: Catalog, batch: list[Change], position: int) -> None:
         """Judge `label`'s listeners on the catalog they were last served against `new`."""
+        for _listener in self._offers(label, new, batch, position):
+            pass
+
+    async def _fan_out(self, label: str, new: Catalog, batch: list[Change], position: int) -> None:
+        """`_announce`, yielding to the event loop every FANOUT_SLICE listeners, so the loop also
+        answers requests (the publishing one first of all) and flushes the first streams' writes
+        while a large fan-out is still being queued."""
+        for index, _listener in enumerate(self._offers(label, new, batch, position), start=1):
+            if index % FANOUT_SLICE == 0:
+                await asyncio.sleep(0)
+
+    def _offers(self, label: str, new: Catalog, batch: list[Change], position: int) -> Iterator[Listener]:
+        """Offer each of `label`'s listeners what it should hear of `batch`; yields after each one."""
         old = self.catalogs.get(label)
         self.catalogs[label] = new
         diff = diff_catalogs(old, new, batch)
@@ -470,6 +526,7 @@ class Hub:
                 frame = listener.render(method, params)
                 listener.offer((frame, str(position)) if listener.event_ids else frame)
                 self.delivered += 1
+            yield listener
 
     async def check_consistency(self) -> int:
         """Compare every cached catalog with what the database serves; rebuild (and announce)
@@ -493,7 +550,7 @@ class Hub:
                 registry_changes.bump_generation()
                 new = await database_sync_to_async(refresh_catalog)(label, stale)
                 batch = [Change(0, kind, key, label, True) for kind, key in stale]
-                self._announce(label, new, batch, self.ids.floor)
+                await self._fan_out(label, new, batch, self.ids.floor)
         self.rebuilt += stale_total
         return stale_total
 
@@ -654,8 +711,10 @@ hub = Hub()
 
 def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> None:
     """``registry_changed`` receiver: this process committed `batch`; tell every listener."""
+    from .handoff import hand_to_hub
+
     rows = [[c.id, c.kind, c.key, c.label, c.list_changed] for c in batch.changes]
-    hub.submit_threadsafe(list(batch.changes))
+    hand_to_hub(list(batch.changes))  # at the end of the committing request, if there is one
     layer = _layer()
     if layer is None or _in_memory(layer):
         return  # single process: the hub above is everyone

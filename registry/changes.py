@@ -151,6 +151,27 @@ _service_changes: ContextVar[dict[tuple[str, str, str], Change] | None] = Contex
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+# Instance attribute a service sets on a release label it is saving, having read what the label
+# served before: the label receivers then leave the row to the service (which records and
+# audits the move itself) instead of re-reading the stored row, the entry and the old version.
+SERVICE_SAVE = "_registry_service_save"
+
+
+@contextmanager
+def service_save(instance: Any) -> Iterator[None]:
+    """Saves of `instance` inside this block are the running service's own (see SERVICE_SAVE)."""
+    setattr(instance, SERVICE_SAVE, True)
+    try:
+        yield
+    finally:
+        delattr(instance, SERVICE_SAVE)
+
+
+def saved_by_service(instance: Any) -> bool:
+    """Whether a running service marked this instance's save as its own (registry.receivers)."""
+    return in_service() and getattr(instance, SERVICE_SAVE, False)
+
+
 def in_service() -> bool:
     """Whether the current code runs inside a registry service (which audits its own changes)."""
     return _service_changes.get() is not None

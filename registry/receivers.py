@@ -36,7 +36,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 
-from registry.changes import in_service, record_change
+from registry.changes import in_service, record_change, saved_by_service
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -108,14 +108,14 @@ def _list_changed(kind: str, before: dict[str, Any] | None, after: dict[str, Any
 # ----------------------------------------------------------------------------------------- labels
 def label_saving(sender: Any, instance: ReleaseLabel, raw: bool = False, update_fields: Any = None,
                  **kwargs: Any) -> None:
-    if not raw:
+    if not raw and not saved_by_service(instance):
         setattr(instance, BEFORE, _stored(sender, instance, ("version_id", "name"), update_fields))
 
 
 @_together
 def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = False, **kwargs: Any) -> None:
-    if raw:
-        return
+    if raw or saved_by_service(instance):
+        return  # a service moving the label records and audits the move itself
     stored = getattr(instance, BEFORE, None)
     if not created and stored is None:
         return  # only other fields were saved

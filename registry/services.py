@@ -42,7 +42,7 @@ from django.utils.translation import gettext as _
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 
-from registry.changes import record_change, service_transaction
+from registry.changes import record_change, service_save, service_transaction
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -290,9 +290,11 @@ def _point_label(
                         override_reason=override_reason, actor=actor,
                         from_version=before.number if before else None, to_version=version.number)
     _end_rollouts(entry, label, before, version, acting_user=acting_user, actor=actor)
+    current.entry = entry  # type: ignore[attr-defined]  # no re-read of the locked entry
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
-    current.save()
+    with service_save(current):  # this function records and audits the move below; the receivers need not
+        current.save()
     if action is None:
         action = AuditAction.ROLLBACK if before is not None and version.number < before.number else AuditAction.LABEL_MOVE
     write_audit(

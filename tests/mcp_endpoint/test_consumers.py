@@ -289,3 +289,33 @@ async def test_anonymous_sessions_are_counted_under_the_callers_address(mcp_app,
     assert [rows[sid].ended for sid in sids] == [True, False, False]
     response = await call_asgi(mcp_app, "POST", legacy_headers(sids[0]), rpc("prompts/list"))
     assert response.status == 404  # the client initializes again, as the transport specifies
+
+
+async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_drop(settings):
+    """The hub's mailbox wakes the loop directly; what is queued by then goes out as one body."""
+    from mcp_endpoint.consumers import run_stream_loop
+    from mcp_endpoint.dispatcher import Stream
+    from mcp_endpoint.hub import DROP
+    from mcp_endpoint.mailbox import Mailbox
+
+    settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
+    frames = Mailbox(10)
+    stream = Stream(first=[], groups=[], render=lambda event: None, closing=b'{"closing":true}', frames=frames)
+    sent: list[dict] = []
+    never = asyncio.Event()
+
+    async def receive():
+        await never.wait()
+
+    async def send(message):
+        sent.append(message)
+
+    loop_task = asyncio.ensure_future(run_stream_loop(stream, receive, send))
+    await asyncio.sleep(0.01)
+    for n in (1, 2, 3):
+        frames.put_nowait(b'{"n":%d}' % n)
+    frames.put_nowait(DROP)
+    await asyncio.wait_for(loop_task, 2)
+    assert [m["body"] for m in sent] == [
+        b'event: message\ndata: {"n":1}\n\nevent: message\ndata: {"n":2}\n\nevent: message\ndata: {"n":3}\n\n', b""]
+    assert sent[-1]["more_body"] is False and frames.waker is None  # no final result: the client reconnects

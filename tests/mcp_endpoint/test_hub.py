@@ -286,3 +286,51 @@ async def test_the_committing_thread_does_not_wait_for_the_channel_layer(monkeyp
             break
         await asyncio.sleep(0.01)
     assert layer.sent == [{"type": "registry.changed", "changes": [[1, "resource", "docs://x", "production", False]]}]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_large_fan_out_lets_the_event_loop_run_other_work_between_slices():
+    """The publishing request (and the first streams' writes) need not wait for every listener's
+    frame to be queued: the hub yields every FANOUT_SLICE listeners."""
+    from mcp_endpoint.hub import FANOUT_SLICE
+
+    prompt = await database_sync_to_async(make_prompt)("greet")
+    await database_sync_to_async(publish)(prompt)
+    hub = Hub()
+    hub.catalogs["production"] = await database_sync_to_async(fresh)()
+    listeners = [Listener(Viewer(), render) for _ in range(FANOUT_SLICE * 2 + 1)]
+    hub.listeners.update(listeners)
+    await database_sync_to_async(PromptMessage.objects.filter(prompt=prompt).update)(text="New {{ topic }}")
+    await database_sync_to_async(publish)(prompt)
+    new = await database_sync_to_async(fresh)()
+    progress: list[int] = []
+
+    async def other_work():
+        progress.append(sum(1 for l in listeners if not l.queue.empty()))
+
+    other = asyncio.ensure_future(other_work())
+    await hub._fan_out("production", new, [Change(1, "prompt", "greet", "production", True)], 1)
+    await other
+    assert 0 < progress[0] < len(listeners)  # it ran while the fan-out was under way
+    assert all(heard(l) == [(PROMPTS_CHANGED, None)] for l in listeners)
+
+
+async def test_stream_budgets_are_counted_as_streams_open_and_end():
+    """The per-client limit reads a counter (a scan of every stream per registration is quadratic)."""
+    hub = Hub()
+    hub.catalogs["production"] = object()  # no catalog load needed for this check
+    hub.start = _no_start  # type: ignore[method-assign]
+    first, second = Listener(Viewer(), render, owner="token-a"), Listener(Viewer(), render, owner="token-a")
+    other = Listener(Viewer(), render, owner="token-b")
+    for listener in (first, second, other):
+        await hub.register(listener)
+    assert (hub.count_for("token-a"), hub.count_for("token-b")) == (2, 1)
+    hub.unregister(first)
+    hub.unregister(first)  # twice: still counted once
+    assert hub.cancel("token-b", None) is False and hub.count_for("token-a") == 1
+    hub.close_all()
+    assert hub.count_for("token-a") == 0 and hub.count_for("token-b") == 0
+
+
+async def _no_start() -> None:
+    return None

@@ -253,3 +253,27 @@ def test_publish_schedules_exactly_one_announcement_on_commit(publisher, django_
         assert [len(b.changes) for b in heard] == [3]
     finally:
         registry_changed.disconnect(dispatch_uid="capture")
+
+
+@pytest.mark.django_db(transaction=True)  # commits as in production (no test-wide transaction)
+def test_one_publish_of_a_resource_to_production_takes_a_fixed_small_number_of_queries():
+    """Pins the single publish path's queries (issue 10): the lock, the newest version, the
+    content check, version + audit rows, the label and its move (no re-read of the stored label,
+    the entry or the old version by the label receivers), rollouts, change log, reviews, and
+    one read of the active webhooks for the transaction's three audit rows."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    resource = make_resource("docs://pinned")
+    release(resource)
+    resource.text = "second text"
+    resource.save()
+    with CaptureQueriesContext(connection) as captured:
+        services.publish(resource, acting_user=None, note="second")
+    sql = [q["sql"] for q in captured.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
+    assert sum("webhooks_webhook" in q for q in sql) == 1, "\n".join(sql)
+    assert not any("registry_changelogentry" in q and q.startswith("SELECT") for q in sql)
+    assert len(sql) == 14, "\n".join(sql)  # 20 before: 3 label re-reads, a change-log check, 2 webhook reads
+    assert list(AuditEntry.objects.filter(entry_key="docs://pinned").order_by("id").values_list("action", flat=True)) == [
+        "publish", "override", "label_move", "publish", "override", "label_move"]
+    assert ChangeLogEntry.objects.filter(entry_key="docs://pinned").count() == 2

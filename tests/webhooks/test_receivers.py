@@ -119,3 +119,27 @@ def test_an_incident_rollback_is_announced_as_a_label_move_before_the_rollback(h
     assert [(event, payload["action"]) for event, payload in rows] == [
         ("label.moved", "incident_rollback"), ("label.moved", "rollback")]
     assert rows[0][1]["note"] == "v2 breaks the support bot" and rows[0][1]["to_version"] == 1
+
+
+def test_a_webhook_added_inside_the_auditing_transaction_gets_its_later_events(hook, publisher):
+    """The active webhooks are read once per transaction; one saved in it is seen from then on."""
+    prompt = make_prompt("greet")
+    with transaction.atomic():
+        services.publish(prompt, acting_user=publisher, note="first", labels=["staging"])
+        late = Webhook.objects.create(name="late", url="http://127.0.0.1:9/late", events=["label.moved"])
+        services.move_label(prompt, label="qa", version_number=1, acting_user=publisher, note="qa too")
+    assert list(WebhookDelivery.objects.filter(webhook=late).values_list("event", flat=True)) == ["label.moved"]
+    assert WebhookDelivery.objects.filter(webhook=hook).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_active_webhooks_are_read_once_for_all_audit_rows_of_one_transaction(hook, publisher):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    prompt = make_prompt("greet")
+    with CaptureQueriesContext(connection) as captured:
+        services.publish(prompt, acting_user=publisher, note="first", labels=["staging", "qa"])
+    assert sum('FROM "webhooks_webhook"' in q["sql"] for q in captured.captured_queries) == 1
+    assert [row.event for row in WebhookDelivery.objects.order_by("id")] == [
+        "version.published", "label.moved", "label.moved"]

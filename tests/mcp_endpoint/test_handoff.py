@@ -1,0 +1,60 @@
+"""A request's committed changes reach the hub after its response, not while it is being sent."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from django.core.signals import request_finished, request_started
+
+from mcp_endpoint import handoff
+from mcp_endpoint.hub import Hub, hub
+from registry.changes import Change
+
+CHANGE = [Change(7, "prompt", "greet", "production", True)]
+
+
+def offers(monkeypatch) -> list[tuple[str, list[Change]]]:
+    seen: list[tuple[str, list[Change]]] = []
+    monkeypatch.setattr(hub, "submit_threadsafe", lambda changes, release=False: seen.append(
+        ("release" if release else "submit", changes)))
+    monkeypatch.setattr(hub, "hold_threadsafe", lambda changes, seconds: seen.append(("hold", changes)))
+    return seen
+
+
+@pytest.mark.django_db  # Django's own request signal receivers close connections
+def test_changes_committed_during_a_request_are_held_and_released_when_it_finishes(monkeypatch):
+    seen = offers(monkeypatch)
+    request_started.send(sender=None)
+    handoff.hand_to_hub(CHANGE)
+    assert seen == [("hold", CHANGE)]
+    request_finished.send(sender=None)
+    assert seen[-1] == ("release", CHANGE)
+    handoff.hand_to_hub(CHANGE)  # after the request: at once
+    assert seen[-1] == ("submit", CHANGE) and len(seen) == 3
+
+
+def test_changes_committed_outside_a_request_are_handed_to_the_hub_at_once(monkeypatch):
+    seen = offers(monkeypatch)
+    handoff.hand_to_hub(CHANGE)
+    assert seen == [("submit", CHANGE)]
+
+
+async def test_held_changes_arriving_another_way_wait_for_their_release(monkeypatch):
+    """This process's own channel-layer event (or the poller) must not start the fan-out early."""
+    local = Hub()
+    local.loop = asyncio.get_running_loop()
+    delivered: list[list[int]] = []
+
+    async def deliver(batch):
+        delivered.append([c.id for c in batch])
+
+    monkeypatch.setattr(local, "_deliver", deliver)
+    local.lock = asyncio.Lock()
+    local.hold_threadsafe(CHANGE, 5)
+    await asyncio.sleep(0.01)
+    await local.process(CHANGE)  # e.g. from the channel layer
+    assert delivered == []
+    local.submit_threadsafe(CHANGE, release=True)
+    await asyncio.sleep(0.01)
+    assert delivered == [[7]] and not local.held
