@@ -314,3 +314,16 @@ def test_a_rollout_begun_after_the_draft_was_renamed_reaches_its_clients(publish
     changes.bump_generation()
     part = catalog_pages.page_catalog("staging", "prompt", viewer, None, 5)
     assert part.partial and part.variant(viewer) == whole.variant(viewer) == ("greet@v2",)
+
+
+def test_a_rollout_to_a_version_served_under_another_name_is_refused_but_a_full_move_is_not(publisher):
+    """Bucketed clients would list the candidate's name but get, read and page by the label's."""
+    prompt = two_versions(labels=("staging",))
+    prompt.name = "hello"
+    prompt.save()
+    release(prompt, note="v3 renamed", labels=())
+    with pytest.raises(InvalidRollout, match="served as hello, not greet"):
+        rollouts.set_rollout(prompt, label="staging", version_number=3, percent=50, acting_user=publisher)
+    assert not Rollout.objects.exists()
+    assert rollouts.set_rollout(prompt, label="staging", version_number=3, percent=100, acting_user=publisher) is None
+    assert [p["name"] for p in catalog_for("staging").prompts(client("c1", "staging"))] == ["hello"]
