@@ -60,7 +60,7 @@ from registry.models import (
     TemplateVariable,
     VersionedEntry,
 )
-from registry.models.base import label_name_validator
+from registry.models.base import label_name_validator, served_key_of
 from registry.signals import audits_recorded
 from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of
 from registry.uris import normalize_uri, normalize_uri_template
@@ -359,11 +359,13 @@ class BulkWriter:
         moved, created = [], []
         now = timezone.now()
         for plan in self.publishes:
+            # What ReleaseLabel.save() keeps on the row: cold list pages order and find entries by it.
+            key = served_key_of(plan.version.listing, plan.version.snapshot)  # type: ignore[attr-defined]
             for row, _move in plan.labels:
                 label = label_model(pk=row.pk, entry=plan.entry, name=row.name, protected=row.protected,  # type: ignore[operator]
-                                    version=plan.version, moved_by=self.actor, moved_at=now)
+                                    version=plan.version, moved_by=self.actor, moved_at=now, served_key=key)
                 (moved if row.pk is not None else created).append(label)
-        _update_rows(label_model, moved, ["version", "moved_by", "moved_at"])
+        _update_rows(label_model, moved, ["version", "moved_by", "moved_at", "served_key"])
         if created:  # the plain bulk_create: no served_rows_bulk_created, each label's change is recorded here
             models.QuerySet(label_model).bulk_create(created, batch_size=CHUNK)
 

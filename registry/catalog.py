@@ -30,7 +30,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from django.db.models import TextField
+from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
 from registry import argtypes, changes, content_cache, dynamic
@@ -623,22 +623,29 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     prompts = dict(base.prompt_items) if base else {}
     resources = dict(base.resource_items) if base else {}
     templates = {t.uri_template: t for t in base.template_items} if base else {}
+    read_keys: dict[str, dict[int, str]] = {}  # kind -> entry id -> the key its item is served under
+
+    def items(kind: str, model: Any) -> Iterable[tuple[str, Any]]:
+        keys = read_keys.setdefault(kind, {})
+        for row in _pick(rows(model, kind), label).values():
+            item = _ITEM_BUILDERS[kind](row)
+            keys[row.entry_id] = item.key
+            yield item.key, item
+
     if reads("prompt"):
         for key in wanted.get("prompt", ()):
             prompts.pop(key, None)
-        prompts.update((i.name, i) for i in map(_prompt_item, _pick(rows(PromptLabel, "prompt"), label).values()))
+        prompts.update(items("prompt", PromptLabel))
     if reads("resource"):
         for key in wanted.get("resource", ()):
             resources.pop(key, None)
-        resources.update((i.uri, i) for i in map(_resource_item, _pick(rows(ResourceLabel, "resource"), label).values()))
+        resources.update(items("resource", ResourceLabel))
     if reads("template"):
         for key in wanted.get("template", ()):
             templates.pop(key, None)
-        templates.update(
-            (i.uri_template, i) for i in map(_template_item, _pick(rows(ResourceTemplateLabel, "template"), label).values())
-        )
+        templates.update(items("template", ResourceTemplateLabel))
     if base is None or wanted:
-        _attach_rollouts(names, wanted if base is not None else None, prompts, resources, templates)
+        _attach_rollouts(names, read_keys, base is not None, prompts, resources, templates)
     rolled_out = tuple(item for pool in (prompts, resources, templates) for item in pool.values()
                        if item.rollout is not None)
     return Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template),
@@ -656,17 +663,27 @@ def _rollout_entries(names: list[str]) -> dict[str, set[int]]:
 _ITEM_BUILDERS = {"prompt": _prompt_item, "resource": _resource_item, "template": _template_item}
 
 
-def _attach_rollouts(names: list[str], wanted: dict[str, set[str]] | None, *pools: dict[str, Any]) -> None:
-    """Give each (re-read) item the rollout running on the label it is served from; one query if none run."""
+def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], only_read: bool,
+                     *pools: dict[str, Any]) -> None:
+    """Give each item just read the rollout running on the label it is served from; one query if none run.
+
+    Matched by entry id: a rollout row names the entry by its draft key when the rollout began, which
+    differs from the key the label serves once the draft is renamed. `only_read`: a refresh, which
+    asks only about the entries it re-read (few)."""
     rows = Rollout.objects.filter(label__in=names)
-    if wanted is not None:
-        rows = rows.filter(entry_kind__in=list(wanted), entry_key__in=sorted(set().union(*wanted.values())))
+    if only_read:
+        wanted = Q()
+        for kind, keys in read_keys.items():
+            if keys:
+                wanted |= Q(entry_kind=kind, entry_id__in=sorted(keys))
+        if not wanted:
+            return
+        rows = rows.filter(wanted)
     by_kind = dict(zip(("prompt", "resource", "template"), pools))
     for rollout in rows:
-        if wanted is not None and rollout.entry_key not in wanted.get(rollout.entry_kind, ()):
-            continue
         pool = by_kind.get(rollout.entry_kind)
-        item = pool.get(rollout.entry_key) if pool is not None else None
+        key = read_keys.get(rollout.entry_kind, {}).get(rollout.entry_id)
+        item = pool.get(key) if pool is not None and key is not None else None
         if item is None or item.label != rollout.label or item.version == rollout.candidate_version:
             continue
         kind = KINDS[rollout.entry_kind]
@@ -678,7 +695,7 @@ def _attach_rollouts(names: list[str], wanted: dict[str, set[str]] | None, *pool
         entry_id, version_id, number, listing, created_at = found
         candidate = _ITEM_BUILDERS[rollout.entry_kind](_Row(entry_id, rollout.label, version_id, number, listing,
                                                             created_at))
-        pool[rollout.entry_key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
+        pool[key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
 
 
 def forget_catalogs() -> None:

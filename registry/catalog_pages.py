@@ -11,7 +11,8 @@ catalog warms up in the background (registry/warmup.py).
 The order is the catalog's: the key the served version is listed under (a draft may be
 renamed), kept on each label row as `served_key` (indexed with the label name, so the first
 page reads about a page of rows), compared by code point as Python's `sorted` does (SQLite's
-BINARY collation compares UTF-8 bytes, the same order; PostgreSQL is told to use "C").
+BINARY collation compares UTF-8 bytes, the same order; PostgreSQL is told to use "C", and has an
+index in that collation, migration 0018, as one in the database's own would not serve the query).
 Label rows without one (written around the model) make the page read the key from the
 version's listing instead.
 """

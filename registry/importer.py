@@ -136,8 +136,8 @@ def _read_all(documents: list[Loaded]) -> list[EntrySpec]:
         except FormatError as exc:
             problems.extend(exc.problems)
     first: dict[tuple[str, str], EntrySpec] = {}
-    for spec in specs:
-        seen = first.setdefault((spec.kind, spec.key), spec)
+    for spec in specs:  # by the stored key: 'docs://Guide/x' and 'docs://guide/x' are one resource
+        seen = first.setdefault((spec.kind, stored_key(spec.kind, spec.key)), spec)
         if seen is not spec:
             problems.append(f"{spec.location}: already defined by {seen.location}; define each entry in one file.")
     if problems:

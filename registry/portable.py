@@ -947,6 +947,8 @@ _FAST_UNSAFE = re.compile("[^\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd]")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\x85" in value:  # NEL is a YAML line break: plain, single-quoted or block, it reads back as " " or "\n"
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)

@@ -36,7 +36,7 @@ from registry.changes import record_change, service_transaction
 from registry.errors import InvalidRollout
 from registry.kinds import kind_of
 from registry.models import AuditAction, Rollout, VersionedEntry
-from registry.models.base import label_name_validator
+from registry.models.base import label_name_validator, served_key_of
 
 User = services.User
 
@@ -115,6 +115,15 @@ def set_rollout(
     if current.version.number == version.number:
         raise InvalidRollout(_("'%(label)s' already serves v%(number)s of %(key)s to every client.")
                              % {"label": label, "number": version.number, "key": entry.key})
+
+    served, candidate = (served_key_of(v.listing, v.snapshot) for v in (current.version, version))
+    if percent < 100 and candidate != served:
+        # Clients in the rollout would list the candidate's name yet be served it under the label's
+        # (gets, reads and list cursors go by that one): a rename moves the label in full.
+        raise InvalidRollout(_("v%(number)s of %(key)s is served as %(candidate)s, not %(served)s: a rollout cannot "
+                               "rename, since clients in it would list one name and ask for another. Move the "
+                               "label to it in full (100%%) instead.")
+                             % {"number": version.number, "key": entry.key, "candidate": candidate, "served": served})
 
     same_candidate = existing is not None and existing.candidate_version == version.number
     # The authority a rollout keeps covers exactly the move it was granted: this candidate, on this

@@ -138,7 +138,7 @@ def _rows(token: str, audit_after: int, change_after: int, delivery_after: int) 
         out[model.__name__] = _plain(rows, token)
     for model in (PromptLabel, ResourceLabel, ResourceTemplateLabel):
         out[model.__name__] = _plain(sorted(
-            [(label.entry.key, label.name, label.version.number, label.protected, label.moved_by)
+            [(label.entry.key, label.name, label.version.number, label.protected, label.moved_by, label.served_key)
              for label in model.objects.select_related("entry", "version") if token in label.entry.key]), token)
     audits = AuditEntry.objects.filter(pk__gt=audit_after).order_by("pk")
     out["audit"] = _by_entry(_plain([(a.action, a.entry_kind, a.entry_key, a.label, a.from_version, a.to_version, a.changes,
@@ -236,6 +236,27 @@ def test_a_bulk_import_sends_one_announcement_and_reimporting_it_writes_nothing(
     again = _announced(lambda: import_documents(second, publish=True, note="second"), django_capture_on_commit_callbacks)
     assert again == [] and _marks() == marks
     assert not Prompt.objects.filter(name="two-greet", revision__gt=2).exists()
+
+
+def test_label_rows_written_in_bulk_carry_the_served_key_of_their_version(tmp_path):
+    """Cold list pages read the served key off the label row (registry/catalog_pages.py): a bulk-created
+    label without one sends every page down the slow path, and a label moved onto a renamed draft's
+    new version must follow the new name."""
+    from registry.models.base import served_key_of
+
+    path = tmp_path / "doc.yaml"
+    path.write_text(document("two", 1))
+    import_documents(path, publish=True, note="first")
+    greet = Prompt.objects.get(name="two-greet")
+    greet.name = "two-hello"  # renamed in the admin: production still serves v1 as two-greet
+    greet.save()
+    path.write_text(document("two", 2).replace("two-greet", "two-hello"))
+    import_documents(path, publish=True, note="second")
+    for model in (PromptLabel, ResourceLabel, ResourceTemplateLabel):
+        rows = list(model.objects.select_related("version"))
+        assert rows and all(label.served_key == served_key_of(label.version.listing, label.version.snapshot)
+                            for label in rows), model.__name__
+    assert set(PromptLabel.objects.filter(entry=greet).values_list("served_key", flat=True)) == {"two-hello"}
 
 
 def test_entries_with_a_pending_review_are_left_to_the_services_which_supersede_it(tmp_path, editor):

@@ -403,3 +403,25 @@ def test_import_refuses_a_typed_default_naming_no_registry_resource(tmp_path):
         import_documents(path, publish=True, note="typed")
     assert "the default 'docs://nowhere' must be the URI of a registry resource" in str(caught.value.problems)
     assert not Prompt.objects.filter(name="reply").exists()
+
+
+@pytest.mark.parametrize("bulk", [True, False], ids=["bulk", "per-entry"])
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing"])
+def test_two_spellings_of_one_uri_in_a_file_are_refused_as_one_entry_defined_twice(tmp_path, bulk, existing):
+    """URIs and URI templates are stored normalised (scheme and host lower case): two spellings name one
+    entry, reported like any entry defined twice instead of failing on the database's unique key."""
+    if existing:
+        make_resource(uri="docs://guide/x")
+    path = tmp_path / "twice.yaml"
+    path.write_text("""
+resources:
+  - {uri: "docs://Guide/x", name: a, text: one}
+  - {uri: "docs://guide/x", name: b, text: two}
+templates:
+  - {uri_template: "tickets://Desk/{id}", name: t, body: "{{ id }}"}
+  - {uri_template: "tickets://desk/{id}", name: u, body: "{{ id }}!"}
+""")
+    with pytest.raises(ImportFailed) as failed:
+        import_documents(path, publish=True, note="twice", bulk=bulk)
+    assert [p.split(": ", 1)[0].rsplit(":", 1)[1] for p in failed.value.problems] == ["4", "7"]
+    assert all("already defined by" in p for p in failed.value.problems)

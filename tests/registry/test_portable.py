@@ -446,3 +446,14 @@ def test_an_export_is_read_in_the_check_pass_without_composing(monkeypatch):
 
     monkeypatch.setattr(portable, "EventBuilder", Composing)
     assert parse_yaml(text, "export.yaml").lines == loaded.lines and len(composed) == 1
+
+
+@pytest.mark.parametrize("text", ["Wait\x85what", "two\nlines\x85and a next-line", "\x85"])
+def test_a_next_line_character_survives_export_and_import(text):
+    """U+0085 (NEL, cp1252's ellipsis byte read as Latin-1) is a YAML line break: written plain,
+    single-quoted or as a block it comes back as a space or a newline, so it is written escaped."""
+    document = {"prompts": [entry_document("prompt", {
+        "name": "nel", "title": "", "description": text, "tags": [], "arguments": [],
+        "messages": [{"role": "user", "kind": "text", "text": text}]})]}
+    again = parse_yaml(dump_document(document)).data
+    assert again == document

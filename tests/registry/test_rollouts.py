@@ -293,3 +293,37 @@ def test_clients_are_notified_after_commit_when_the_rollout_changes():
         registry_changed.disconnect(dispatch_uid="test-rollout-notify")
     assert [(c.kind, c.key, c.label, c.list_changed) for b in batches for c in b.changes] == [
         ("prompt", "greet", "staging", True)]
+
+
+def test_a_rollout_begun_after_the_draft_was_renamed_reaches_its_clients(publisher):
+    """The rollout row keeps the entry's draft key of the day ('hello'); the label still serves the
+    entry as 'greet': the whole catalog, a refresh of the entry and a cold page all find it by entry."""
+    from registry import catalog_pages
+    from registry.catalog import forget_catalogs, load_catalog, refresh_catalog
+
+    prompt = two_versions(labels=("staging",))
+    prompt.name = "hello"  # the draft only
+    prompt.save()
+    rollouts.set_rollout(prompt, label="staging", version_number=2, percent=99, acting_user=publisher)
+    inside = next(n for n in (f"c{i}" for i in range(100)) if rollouts.gets_candidate(n, "greet", 99))
+    viewer = client(inside, "staging")
+    forget_catalogs()
+    whole = load_catalog("staging")
+    assert whole.get_prompt(viewer, "greet", {"topic": "owls"}).version == 2
+    assert refresh_catalog("staging", [("prompt", "hello")]).get_prompt(viewer, "greet", {"topic": "x"}).version == 2
+    changes.bump_generation()
+    part = catalog_pages.page_catalog("staging", "prompt", viewer, None, 5)
+    assert part.partial and part.variant(viewer) == whole.variant(viewer) == ("greet@v2",)
+
+
+def test_a_rollout_to_a_version_served_under_another_name_is_refused_but_a_full_move_is_not(publisher):
+    """Bucketed clients would list the candidate's name but get, read and page by the label's."""
+    prompt = two_versions(labels=("staging",))
+    prompt.name = "hello"
+    prompt.save()
+    release(prompt, note="v3 renamed", labels=())
+    with pytest.raises(InvalidRollout, match="served as hello, not greet"):
+        rollouts.set_rollout(prompt, label="staging", version_number=3, percent=50, acting_user=publisher)
+    assert not Rollout.objects.exists()
+    assert rollouts.set_rollout(prompt, label="staging", version_number=3, percent=100, acting_user=publisher) is None
+    assert [p["name"] for p in catalog_for("staging").prompts(client("c1", "staging"))] == ["hello"]
