@@ -48,11 +48,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import SHARED, free_port, pinned, wait_port  # noqa: E402
-from writes import Listeners, Publisher, commit_times, manage, percentile  # noqa: E402
+from writes import PASSWORD, Listeners, Publisher, commit_times, percentile, prepare  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
-PASSWORD = "bench-password-not-secret"
 PER_ADDRESS = 2000  # MAX_STREAMS_PER_CLIENT for an anonymous peer address
 
 
@@ -67,17 +66,6 @@ def rss_kib(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
-
-
-def prepare(env: dict[str, str]) -> str:
-    """Migrate, load 1k+1k, create the bench superuser; returns its API token."""
-    manage(env, "migrate", "--noinput")
-    manage(env, "bench_load", "--prompts", "1000", "--resources", "1000")
-    return manage(env, "shell", "-v", "0", "-c",
-                  "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
-                  "u, _ = User.objects.get_or_create(username='bench', defaults={'is_superuser': True, 'is_staff': True}); "
-                  f"u.set_password('{PASSWORD}'); u.save(); "
-                  "print(Token.objects.get_or_create(user=u)[0].key)").strip()
 
 
 SERVER = "daphne"  # --server

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import SHARED, free_port, pinned, wait_port  # noqa: E402
-from writes import Listeners, Publisher, manage  # noqa: E402
+from writes import PASSWORD, Listeners, Publisher, prepare  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -64,14 +64,7 @@ def main() -> None:
     env = dict(os.environ, MCP_ALLOW_ANONYMOUS="1", DJANGO_DEBUG="0", ALLOWED_HOSTS="127.0.0.1,localhost",
                DJANGO_SECRET_KEY="bench-only-not-a-secret-0123456789", DATABASE_URL=f"sqlite:///{tmp}/soak.sqlite3")
     env.pop("REDIS_URL", None)
-    manage(env, "migrate", "--noinput")
-    manage(env, "bench_load", "--prompts", "1000", "--resources", "1000")
-    password = "bench-password-not-secret"
-    token = manage(env, "shell", "-v", "0", "-c",
-                   "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
-                   "u, _ = User.objects.get_or_create(username='bench', defaults={'is_superuser': True, 'is_staff': True}); "
-                   f"u.set_password('{password}'); u.save(); "
-                   "print(Token.objects.get_or_create(user=u)[0].key)").strip()
+    token = prepare(env)
     port = free_port()
     server = subprocess.Popen(pinned(0, [PY, "-m", "daphne", "-v", "0", "-e",
                                          f"tcp:port={port}:interface=127.0.0.1:backlog=4096", "config.asgi:application"]),
@@ -82,7 +75,7 @@ def main() -> None:
     stop = threading.Event()
     try:
         wait_port(port)
-        publisher = Publisher(port, token, password)
+        publisher = Publisher(port, token, PASSWORD)
         listeners = Listeners(port, args.listeners)
         load = subprocess.Popen(pinned(1, [PY, str(SHARED / "mcp_load.py"), "--url", f"http://127.0.0.1:{port}/mcp",
                                            "--mode", "modern", "-c", str(args.concurrency), "-d", str(int(seconds)),

@@ -54,6 +54,20 @@ def manage(env: dict[str, str], *args: str, timeout: float = 1800) -> str:
     return done.stdout
 
 
+PASSWORD = "bench-password-not-secret"  # the bench superuser's, in a throwaway database
+
+
+def prepare(env: dict[str, str]) -> str:
+    """Migrate, load 1k+1k, create the bench superuser; returns its API token."""
+    manage(env, "migrate", "--noinput")
+    manage(env, "bench_load", "--prompts", "1000", "--resources", "1000")
+    return manage(env, "shell", "-v", "0", "-c",
+                  "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
+                  "u, _ = User.objects.get_or_create(username='bench', defaults={'is_superuser': True, 'is_staff': True}); "
+                  f"u.set_password('{PASSWORD}'); u.save(); "
+                  "print(Token.objects.get_or_create(user=u)[0].key)").strip()
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -202,14 +216,7 @@ def fan_out(frames: list[dict], commits: list[tuple[int, float]], k: int) -> dic
 
 
 def publish_latency(args: argparse.Namespace, tmp: Path, env: dict[str, str]) -> list[dict]:
-    manage(env, "migrate", "--noinput")
-    manage(env, "bench_load", "--prompts", "1000", "--resources", "1000")
-    password = "bench-password-not-secret"
-    token = manage(env, "shell", "-v", "0", "-c",
-                   "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
-                   "u, _ = User.objects.get_or_create(username='bench', defaults={'is_superuser': True, 'is_staff': True}); "
-                   f"u.set_password('{password}'); u.save(); "
-                   "print(Token.objects.get_or_create(user=u)[0].key)").strip()
+    token = prepare(env)
     port = free_port()
     log = (tmp / "daphne.log").open("w")
     server = subprocess.Popen(pinned(0, [PY, "-m", "daphne", "-v", "0", "-e",
@@ -218,7 +225,7 @@ def publish_latency(args: argparse.Namespace, tmp: Path, env: dict[str, str]) ->
     rows = []
     try:
         wait_port(port)
-        publisher = Publisher(port, token, password)
+        publisher = Publisher(port, token, PASSWORD)
         for path in ("admin", "api", "import"):  # warm-up: first requests pay for imports and caches
             for _ in range(3):
                 publisher.publish(path)
