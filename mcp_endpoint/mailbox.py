@@ -5,7 +5,9 @@ puts and 1,000 stream wake-ups per change, all on the event loop that also answe
 An ``asyncio.Queue`` read through ``asyncio.wait`` costs several loop round trips per frame
 (the getter future, the task around ``get()``, wait's completion callback, its waiter) plus a
 timeout timer per wait. A Mailbox instead calls its stream loop's ``waker`` directly on
-``put_nowait``, so a frame reaches the socket in one hop.
+``put_nowait``, so a frame reaches the socket in one hop; and while the stream loop is parked
+on a server whose send can be made synchronously (daphne), ``put_nowait`` hands the frame to the
+loop's ``deliver`` and it is written before ``put_nowait`` returns, waking nothing.
 
 It keeps the ``asyncio.Queue`` methods the rest of the code and the tests use (``put_nowait``
 raising ``asyncio.QueueFull`` past ``maxsize``, ``get_nowait``, ``get``, ``put``, ``empty``,
@@ -20,13 +22,16 @@ from typing import Any, Callable
 
 
 class Mailbox:
-    __slots__ = ("maxsize", "_items", "_getter", "waker")
+    __slots__ = ("maxsize", "_items", "_getter", "waker", "deliver")
 
     def __init__(self, maxsize: int = 0) -> None:
         self.maxsize = maxsize
         self._items: deque[Any] = deque()
         self._getter: asyncio.Future | None = None  # one pending get() (its only reader is one stream)
         self.waker: Callable[[], None] | None = None  # set by the stream loop draining it
+        # Set by a parked stream loop that can write a frame at once (mcp_endpoint/direct_send.py):
+        # an item it takes (returns True) never enters the queue and wakes nobody.
+        self.deliver: Callable[[Any], bool] | None = None
 
     def qsize(self) -> int:
         return len(self._items)
@@ -38,6 +43,9 @@ class Mailbox:
         return 0 < self.maxsize <= len(self._items)
 
     def put_nowait(self, item: Any) -> None:
+        deliver = self.deliver
+        if deliver is not None and not self._items and deliver(item):
+            return
         if self.full():
             raise asyncio.QueueFull
         self._items.append(item)

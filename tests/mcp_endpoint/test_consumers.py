@@ -161,7 +161,8 @@ async def test_listen_stream_acknowledges_then_ends_without_a_result_on_server_r
     from mcp_endpoint.hub import hub
 
     app = McpHttpApp()
-    headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}}, rid=5)
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}},
+                                   rid=5)
     comm = ApplicationCommunicator(app, asgi_scope("POST", headers))
     await comm.send_input({"type": "http.request", "body": body, "more_body": False})
     start = await comm.receive_output(2)
@@ -322,3 +323,26 @@ async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_dr
     assert [m["body"] for m in sent] == [
         b'event: message\ndata: {"n":1}\n\nevent: message\ndata: {"n":2}\n\nevent: message\ndata: {"n":3}\n\n', b""]
     assert sent[-1]["more_body"] is False and frames.waker is None  # no final result: the client reconnects
+
+
+async def test_cancelling_a_streaming_request_ends_its_stream_loop_and_releases_its_listener(registry_data, settings):
+    """The stream loop runs as a task of its own; the server cancelling the request (daphne does
+    on disconnect and at its application close timeout) must end that task too."""
+    from mcp_endpoint.hub import hub
+
+    settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
+    app = McpHttpApp()
+    before = len(hub.listeners)
+    headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}},
+                                   rid=5)
+    comm = ApplicationCommunicator(app, asgi_scope("POST", headers))
+    await comm.send_input({"type": "http.request", "body": body, "more_body": False})
+    await comm.receive_output(2)
+    await comm.receive_output(2)  # acknowledgement: the loop task is running
+    assert len(hub.listeners) == before + 1
+    loops = [t for t in asyncio.all_tasks() if "run_stream_loop" in repr(t.get_coro())]
+    assert loops
+    comm.future.cancel()
+    await asyncio.sleep(0.05)
+    assert all(t.done() for t in loops)
+    assert len(hub.listeners) == before
