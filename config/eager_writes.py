@@ -15,12 +15,7 @@ keeps the order, pauses producers and reports a lost connection exactly as befor
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable
-
-
-def _nothing_queued(conn: Any) -> bool:
-    return (not conn._tempDataLen and conn.offset == len(conn.dataBuffer) and conn.connected
-            and not conn.disconnecting and not conn._writeDisconnected)
+from typing import Any, Sequence
 
 
 def install_eager_writes() -> bool:
@@ -37,17 +32,20 @@ def install_eager_writes() -> bool:
     buffered_write_sequence = connection.writeSequence
 
     def write(self: Any, data: bytes) -> None:
-        if data and type(data) is bytes and _nothing_queued(self):
-            sent = self.writeSomeData(data)
-            if type(sent) is int:
-                if sent == len(data):
-                    return
-                data = data[sent:]
+        # Nothing queued: no bytes left in either of Twisted's buffers, and the connection open.
+        if (type(data) is bytes and data and not self._tempDataLen and self.offset == len(self.dataBuffer)
+                and self.connected and not self.disconnecting and not self._writeDisconnected):
+            try:
+                sent = self.socket.send(data)
+            except OSError:  # full (EAGAIN, ENOBUFS) or lost: Twisted's path retries or reports it
+                sent = 0
+            if sent == len(data):
+                return
+            data = data[sent:]
         buffered_write(self, data)
 
-    def write_sequence(self: Any, iovec: Iterable[bytes]) -> None:
-        iovec = list(iovec)
-        if iovec and all(type(part) is bytes for part in iovec) and _nothing_queued(self):
+    def write_sequence(self: Any, iovec: Sequence[bytes]) -> None:
+        if type(iovec) in (list, tuple) and iovec and all(type(part) is bytes for part in iovec):
             write(self, b"".join(iovec))
             return
         buffered_write_sequence(self, iovec)

@@ -8,6 +8,8 @@ KEEPALIVE = b": keep-alive\n\n"
 def event(data: bytes, *, event_name: str | None = "message", event_id: str | None = None) -> bytes:
     """One SSE event carrying ``data`` (a JSON message: no raw newlines in compact JSON,
     but split defensively so multi-line payloads stay valid)."""
+    if event_id is None and event_name == "message" and b"\n" not in data and b"\r" not in data:
+        return b"event: message\ndata: " + data + b"\n\n"  # every notification: one concatenation
     parts: list[bytes] = []
     if event_id is not None:
         parts.append(b"id: " + event_id.encode("utf-8") + b"\n")
