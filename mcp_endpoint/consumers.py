@@ -26,7 +26,7 @@ from django.http.request import split_domain_port, validate_host
 from oauth.resource import challenge, resource_url
 
 from . import errors, jsonrpc, sse
-from .direct_send import direct_writer
+from .direct_send import daphne_connection
 from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
 from .hub import DROP
@@ -470,12 +470,14 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
         wakeup.wake()
 
     # On daphne the hub writes a frame to this stream itself while the loop is parked (no task
-    # switch per stream and notification); the end of a stream still goes through the loop.
-    direct = direct_writer(send) if mailbox is not None else None
+    # switch per stream and notification); the end of a stream still goes through the loop, and
+    # so does a frame for a client that has stopped reading (the loop cuts it off).
+    connection = daphne_connection(send)
+    direct = connection.write if connection is not None and mailbox is not None else None
 
     def deliver_now(item: Any) -> bool:
         nonlocal due
-        if item is None or item is DROP:
+        if item is None or item is DROP or connection.backed_up():  # type: ignore[union-attr]
             return False
         try:
             body = _frame(item)
@@ -557,6 +559,13 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                     dropped = True
                     break
                 out.append(item)
+            if out and connection is not None and connection.backed_up():
+                # daphne never makes a send wait, so a client that stopped reading would have
+                # Twisted queue its frames without end: cut that one client off instead.
+                logger.warning("cutting off a notification stream whose client stopped reading "
+                               "(Twisted holds more than its buffer size unsent)")
+                connection.abort()
+                return
             if out:
                 await send({"type": "http.response.body", "body": b"".join(_frame(f) for f in out),
                             "more_body": True})

@@ -13,8 +13,10 @@ arrives first:
 For every batch the hub rebuilds the catalog of each label its listeners are bound to and
 compares it with the catalog it last judged them against: a listener hears about a change
 only if what *it* is served (its label, its scope, its subscribed URIs) actually changed.
-Listeners are asyncio queues drained by their own stream loop, so a slow or stuck client
-never delays the others; a queue that overflows closes that one stream.
+Listeners are queues drained by their own stream loop, so a slow or stuck client never delays
+the others; a queue that overflows closes that one stream. On daphne the hub writes a frame to
+an idle stream itself, and a client whose connection Twisted reports backed up is cut off
+(mcp_endpoint/direct_send.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Frames reach a parked stream on daphne without a task switch, and nothing is lost either way."""
+"""Frames reach a parked stream on daphne without a task switch, nothing is lost either way, and
+a client that stops reading is cut off rather than queued for without end."""
 
 from __future__ import annotations
 
@@ -9,12 +10,28 @@ import pytest
 from daphne.server import Server
 
 from mcp_endpoint.consumers import run_stream_loop
-from mcp_endpoint.direct_send import direct_writer
+from mcp_endpoint.direct_send import daphne_connection
 from mcp_endpoint.dispatcher import Stream
 from mcp_endpoint.hub import CLOSE
 from mcp_endpoint.mailbox import Mailbox
 
 FRAME = b'event: message\ndata: {"n":1}\n\n'
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def abortConnection(self) -> None:  # noqa: N802 - Twisted's interface
+        self.aborted = True
+
+
+class FakeChannel:
+    """Twisted's HTTPChannel as far as back-pressure goes: paused once its transport is full."""
+
+    def __init__(self) -> None:
+        self._waitingForTransport = False
+        self.transport = FakeTransport()
 
 
 class FakeProtocol:
@@ -23,6 +40,7 @@ class FakeProtocol:
     def __init__(self, failures: int = 0) -> None:
         self.replies: list[dict] = []
         self.failures = failures
+        self.channel = FakeChannel()
 
     def handle_reply(self, message: dict) -> None:
         if self.failures:
@@ -41,20 +59,20 @@ def daphne_send(protocol: FakeProtocol) -> tuple[Server, functools.partial]:
 def test_daphnes_send_is_recognised_and_written_through_as_a_plain_call():
     protocol = FakeProtocol()
     server, send = daphne_send(protocol)
-    write = direct_writer(send)
-    assert write is not None
-    write({"type": "http.response.body", "body": b"x", "more_body": True})
+    connection = daphne_connection(send)
+    assert connection is not None
+    connection.write({"type": "http.response.body", "body": b"x", "more_body": True})
     assert protocol.replies == [{"type": "http.response.body", "body": b"x", "more_body": True}]
 
 
 def test_a_connection_that_is_gone_or_going_takes_nothing():
     protocol = FakeProtocol()
     server, send = daphne_send(protocol)
-    write = direct_writer(send)
+    connection = daphne_connection(send)
     server.connections[protocol]["disconnected"] = 1.0
-    write({"type": "http.response.body", "body": b"x", "more_body": True})
+    connection.write({"type": "http.response.body", "body": b"x", "more_body": True})
     del server.connections[protocol]
-    write({"type": "http.response.body", "body": b"y", "more_body": True})
+    connection.write({"type": "http.response.body", "body": b"y", "more_body": True})
     assert protocol.replies == []
 
 
@@ -62,9 +80,9 @@ def test_any_other_send_keeps_the_asynchronous_path():
     async def send(message):
         return None
 
-    assert direct_writer(send) is None
-    assert direct_writer(functools.partial(send)) is None
-    assert direct_writer(functools.partial(print, "x")) is None
+    assert daphne_connection(send) is None
+    assert daphne_connection(functools.partial(send)) is None
+    assert daphne_connection(functools.partial(print, "x")) is None
 
 
 async def wait_until_parked(mailbox: Mailbox) -> None:
@@ -121,3 +139,70 @@ async def test_a_failing_direct_write_leaves_the_frame_to_the_stream_loop():
     loop_task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await loop_task
+
+
+@pytest.mark.usefixtures("keepalive_off")
+async def test_a_client_that_stopped_reading_is_cut_off_instead_of_queued_for():
+    """daphne never makes a send wait: without this, Twisted would queue every later frame."""
+    protocol = FakeProtocol()
+    _server, send = daphne_send(protocol)
+    mailbox = Mailbox(10)
+    released = []
+    stream = Stream(first=[], groups=[], render=lambda event: None, frames=mailbox,
+                    on_close=lambda: released.append(True))
+    never = asyncio.Event()
+    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
+    await wait_until_parked(mailbox)
+    mailbox.put_nowait(b'{"n":1}')
+    assert len(protocol.replies) == 1
+
+    protocol.channel._waitingForTransport = True  # more than Twisted's buffer size unsent
+    mailbox.put_nowait(b'{"n":2}')
+    await asyncio.wait_for(loop_task, 2)
+    assert len(protocol.replies) == 1  # nothing more queued for it
+    assert protocol.channel.transport.aborted and released == [True]
+
+
+def test_backed_up_is_twisteds_own_back_pressure_on_a_real_http_channel():
+    """The flag read is the one this Twisted sets: a peer that reads nothing makes it true once
+    more than the channel's buffer size is queued."""
+    import socket
+    from twisted.internet import tcp
+    from twisted.web.http import HTTPChannel
+
+    from mcp_endpoint.direct_send import DaphneConnection
+
+    class Reactor:
+        def addWriter(self, writer):  # noqa: N802 - Twisted's interface
+            pass
+
+        def removeWriter(self, writer):  # noqa: N802
+            pass
+
+        def addReader(self, reader):  # noqa: N802
+            pass
+
+        def removeReader(self, reader):  # noqa: N802
+            pass
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    peer = socket.create_connection(listener.getsockname())
+    ours, _ = listener.accept()
+    listener.close()
+    ours.setblocking(False)
+    channel = HTTPChannel()
+    channel.timeOut = None  # no timeout call on the global reactor
+    transport = tcp.Connection(ours, channel, Reactor())
+    transport.connected = True
+    channel.makeConnection(transport)
+    request = FakeProtocol()
+    request.channel = channel
+    connection = DaphneConnection({request: {}}, request)
+    try:
+        transport.write(b"x" * 1000)
+        assert not connection.backed_up()
+        transport.write(b"x" * 8_000_000)  # more than any socket buffer takes, and than bufferSize
+        assert connection.backed_up()
+    finally:
+        ours.close()
+        peer.close()
