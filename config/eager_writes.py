@@ -10,6 +10,11 @@ p50 39 ms / p99 52 ms with buffered writes to the figures in the README with the
 So when a connection's buffer is empty, its write tries ``send`` at once. Whatever the socket
 does not take (a full socket buffer, an error) goes through Twisted's own buffered path, which
 keeps the order, pauses producers and reports a lost connection exactly as before.
+
+Only a plain send is taken: a connection that started TLS (``startTLS``: its bytes belong to
+the TLS layer, a send would put plaintext on the wire), one being aborted (what is written
+after ``abortConnection`` is dropped) and a UNIX connection with file descriptors queued (they
+travel with the next bytes, through its own ``writeSomeData``) keep Twisted's path.
 """
 
 from __future__ import annotations
@@ -32,9 +37,11 @@ def install_eager_writes() -> bool:
     buffered_write_sequence = connection.writeSequence
 
     def write(self: Any, data: bytes) -> None:
-        # Nothing queued: no bytes left in either of Twisted's buffers, and the connection open.
+        # Nothing queued: no bytes left in either of Twisted's buffers, and the connection open
+        # (and a plain one: no TLS layer, no abort under way, no file descriptor waiting).
         if (type(data) is bytes and data and not self._tempDataLen and self.offset == len(self.dataBuffer)
-                and self.connected and not self.disconnecting and not self._writeDisconnected):
+                and self.connected and not self.disconnecting and not self._writeDisconnected
+                and not self.TLS and not self._aborting and not getattr(self, "_sendmsgQueue", None)):
             try:
                 sent = self.socket.send(data)
             except OSError:  # full (EAGAIN, ENOBUFS) or lost: Twisted's path retries or reports it

@@ -108,3 +108,80 @@ def test_installing_twice_patches_once(connection):
     write = tcp.Connection.write
     assert install_eager_writes()
     assert tcp.Connection.write is write
+
+
+def read_available(peer: socket.socket) -> bytes:
+    peer.setblocking(False)
+    data = b""
+    while True:
+        try:
+            chunk = peer.recv(1 << 20)
+        except BlockingIOError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_a_connection_that_started_tls_never_sends_plaintext(connection):
+    """After startTLS, Connection.write hands the bytes to the TLS layer (ConnectionMixin):
+    an eager send would put the application's plaintext on the wire."""
+    from twisted.internet.ssl import optionsForClientTLS
+
+    conn, peer, reactor = connection
+    conn._tlsClientDefault = True
+    conn.startTLS(optionsForClientTLS("example.invalid"))
+    while conn in reactor.writers:  # the ClientHello goes out through Twisted's own path
+        conn.doWrite()
+    hello = read_available(peer)
+    assert hello[:1] == b"\x16"  # a TLS handshake record
+    conn.write(b"GET /secret-token HTTP/1.1\r\n\r\n")
+    conn.writeSequence([b"more ", b"secret-token"])
+    while conn in reactor.writers:
+        conn.doWrite()
+    assert b"secret-token" not in read_available(peer)
+
+
+def test_a_write_after_abort_connection_is_dropped(connection):
+    """abortConnection drops what is buffered and whatever is written until the connection is
+    lost (a callLater(0) later): nothing written after it may reach the peer."""
+    conn, peer, reactor = connection
+    conn.reactor.callLater = lambda *args, **kwargs: None  # connectionLost would follow on the next turn
+    conn.abortConnection()
+    conn.write(b"written after the abort")
+    assert read_available(peer) == b""
+
+
+def test_a_unix_connection_sends_a_queued_file_descriptor_with_the_next_bytes(connection):
+    """unix.Server's writeSomeData sends queued descriptors along with the first bytes written
+    after them (IUNIXTransport.sendFileDescriptor); a bare socket.send would leave them with no
+    byte to travel with (FileDescriptorOverrun: the connection is lost)."""
+    import array
+    import os
+
+    from twisted.internet import unix
+
+    _conn, _peer, reactor = connection
+    ours, peer = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ours.setblocking(False)
+    conn = unix.Server(ours, Protocol(), None, None, 0, reactor)
+    conn.connected = True
+    read_end, write_end = os.pipe()
+    try:
+        conn.sendFileDescriptor(read_end)
+        conn.write(b"x")
+        while conn in reactor.writers:
+            assert conn.doWrite() is None
+        data, ancillary, _flags, _addr = peer.recvmsg(16, socket.CMSG_SPACE(4))
+        assert data == b"x"
+        fds = array.array("i")
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+        assert len(fds) == 1
+        os.close(fds[0])
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+        ours.close()
+        peer.close()
