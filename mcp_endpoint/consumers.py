@@ -461,8 +461,11 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     frame_task: asyncio.Future | None = None
     keepalive = float(mcp_settings.KEEPALIVE_SECONDS)
     # One timer per stream, re-armed only once it has fired (at most once per interval); frames
-    # push the keep-alive back by moving `due`, which the fired timer then waits for.
+    # push the keep-alive back by moving `due`, which the fired timer then waits for. The
+    # `alive()` re-check is not pushed back: a revoked client's stream ends within an interval
+    # or two even while notifications keep it busy.
     due = loop.time() + keepalive
+    checked = loop.time()
     fired: list[bool] = []
 
     def on_timer() -> None:
@@ -506,11 +509,13 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             frame_done = frame_task is not None and frame_task.done()
             mail = mailbox is not None and not mailbox.empty()
             ready = layer_done or frame_done or mail
-            tick = loop.time() >= due - 0.001  # a timer may fire up to the clock's resolution early
-            if not (ready or tick or disconnect.done() or stop.requested):
+            now = loop.time()
+            tick = now >= due - 0.001  # a timer may fire up to the clock's resolution early
+            recheck = stream.alive is not None and now >= checked + keepalive - 0.001
+            if not (ready or tick or recheck or disconnect.done() or stop.requested):
                 if fired:  # fired early, or frames pushed the keep-alive back: wait for the new time
                     fired.clear()
-                    timer = loop.call_at(due, on_timer)
+                    timer = loop.call_at(min(due, checked + keepalive) if stream.alive else due, on_timer)
                 if direct is not None:
                     mailbox.deliver = deliver_now  # type: ignore[union-attr]
                 try:
@@ -524,12 +529,16 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             if stop.requested:  # server shutdown (a restart): the client reconnects
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
+            if tick or recheck:
+                if stream.alive is not None:
+                    checked = loop.time()
+                    if not await _still_alive(stream):
+                        await end()
+                        return
+                if tick and not ready:
+                    await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
+                    due = loop.time() + keepalive
             if not ready:
-                if stream.alive is not None and not await _still_alive(stream):
-                    await end()
-                    return
-                await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
-                due = loop.time() + keepalive
                 continue
             out: list[bytes] = []
             closing = False

@@ -206,3 +206,34 @@ def test_backed_up_is_twisteds_own_back_pressure_on_a_real_http_channel():
     finally:
         ours.close()
         peer.close()
+
+
+@pytest.mark.parametrize("server", ["daphne", "other"])
+async def test_a_revoked_client_is_re_checked_while_notifications_keep_its_stream_busy(settings, server):
+    """Frames push the keep-alive comment back, never the re-check of the client's rights: a
+    revoked client's stream ends within an interval or two however often it is written to."""
+    settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 0.2}
+    protocol = FakeProtocol()
+    _server, daphne = daphne_send(protocol)
+
+    async def other(message):
+        protocol.replies.append(message)
+
+    checks = []
+
+    async def alive():
+        checks.append(True)
+        return False  # revoked
+
+    mailbox = Mailbox(10)
+    stream = Stream(first=[], groups=[], render=lambda event: None, closing=b'{"closing":true}',
+                    frames=mailbox, alive=alive)
+    never = asyncio.Event()
+    send = daphne if server == "daphne" else other
+    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
+    started = asyncio.get_running_loop().time()
+    while not loop_task.done():
+        assert asyncio.get_running_loop().time() - started < 1.0, "the revoked client's stream is still open"
+        mailbox.put_nowait(b'{"n":1}')
+        await asyncio.sleep(0.05)
+    assert checks and b'"closing":true' in protocol.replies[-1]["body"]
