@@ -34,7 +34,7 @@ from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
 from registry import dynamic, warmup
-from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, refresh_catalog
+from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, held_labels, refresh_catalog
 from registry.changes import Change, ChangeBatch
 from registry.consistency import served_fingerprint, stale_keys
 from registry.rollouts import gets_candidate
@@ -490,8 +490,11 @@ class Hub:
         delivered_before = self.delivered
         await self._refresh_session_subscriptions()
         position = self.ids.floor_if_done(c.id for c in batch)
-        labels = {l.viewer.label for l in self.listeners} | set(self.catalogs)
-        for label in labels:
+        # Every label this process serves from memory, streams or not: a worker answering only
+        # requests keeps its catalogs current by the changed keys (a few queries) instead of
+        # leaving them stale for a full rebuild on the next request (about 0.85 s at 20k+20k).
+        labels = {l.viewer.label for l in self.listeners} | set(self.catalogs) | held_labels()
+        for label in sorted(labels):
             new = await database_sync_to_async(refresh_catalog)(label, [(c.kind, c.key) for c in batch])
             await self._fan_out(label, new, batch, position)
         log.info("changes %s: %d notifications queued for %d listeners in %.1f ms", [c.id for c in batch],

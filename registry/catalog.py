@@ -698,6 +698,12 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
         pool[key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
 
 
+def held_labels() -> set[str]:
+    """Labels this process holds a catalog of, fresh or not (whoever keeps them current can
+    refresh them by the changed keys instead of leaving a stale one to a full rebuild)."""
+    return set(_cache)
+
+
 def forget_catalogs() -> None:
     """Drop every cached catalog; the next use rebuilds from the database (after a failed refresh)."""
     with _build_lock:

@@ -334,3 +334,32 @@ async def test_stream_budgets_are_counted_as_streams_open_and_end():
 
 async def _no_start() -> None:
     return None
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_worker_with_no_streams_keeps_its_catalog_current_by_the_changed_keys(monkeypatch):
+    """A worker that answers requests but holds no stream used to leave its catalog stale after
+    each change, so the next request fell back to the database and a full rebuild."""
+    from registry import catalog as catalog_module
+    from registry.catalog import cached_catalog
+
+    prompt = await database_sync_to_async(make_prompt)("greet")
+    await database_sync_to_async(publish)(prompt)
+    await database_sync_to_async(fresh)()  # what the worker's requests built
+    hub = Hub()
+    hub.loop, hub.lock = asyncio.get_running_loop(), asyncio.Lock()
+
+    def change_prompt():
+        PromptMessage.objects.filter(prompt=prompt).update(text="Changed {{ topic }}")
+        publish(prompt)
+
+    await database_sync_to_async(change_prompt)()
+    builds = []
+    real_build = catalog_module._build
+    monkeypatch.setattr(catalog_module, "_build",
+                        lambda label, base, changed: builds.append((base is not None, changed))
+                        or real_build(label, base, changed))
+    await hub.process([Change(30_001, "prompt", "greet", "production", True)])
+    served = cached_catalog("production")
+    assert served is not None and served.prompt_items["greet"].version == 2
+    assert builds == [(True, [("prompt", "greet")])]  # from the old catalog, one entry re-read
