@@ -537,6 +537,7 @@ class Catalog:
 
 _cache: dict[str, Catalog] = {}
 _build_lock = threading.Lock()
+_building: set[str] = set()  # the label whose catalog is being built or refreshed (under _build_lock)
 
 
 def cached_catalog(label: str) -> Catalog | None:
@@ -574,8 +575,14 @@ _KEY_FIELDS = {"prompt": "entry__name__in", "resource": "entry__uri__in", "templ
 
 
 def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None) -> Catalog:
-    catalog = _read(label, base, changed)
-    _cache[label] = catalog
+    # Counted as held from before its read until it is stored (held_labels), so a change
+    # delivered meanwhile waits for this build and refreshes what it read.
+    _building.add(label)
+    try:
+        catalog = _read(label, base, changed)
+        _cache[label] = catalog
+    finally:
+        _building.discard(label)
     return catalog
 
 
@@ -699,9 +706,14 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
 
 
 def held_labels() -> set[str]:
-    """Labels this process holds a catalog of, fresh or not (whoever keeps them current can
-    refresh them by the changed keys instead of leaving a stale one to a full rebuild)."""
-    return set(_cache)
+    """Labels this process holds a catalog of, fresh or not, or is building one of (whoever keeps
+    them current can refresh them by the changed keys instead of leaving a stale one to a full
+    rebuild).
+
+    A build under way counts: it may have read an entry before a change committed, and the
+    catalog it stores would otherwise miss that change for good once a later change refreshed it
+    by its own keys and stamped it current. Refreshing it waits for the build (_build_lock)."""
+    return set(_cache) | set(_building)
 
 
 def forget_catalogs() -> None:

@@ -363,3 +363,55 @@ async def test_a_worker_with_no_streams_keeps_its_catalog_current_by_the_changed
     served = cached_catalog("production")
     assert served is not None and served.prompt_items["greet"].version == 2
     assert builds == [(True, [("prompt", "greet")])]  # from the old catalog, one entry re-read
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_catalog_built_while_a_change_is_delivered_is_not_refreshed_into_a_stale_fresh_one():
+    """A worker's request (or the warm-up thread) builds a label's catalog while the hub delivers
+    a change: the hub's list of held labels, taken before the build stored its catalog, left it
+    out, so the build's older catalog missed that change; the next change then refreshed it by
+    its own keys alone and stamped it current, serving the missed change's old version."""
+    import threading
+
+    from registry import catalog as catalog_module
+    from registry.catalog import cached_catalog
+
+    greet = await database_sync_to_async(make_prompt)("greet")
+    other = await database_sync_to_async(make_prompt)("other")
+    await database_sync_to_async(publish)(greet)
+    await database_sync_to_async(publish)(other)
+    await database_sync_to_async(catalog_module.forget_catalogs)()
+    hub = Hub()
+    hub.loop, hub.lock = asyncio.get_running_loop(), asyncio.Lock()
+
+    read_done, go_on = threading.Event(), threading.Event()
+    real_read = catalog_module._read
+
+    def slow_read(label, base, changed, entry_ids=None):
+        catalog = real_read(label, base, changed, entry_ids)
+        if base is None and entry_ids is None and not go_on.is_set():  # the build under way
+            read_done.set()
+            go_on.wait(10)
+        return catalog
+
+    catalog_module._read = slow_read
+    try:
+        build = asyncio.get_running_loop().run_in_executor(None, fresh)  # read greet v1, then waits
+        await asyncio.get_running_loop().run_in_executor(None, read_done.wait, 10)
+
+        def change(prompt):
+            PromptMessage.objects.filter(prompt=prompt).update(text="Changed {{ topic }}")
+            publish(prompt)
+
+        await database_sync_to_async(change)(greet)
+        delivery = asyncio.ensure_future(hub.process([Change(40_001, "prompt", "greet", "production", True)]))
+        await asyncio.sleep(0.2)  # the hub takes its labels while the build still runs
+        go_on.set()
+        await build
+        await delivery
+        await database_sync_to_async(change)(other)
+        await hub.process([Change(40_002, "prompt", "other", "production", True)])
+    finally:
+        catalog_module._read = real_read
+    served = cached_catalog("production")
+    assert served is None or served.prompt_items["greet"].version == 2
