@@ -477,10 +477,19 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     # so does a frame for a client that has stopped reading (the loop cuts it off).
     connection = daphne_connection(send)
     direct = connection.write if connection is not None and mailbox is not None else None
+    # Frames written while Twisted already held more than its buffer size for this client. Being
+    # backed up once is no proof the client stopped reading (a large first frame on a small
+    # socket buffer, read steadily, sets it too): it is cut off only once LISTENER_QUEUE_SIZE
+    # frames have gone in after that without Twisted ever getting back under its buffer size.
+    behind = 0
+    queue_size = int(mcp_settings.LISTENER_QUEUE_SIZE)
 
     def deliver_now(item: Any) -> bool:
-        nonlocal due
-        if item is None or item is DROP or connection.backed_up():  # type: ignore[union-attr]
+        nonlocal due, behind
+        if item is None or item is DROP:
+            return False
+        backed_up = connection.backed_up()  # type: ignore[union-attr]
+        if backed_up and behind >= queue_size:  # the loop cuts it off
             return False
         try:
             body = _frame(item)
@@ -488,6 +497,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
         except Exception:  # the loop sends it instead (and ends the stream if the send fails)
             logger.debug("direct write failed; the stream loop takes the frame", exc_info=True)
             return False
+        behind = behind + 1 if backed_up else 0
         due = loop.time() + keepalive
         return True
 
@@ -568,13 +578,18 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                     dropped = True
                     break
                 out.append(item)
-            if out and connection is not None and connection.backed_up():
-                # daphne never makes a send wait, so a client that stopped reading would have
-                # Twisted queue its frames without end: cut that one client off instead.
-                logger.warning("cutting off a notification stream whose client stopped reading "
-                               "(Twisted holds more than its buffer size unsent)")
-                connection.abort()
-                return
+            if out and connection is not None:
+                if not connection.backed_up():
+                    behind = 0
+                elif behind + len(out) > queue_size:
+                    # daphne never makes a send wait, so a client that stopped reading would have
+                    # Twisted queue its frames without end: cut that one client off instead.
+                    logger.warning("cutting off a notification stream whose client stopped reading "
+                                   "(Twisted holds more than its buffer size unsent)")
+                    connection.abort()
+                    return
+                else:
+                    behind += len(out)
             if out:
                 await send({"type": "http.response.body", "body": b"".join(_frame(f) for f in out),
                             "more_body": True})

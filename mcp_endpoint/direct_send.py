@@ -12,7 +12,8 @@ the hub can write a frame to an idle stream while it walks the listeners (mcp_en
 Because daphne's send never waits, a client that stops reading never slows its stream down:
 Twisted queues whatever the kernel does not take, without end. ``backed_up`` reads Twisted's own
 high-water mark (the HTTP channel is paused once more than its buffer size is queued), so the
-stream loop can cut that one client off instead (``LISTENER_QUEUE_SIZE``'s promise).
+stream loop can cut that one client off instead (``LISTENER_QUEUE_SIZE``'s promise: once that
+many frames went in while it stayed backed up, mcp_endpoint/consumers.py).
 
 Any other server's ``send`` (uvicorn, the test communicators) is not recognised, and its streams
 keep the asynchronous path, which is always correct, only slower.

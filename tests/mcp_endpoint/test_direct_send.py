@@ -141,9 +141,10 @@ async def test_a_failing_direct_write_leaves_the_frame_to_the_stream_loop():
         await loop_task
 
 
-@pytest.mark.usefixtures("keepalive_off")
-async def test_a_client_that_stopped_reading_is_cut_off_instead_of_queued_for():
-    """daphne never makes a send wait: without this, Twisted would queue every later frame."""
+async def test_a_client_that_stopped_reading_is_cut_off_instead_of_queued_for(settings):
+    """daphne never makes a send wait: without this, Twisted would queue every later frame. Once
+    Twisted holds more than its buffer size, LISTENER_QUEUE_SIZE more frames go in, no more."""
+    settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30, "LISTENER_QUEUE_SIZE": 3}
     protocol = FakeProtocol()
     _server, send = daphne_send(protocol)
     mailbox = Mailbox(10)
@@ -157,10 +158,36 @@ async def test_a_client_that_stopped_reading_is_cut_off_instead_of_queued_for():
     assert len(protocol.replies) == 1
 
     protocol.channel._waitingForTransport = True  # more than Twisted's buffer size unsent
-    mailbox.put_nowait(b'{"n":2}')
+    for n in range(2, 6):
+        mailbox.put_nowait(b'{"n":%d}' % n)
     await asyncio.wait_for(loop_task, 2)
-    assert len(protocol.replies) == 1  # nothing more queued for it
+    assert len(protocol.replies) == 1 + 3  # nothing more queued for it past LISTENER_QUEUE_SIZE
     assert protocol.channel.transport.aborted and released == [True]
+
+
+async def test_a_client_that_catches_up_starts_its_allowance_over(settings):
+    """Frames written while Twisted is over its buffer size are counted only until it is back
+    under it: a client that keeps up, if in bursts, is never cut off."""
+    settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30, "LISTENER_QUEUE_SIZE": 3}
+    protocol = FakeProtocol()
+    _server, send = daphne_send(protocol)
+    mailbox = Mailbox(10)
+    stream = Stream(first=[], groups=[], render=lambda event: None, frames=mailbox)
+    never = asyncio.Event()
+    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
+    await wait_until_parked(mailbox)
+    for burst in range(3):
+        protocol.channel._waitingForTransport = True
+        for n in range(3):
+            mailbox.put_nowait(b'{"n":%d}' % n)
+        protocol.channel._waitingForTransport = False  # it read them all
+        mailbox.put_nowait(b'{"n":3}')
+    await asyncio.sleep(0.05)
+    assert not loop_task.done() and not protocol.channel.transport.aborted
+    assert len(protocol.replies) == 12
+    loop_task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loop_task
 
 
 def test_backed_up_is_twisteds_own_back_pressure_on_a_real_http_channel():
@@ -237,3 +264,112 @@ async def test_a_revoked_client_is_re_checked_while_notifications_keep_its_strea
         mailbox.put_nowait(b'{"n":1}')
         await asyncio.sleep(0.05)
     assert checks and b'"closing":true' in protocol.replies[-1]["body"]
+
+
+class AsyncioReactor:
+    """What a Twisted TCP connection asks of its reactor, on the running asyncio loop (daphne
+    runs Twisted on asyncio): writes happen as the socket takes them, as in production."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def addWriter(self, writer):  # noqa: N802 - Twisted's interface
+        self.loop.add_writer(writer.fileno(), self._write, writer)
+
+    def removeWriter(self, writer):  # noqa: N802
+        self.loop.remove_writer(writer.fileno())
+
+    def _write(self, writer) -> None:
+        why = writer.doWrite()
+        if why:
+            self.removeWriter(writer)
+
+    def addReader(self, reader):  # noqa: N802
+        pass
+
+    def removeReader(self, reader):  # noqa: N802
+        pass
+
+    def callLater(self, delay, func, *args, **kwargs):  # noqa: N802
+        return self.loop.call_later(delay, lambda: func(*args, **kwargs))
+
+
+@pytest.mark.usefixtures("keepalive_off")
+async def test_a_client_still_reading_a_large_first_frame_is_not_cut_off():
+    """A listen's first frames (one per subscribed URI, up to 1,000) can exceed Twisted's 64 KiB
+    buffer on top of a small socket buffer (a real network's window) while the client reads
+    them steadily: a notification in that time must reach it, not cut it off."""
+    import socket
+    import threading
+    import time
+
+    from twisted.internet import tcp
+    from twisted.web.http import HTTPChannel
+
+    loop = asyncio.get_running_loop()
+    listener = socket.create_server(("127.0.0.1", 0))
+    peer = socket.socket()
+    peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    peer.connect(listener.getsockname())
+    ours, _ = listener.accept()
+    listener.close()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    ours.setblocking(False)
+    channel = HTTPChannel()
+    channel.timeOut = None
+    transport = tcp.Connection(ours, channel, AsyncioReactor(loop))
+    transport.connected = True
+    channel.makeConnection(transport)
+
+    class Request(FakeProtocol):
+        def handle_reply(self, message: dict) -> None:
+            transport.write(message["body"])
+
+    request = Request()
+    request.channel = channel
+    _server, send = daphne_send(request)
+
+    received = bytearray()
+    stop = threading.Event()
+
+    def read_steadily() -> None:  # a healthy client on a slow link: 16 KiB every 20 ms
+        peer.settimeout(0.02)
+        while not stop.is_set():
+            try:
+                chunk = peer.recv(16384)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            received.extend(chunk)
+            time.sleep(0.02)
+
+    reader = threading.Thread(target=read_steadily, daemon=True)
+    reader.start()
+    first = b"x" * 150_000  # about 1,000 subscribed URIs' first frames
+    mailbox = Mailbox(10)
+    stream = Stream(first=[], groups=[], render=lambda event: None, frames=mailbox)
+    never = asyncio.Event()
+    try:
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
+        await wait_until_parked(mailbox)
+        assert daphne_connection(send).backed_up()  # the first frame is still on its way
+        mailbox.put_nowait(b'{"n":1}')
+        deadline = loop.time() + 5
+        while b'{"n":1}' not in received and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        assert not loop_task.done(), "a client reading its first frame was cut off"
+        assert not transport._aborting and b'{"n":1}' in received
+        loop_task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop_task
+    finally:
+        stop.set()
+        if transport.connected:
+            loop.remove_writer(ours.fileno())
+        ours.close()
+        peer.close()
+        reader.join(2)
