@@ -540,14 +540,18 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
             if tick or recheck:
+                # Both next times count from this moment: the next keep-alive counted from after
+                # the re-check's query would drift from the next re-check by its duration, and
+                # an idle stream would wake (and query) twice per interval.
+                now = loop.time()
                 if stream.alive is not None:
-                    checked = loop.time()
+                    checked = now
                     if not await _still_alive(stream):
                         await end()
                         return
                 if tick and not ready:
                     await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
-                    due = loop.time() + keepalive
+                    due = now + keepalive
             if not ready:
                 continue
             out: list[bytes] = []

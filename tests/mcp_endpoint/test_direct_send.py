@@ -373,3 +373,33 @@ async def test_a_client_still_reading_a_large_first_frame_is_not_cut_off():
         ours.close()
         peer.close()
         reader.join(2)
+
+
+async def test_an_idle_streams_client_is_re_checked_once_per_keep_alive_interval(settings):
+    """The re-check takes a database query: it ran before the keep-alive comment, whose next
+    time was then counted from after it, so the comment's tick and the re-check's drifted apart
+    by the query's duration and each ran the query: twice the queries and wake-ups per interval
+    for every idle stream."""
+    settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 0.2}
+    loop = asyncio.get_running_loop()
+    checks: list[float] = []
+    comments: list[float] = []
+
+    async def alive():
+        checks.append(loop.time())
+        await asyncio.sleep(0.02)  # a query's round trip
+        return True
+
+    async def send(message):
+        if message["body"].startswith(b":"):
+            comments.append(loop.time())
+
+    stream = Stream(first=[], groups=[], render=lambda event: None, frames=Mailbox(10), alive=alive)
+    never = asyncio.Event()
+    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
+    await asyncio.sleep(1.1)  # five intervals
+    loop_task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loop_task
+    assert 4 <= len(comments) <= 6  # keep-alive comments still on time
+    assert 4 <= len(checks) <= 6, f"{len(checks)} re-checks in five intervals"
