@@ -93,6 +93,16 @@ async def wait_until_parked(mailbox: Mailbox) -> None:
     raise AssertionError("the stream loop never parked")
 
 
+async def parked_daphne_stream(protocol: FakeProtocol, **stream_options) -> tuple[Mailbox, asyncio.Future]:
+    """A stream loop on daphne's send for `protocol`, parked and waiting for frames."""
+    _server, send = daphne_send(protocol)
+    mailbox = Mailbox(10)
+    stream = Stream(first=[], groups=[], render=lambda event: None, frames=mailbox, **stream_options)
+    loop_task = asyncio.ensure_future(run_stream_loop(stream, asyncio.Event().wait, send))
+    await wait_until_parked(mailbox)
+    return mailbox, loop_task
+
+
 @pytest.fixture
 def keepalive_off(settings):
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
@@ -101,13 +111,7 @@ def keepalive_off(settings):
 @pytest.mark.usefixtures("keepalive_off")
 async def test_a_frame_offered_to_a_parked_daphne_stream_is_written_before_the_offer_returns():
     protocol = FakeProtocol()
-    _server, send = daphne_send(protocol)
-    mailbox = Mailbox(10)
-    stream = Stream(first=[], groups=[], render=lambda event: None, closing=b'{"closing":true}',
-                    frames=mailbox)
-    never = asyncio.Event()
-    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
-    await wait_until_parked(mailbox)
+    mailbox, loop_task = await parked_daphne_stream(protocol, closing=b'{"closing":true}')
 
     mailbox.put_nowait(b'{"n":1}')
     assert [m["body"] for m in protocol.replies] == [FRAME]  # no await in between: no task switch
@@ -122,12 +126,7 @@ async def test_a_frame_offered_to_a_parked_daphne_stream_is_written_before_the_o
 @pytest.mark.usefixtures("keepalive_off")
 async def test_a_failing_direct_write_leaves_the_frame_to_the_stream_loop():
     protocol = FakeProtocol(failures=1)
-    _server, send = daphne_send(protocol)
-    mailbox = Mailbox(10)
-    stream = Stream(first=[], groups=[], render=lambda event: None, frames=mailbox)
-    never = asyncio.Event()
-    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
-    await wait_until_parked(mailbox)
+    mailbox, loop_task = await parked_daphne_stream(protocol)
 
     mailbox.put_nowait(b'{"n":1}')  # the hub is never handed the stream's failure
     assert protocol.replies == []
@@ -146,14 +145,8 @@ async def test_a_client_that_stopped_reading_is_cut_off_instead_of_queued_for(se
     Twisted holds more than its buffer size, LISTENER_QUEUE_SIZE more frames go in, no more."""
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30, "LISTENER_QUEUE_SIZE": 3}
     protocol = FakeProtocol()
-    _server, send = daphne_send(protocol)
-    mailbox = Mailbox(10)
     released = []
-    stream = Stream(first=[], groups=[], render=lambda event: None, frames=mailbox,
-                    on_close=lambda: released.append(True))
-    never = asyncio.Event()
-    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
-    await wait_until_parked(mailbox)
+    mailbox, loop_task = await parked_daphne_stream(protocol, on_close=lambda: released.append(True))
     mailbox.put_nowait(b'{"n":1}')
     assert len(protocol.replies) == 1
 
@@ -170,12 +163,7 @@ async def test_a_client_that_catches_up_starts_its_allowance_over(settings):
     under it: a client that keeps up, if in bursts, is never cut off."""
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30, "LISTENER_QUEUE_SIZE": 3}
     protocol = FakeProtocol()
-    _server, send = daphne_send(protocol)
-    mailbox = Mailbox(10)
-    stream = Stream(first=[], groups=[], render=lambda event: None, frames=mailbox)
-    never = asyncio.Event()
-    loop_task = asyncio.ensure_future(run_stream_loop(stream, never.wait, send))
-    await wait_until_parked(mailbox)
+    mailbox, loop_task = await parked_daphne_stream(protocol)
     for burst in range(3):
         protocol.channel._waitingForTransport = True
         for n in range(3):
