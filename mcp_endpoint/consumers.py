@@ -484,12 +484,21 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     behind = 0
     queue_size = int(mcp_settings.LISTENER_QUEUE_SIZE)
 
-    def deliver_now(item: Any) -> bool:
-        nonlocal due, behind
-        if item is None or item is DROP:
+    def within_allowance(count: int) -> bool:
+        """Count `count` frames about to go to this client; False once they would pass the
+        allowance (the loop then cuts the client off)."""
+        nonlocal behind
+        if not connection.backed_up():  # type: ignore[union-attr]
+            behind = 0
+            return True
+        if behind + count > queue_size:
             return False
-        backed_up = connection.backed_up()  # type: ignore[union-attr]
-        if backed_up and behind >= queue_size:  # the loop cuts it off
+        behind += count
+        return True
+
+    def deliver_now(item: Any) -> bool:
+        nonlocal due
+        if item is None or item is DROP or not within_allowance(1):
             return False
         try:
             body = _frame(item)
@@ -497,7 +506,6 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
         except Exception:  # the loop sends it instead (and ends the stream if the send fails)
             logger.debug("direct write failed; the stream loop takes the frame", exc_info=True)
             return False
-        behind = behind + 1 if backed_up else 0
         due = loop.time() + keepalive
         return True
 
@@ -582,18 +590,13 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                     dropped = True
                     break
                 out.append(item)
-            if out and connection is not None:
-                if not connection.backed_up():
-                    behind = 0
-                elif behind + len(out) > queue_size:
-                    # daphne never makes a send wait, so a client that stopped reading would have
-                    # Twisted queue its frames without end: cut that one client off instead.
-                    logger.warning("cutting off a notification stream whose client stopped reading "
-                                   "(Twisted holds more than its buffer size unsent)")
-                    connection.abort()
-                    return
-                else:
-                    behind += len(out)
+            if out and connection is not None and not within_allowance(len(out)):
+                # daphne never makes a send wait, so a client that stopped reading would have
+                # Twisted queue its frames without end: cut that one client off instead.
+                logger.warning("cutting off a notification stream whose client stopped reading "
+                               "(Twisted holds more than its buffer size unsent)")
+                connection.abort()
+                return
             if out:
                 await send({"type": "http.response.body", "body": b"".join(_frame(f) for f in out),
                             "more_body": True})
