@@ -16,7 +16,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from registry import errors
 
 CONFLICT_ERRORS = tuple(
-    getattr(errors, name) for name in ("ApprovalRequired", "StaleReview", "ReviewClosed", "NothingToPublish")
+    getattr(errors, name) for name in ("ApprovalRequired", "StaleReview", "ReviewClosed", "NothingToPublish",
+                                       "NotAnOlderVersion")
     if hasattr(errors, name)
 )
 FORBIDDEN_ERRORS = tuple(

@@ -93,6 +93,10 @@ class ApprovalRequired(RegistryError):
     """A protected label would move without an approved review or an explicit, permitted override."""
 
 
+class NotAnOlderVersion(RegistryError):
+    """A rollback to a version that is not older than the one the label serves now (that is a move forward)."""
+
+
 class SelfApproval(RegistryError):
     """The requester tried to approve (or reject) their own review request."""
 

@@ -19,7 +19,10 @@ default ["production"], are created protected) the move needs ONE of:
    superuser's plain API call or import cannot move production). It is audited as an
    `override` row naming who and why, next to the usual label_move/rollback row;
 3. an incident rollback (`rollback` only): a publisher may put the label back on a version
-   it served before, with the note as the reason, audited as `incident_rollback`;
+   it served before AND that is older than the one it serves now, with the note as the reason,
+   audited as `incident_rollback` (`is_incident_rollback` is that rule; the admin asks it too).
+   `rollback` never moves a label forward: a target that is not older is refused
+   (NotAnOlderVersion) on every label, since going forward is a label move, reviewed where protected;
 4. the command line (`acting_user=None`): the operator has shell and database access anyway,
    so it is treated as an automatic override and audited with the reason
    "command line (operator)" (this is how `registry_import --publish` bootstraps a registry).
@@ -46,6 +49,7 @@ from registry.changes import record_change, service_save, service_transaction
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
+    NotAnOlderVersion,
     NothingToPublish,
     PublishPermissionDenied,
     RegistryError,
@@ -394,11 +398,12 @@ def rollback(
     actor: str | None = None,
     override_reason: str | None = None,
 ) -> ReleaseLabel:
-    """Point `label` back at `to_version`, or at the version before the one it serves now.
+    """Point `label` back at `to_version` (older than what it serves now), or at the version before it.
 
     On a protected label a publisher alone may roll back to a version that label served before
-    (an incident rollback, audited as such with the note as its reason); any other target needs an
-    approval or an override like every move of a protected label.
+    (an incident rollback, audited as such with the note as its reason); any other older target
+    needs an approval or an override like every move of a protected label. A target that is not
+    older is refused whoever asks: moving forward is `move_label` (or a review), never a rollback.
     """
     require_publisher(acting_user, entry)
     if not (note or "").strip():
@@ -416,10 +421,16 @@ def rollback(
     version = entry.versions.filter(number=to_version).first()  # type: ignore[attr-defined]
     if version is None:
         raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": to_version})
+    if version.number >= current.version.number:
+        raise NotAnOlderVersion(
+            _("'%(label)s' of %(key)s serves v%(current)s; v%(number)s is not older, so rolling back to it would "
+              "move the label forward. Move the label instead: on a protected label that needs an approved review "
+              "(request one), or an audited emergency override.")
+            % {"label": label, "key": entry.key, "current": current.version.number, "number": version.number}
+        )
     note = note.strip()
-    incident = (current.protected and not (override_reason or "").strip()
-                and (entry.kind, entry.pk, label) not in _approved.get()
-                and version.number != current.version.number and served_before(entry, label, version.number))
+    incident = (not (override_reason or "").strip() and (entry.kind, entry.pk, label) not in _approved.get()
+                and _incident_rollback(entry, current, version.number))
     if not incident:
         return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
                             action=AuditAction.ROLLBACK, override_reason=override_reason)
@@ -431,6 +442,21 @@ def rollback(
     with approved_move(entry, label, reference=f"incident rollback by {actor or actor_name(acting_user)}"):
         return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
                             action=AuditAction.ROLLBACK)
+
+
+def is_incident_rollback(entry: VersionedEntry, label: str, version_number: int) -> bool:
+    """Whether one publisher alone may point `label` at `version_number` now (an incident rollback).
+
+    Only on a protected label (elsewhere a publisher needs nobody), only backwards (older than the
+    version it serves now) and only to a version it served before to every client.
+    """
+    current = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
+    return current is not None and _incident_rollback(entry, current, version_number)
+
+
+def _incident_rollback(entry: VersionedEntry, current: ReleaseLabel, version_number: int) -> bool:
+    return bool(current.protected and version_number < current.version.number
+                and served_before(entry, label=current.name, version_number=version_number))
 
 
 def served_before(entry: VersionedEntry, label: str, version_number: int) -> bool:

@@ -584,10 +584,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             messages.error(request, _("%(key)s has no version to point '%(label)s' at.") % {"key": obj.key, "label": label_name})
             return HttpResponseRedirect(self._url("history", obj))
         rollback = current is not None and target.number < current.version.number
-        label_protected = services.is_protected(obj, label_name)
-        # An incident rollback (a version this protected label served before) needs no second publisher.
-        incident = rollback and label_protected and services.served_before(obj, label_name, target.number)
-        protected = label_protected and not incident
+        # An incident rollback (an older version this protected label served before) needs no second publisher.
+        incident = services.is_incident_rollback(obj, label_name, target.number)
+        protected = services.is_protected(obj, label_name) and not incident
         initial = {"label": label_name, "version": target.number}
         form = LabelMoveForm(request.POST if request.method == "POST" else None, initial=initial, rollback=rollback,
                              can_override=protected and services.can_override(request.user))

@@ -378,3 +378,33 @@ def test_warnings_come_back_without_blocking_the_save(as_editor):
     assert response.status_code == 201
     assert any("no description" in w for w in response.json()["warnings"])
     assert any("'unused'" in w for w in response.json()["warnings"])
+
+
+def _second_version(kind, key):
+    """Give the entry a second version on production (as the operator), so production served v1 then v2."""
+    from registry.kinds import KINDS
+
+    entry = KINDS[kind].entry_model.objects.get(**{KINDS[kind].key_field: key})
+    entry.description = "second"
+    entry.save()
+    release(entry, note="v2")
+    return entry
+
+
+@pytest.mark.parametrize("kind,path,make,key", [
+    ("prompt", "prompts/greet", lambda: make_prompt("greet"), "greet"),
+    ("resource", "resources/{pk}", lambda: make_resource("docs://guide"), "docs://guide"),
+    ("template", "templates/{pk}", lambda: make_template("items://{id}"), "items://{id}"),
+])
+def test_a_rollback_through_the_api_never_moves_production_forward(as_publisher, kind, path, make, key):
+    entry = make()
+    release(entry, note="v1")
+    entry = _second_version(kind, key)
+    url = f"/api/v1/{path.format(pk=entry.pk)}/rollback/"
+    back = as_publisher.post(url, {"note": "v2 is broken", "to_version": 1}, format="json")
+    assert back.status_code == 200, back.json()  # an incident rollback: production served v1 before
+    forward = as_publisher.post(url, {"note": "v2 is fine", "to_version": 2}, format="json")
+    assert forward.status_code == 409, forward.json()
+    assert forward.json()["code"] == "not_an_older_version"
+    assert entry.labels.get(name="production").version.number == 1
+    assert AuditEntry.objects.filter(action="incident_rollback").count() == 1

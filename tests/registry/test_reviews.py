@@ -11,6 +11,7 @@ from registry import reviews, services
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
+    NotAnOlderVersion,
     PublishPermissionDenied,
     ReviewClosed,
     SelfApproval,
@@ -453,3 +454,67 @@ def test_the_admin_rolls_back_at_once_for_an_incident_and_says_so(client, publis
     done = client.post(url, {"label": "production", "version": 1, "note": "v2 is broken"}, follow=True)
     assert production_of(prompt) == 1 and "incident rollback" in done.text
     assert not ReviewRequest.objects.exists()
+
+
+def test_an_incident_rollback_never_moves_a_label_forward(publisher):
+    """v1 -> v2 -> incident rollback to v1: production served v2 before, but v2 is newer, so a
+    "rollback" to it is a forward move and needs a review like any other."""
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    services.rollback(prompt, acting_user=publisher, note="v2 breaks the support bot", to_version=1)
+    with pytest.raises(NotAnOlderVersion) as refused:
+        services.rollback(prompt, acting_user=publisher, note="v2 is fine after all", to_version=2)
+    assert "v2" in refused.value.message and "v1" in refused.value.message
+    with pytest.raises(ApprovalRequired):
+        services.move_label(prompt, label="production", version_number=2, acting_user=publisher, note="forward")
+    assert production_of(prompt) == 1
+    assert AuditEntry.objects.filter(action="incident_rollback").count() == 1
+
+
+def test_a_rollback_to_the_version_served_now_is_refused(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    with pytest.raises(NotAnOlderVersion):
+        services.rollback(prompt, acting_user=publisher, note="same", to_version=2)
+    assert production_of(prompt) == 2 and not AuditEntry.objects.filter(action="incident_rollback").exists()
+
+
+def test_even_an_override_does_not_make_a_forward_move_a_rollback(release_manager):
+    """The override path moves labels forward through move_label, audited as a label move, never as a rollback."""
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), labels=["staging"], note="v2")
+    with pytest.raises(NotAnOlderVersion):
+        services.rollback(prompt, acting_user=release_manager, note="go", to_version=2, override_reason="urgent")
+    assert production_of(prompt) == 1 and not AuditEntry.objects.filter(action="rollback").exists()
+
+
+def test_an_incident_rollback_is_judged_by_one_rule_in_the_admin_and_the_service(publisher):
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    release(edited(prompt, "Three {{ topic }}"), labels=["staging"], note="v3")
+    assert services.is_incident_rollback(prompt, "production", 1)
+    assert not services.is_incident_rollback(prompt, "production", 2)  # what it serves now
+    assert not services.is_incident_rollback(prompt, "production", 3)  # newer, never served there
+    services.rollback(prompt, acting_user=publisher, note="v2 is broken", to_version=1)
+    assert not services.is_incident_rollback(prompt, "production", 2)  # served before, but newer
+    assert not services.is_incident_rollback(prompt, "staging", 1)  # staging is not protected
+
+
+def test_the_admin_files_a_review_for_a_forward_move_after_an_incident_rollback(client, publisher):
+    from django.urls import reverse
+
+    prompt = make_prompt()
+    release(prompt, note="v1")
+    release(edited(prompt, "Two {{ topic }}"), note="v2")
+    services.rollback(prompt, acting_user=publisher, note="v2 breaks the support bot", to_version=1)
+    client.force_login(publisher)
+    url = reverse("admin:registry_prompt_label", args=[prompt.pk])
+    page = client.get(url, {"label": "production", "version": 2})
+    assert "Incident rollback" not in page.text
+    client.post(url, {"label": "production", "version": 2, "note": "v2 is fine"}, follow=True)
+    assert production_of(prompt) == 1
+    assert ReviewRequest.objects.get().version_number == 2
