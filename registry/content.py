@@ -101,6 +101,18 @@ def read(sha256: str) -> bytes:
     return data
 
 
+def stored_size(sha256: str) -> int:
+    """The size of the stored bytes of `sha256` without reading them; ContentMissing when absent."""
+    try:
+        return storage().size(object_name(sha256))
+    except FileNotFoundError as exc:
+        raise ContentMissing(sha256) from exc
+    except Exception as exc:  # S3 reports a missing key as a client error
+        if not exists(sha256):
+            raise ContentMissing(sha256) from exc
+        raise
+
+
 def text(sha256: str) -> str:
     """Stored UTF-8 text (text resources, inline embedded text)."""
     return read(sha256).decode("utf-8")

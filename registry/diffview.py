@@ -4,11 +4,13 @@ One module behind every diff the admin shows (compare page, publish / request / 
 confirmations, the review page, history and the audit log), so they all speak the same words:
 fields in the order of the edit form and with its labels, "not set" instead of `null`,
 Yes/No instead of True/False, arguments as a table, messages as chat bubbles with word-level
-insertions and deletions, binary payloads as size + short hash, and keys this module does not
-know (added to snapshots later) shown generically after the known ones.
+insertions and deletions, documents as their text diff (binary files as type, size and short
+hash), and keys the schema does not know shown generically after the known ones.
 
-It returns plain data (dataclasses of strings); templates render it, auto-escaped, so nothing
-here builds HTML. No database access: the form labels are read from the form classes.
+Which fields there are, what they are called and how each compares is the snapshot schema's
+(registry/snapshot_schema.py), so every field a snapshot carries appears here. It returns plain
+data (dataclasses of strings); templates render it, auto-escaped, so nothing here builds HTML.
+No database access, except the document texts a page's `load` reads from the content store.
 """
 
 from __future__ import annotations
@@ -18,11 +20,25 @@ import binascii
 import difflib
 import hashlib
 import re
-from dataclasses import dataclass, field
-from functools import cache
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from django.utils.translation import get_language, gettext, gettext_noop, ngettext
+
+from registry.errors import ContentMissing
+from registry.snapshot_schema import (
+    CHOICE,
+    DOCUMENT,
+    LINES,
+    SCHEMAS,
+    Field,
+    Messages,
+    Schema,
+    Table,
+    choice_labels,
+    schema_of,
+)
+from registry.snapshots import DIFF_DOCUMENT_LIMIT, DIFF_TEXT_LIMIT, Loader, TooLargeToDiff
 
 # ----------------------------------------------------------------------------------- display data
 
@@ -242,86 +258,13 @@ def join_words(words: list[str]) -> str:
     return gettext("%(list)s and %(last)s") % {"list": ", ".join(words[:-1]), "last": words[-1]}
 
 # ----------------------------------------------------------------------------------------- schema
+# Which fields there are, their labels and how they compare come from registry/snapshot_schema.py;
+# this module only turns them into words.
 
-# Snapshot key -> (form class name in registry.forms, form field name), in the order of the admin form.
-_ENTRY_FIELDS: dict[str, list[tuple[str, str, str]]] = {
-    "prompt": [
-        ("name", "PromptForm", "name"), ("title", "PromptForm", "title"),
-        ("description", "PromptForm", "description"), ("tags", "PromptForm", "tags"),
-    ],
-    "resource": [
-        ("uri", "ResourceForm", "uri"), ("name", "ResourceForm", "name"), ("title", "ResourceForm", "title"),
-        ("description", "ResourceForm", "description"), ("tags", "ResourceForm", "tags"),
-        ("mimeType", "ResourceForm", "mime_type"), ("text", "ResourceForm", "text"),
-        ("blob", "ResourceForm", "upload"), ("size", "", gettext_noop("Size")),
-        ("annotations.audience", "ResourceForm", "audience"), ("annotations.priority", "ResourceForm", "priority"),
-    ],
-    "template": [
-        ("uriTemplate", "ResourceTemplateForm", "uri_template"), ("name", "ResourceTemplateForm", "name"),
-        ("title", "ResourceTemplateForm", "title"), ("description", "ResourceTemplateForm", "description"),
-        ("tags", "ResourceTemplateForm", "tags"), ("mimeType", "ResourceTemplateForm", "mime_type"),
-        ("body", "ResourceTemplateForm", "body"),
-        ("annotations.audience", "ResourceTemplateForm", "audience"),
-        ("annotations.priority", "ResourceTemplateForm", "priority"),
-    ],
-}
-# Lists of rows shown as tables: snapshot key -> (heading, singular, [(row key, form, form field)]).
-_TABLES: dict[str, tuple[str, str, list[tuple[str, str, str]]]] = {
-    "arguments": (gettext_noop("Arguments"), gettext_noop("Argument"), [
-        ("name", "PromptArgumentForm", "name"), ("title", "PromptArgumentForm", "title"),
-        ("description", "PromptArgumentForm", "description"), ("required", "PromptArgumentForm", "required"),
-        ("default", "PromptArgumentForm", "default"), ("suggestions", "PromptArgumentForm", "suggestions"),
-    ]),
-    "variables": (gettext_noop("Variables"), gettext_noop("Variable"), [
-        ("name", "TemplateVariableForm", "name"), ("description", "TemplateVariableForm", "description"),
-        ("suggestions", "TemplateVariableForm", "suggestions"),
-    ]),
-}
-_TABLES_OF_KIND = {"prompt": ["arguments"], "template": ["variables"], "resource": []}
-# Message keys (content.* flattened) -> form field of the message inline.
-_MESSAGE_FIELDS: list[tuple[str, str]] = [
-    ("content.data", "upload"), ("content.mimeType", "mime_type"), ("content.uri", "uri"),
-    ("content.name", "link_name"), ("content.title", gettext_noop("Title")),
-    ("content.description", gettext_noop("Description")),
-    ("content.resource.uri", "uri"), ("content.resource.mimeType", "mime_type"),
-    ("content.resource.blob", "upload"),
-]
-_MESSAGE_TEXT_KEYS = ("content.text", "content.resource.text")
-_BINARY_KEYS = {"blob", "data"}
 _LONG_TEXT_CHARS = 80
 _CONTEXT_LINES = 2
 _MAX_WORD_TOKENS = 2000  # above this a changed block is shown as deleted + inserted, not word by word
-
-
-def _form_label(form_name: str, field_name: str) -> str:
-    """The label editors see on the form, in the active language."""
-    return _form_label_in(form_name, field_name, get_language())
-
-
-@cache
-def _form_label_in(form_name: str, field_name: str, language: str | None) -> str:
-    if not form_name:
-        return gettext(field_name)
-    from registry import forms  # the labels editors see; imported late so this module stays importable alone
-
-    form_field = getattr(forms, form_name).base_fields.get(field_name)
-    return str(form_field.label) if form_field is not None and form_field.label else humanise(field_name)
-
-
-def _choice_labels() -> dict[str, dict[str, str]]:
-    return _choice_labels_in(get_language())
-
-
-@cache
-def _choice_labels_in(language: str | None) -> dict[str, dict[str, str]]:
-    from registry.models.prompts import ContentKind, MessageRole
-    from registry.models.resources import Audience
-
-    return {
-        "role": {value: str(label) for value, label in MessageRole.choices},
-        "type": {value: str(label) for value, label in ContentKind.choices},
-        "audience": {value: str(label) for value, label in Audience.choices if value},
-    }
+_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def humanise(key: str) -> str:
@@ -333,58 +276,131 @@ def humanise(key: str) -> str:
 
 def field_label(kind: str, key: str) -> str:
     """The form label of a snapshot key of `kind` (e.g. 'mimeType' -> 'Mime type'), else a humanised key."""
-    for snap_key, form_name, form_field in _ENTRY_FIELDS.get(kind, []):
-        if snap_key == key:
-            return _form_label(form_name, form_field)
-    return humanise(key)
+    found = schema_of(kind).field_for(key) if kind in SCHEMAS else None
+    return found.label_text if found is not None else humanise(key)
+
+
+# ------------------------------------------------------------------------------------ documents
+
+
+@dataclass(frozen=True)
+class Document:
+    """One side of a document field: a content-store reference, or the inline text/bytes of older records."""
+
+    parts: tuple[tuple[str, Any], ...]  # the reference as the snapshot holds it, for comparing
+    sha256: str = ""  # may be the short form an audit record keeps
+    size: int | None = None
+    binary: bool = False
+    text: str | None = None  # the text itself: inline, or loaded from the store
+    mime_type: str = ""
+    note: str = ""  # why the text is not shown
+
+    def summary(self) -> str:
+        """'image/png · 2,150 bytes · sha256 1a2b3c4d5e6f', or the text's size and hash."""
+        bits = [self.mime_type] if self.binary and self.mime_type else []
+        if self.size is not None:
+            bits.append(gettext("%(size)s bytes") % {"size": f"{self.size:,}"})
+        if self.sha256:
+            bits.append(f"sha256 {self.sha256[:12]}")
+        text = " · ".join(bits)
+        return f"{text} ({self.note})" if self.note else text
+
+
+def _document(field: Field, mapping: Any) -> Document | None:
+    """The document `field` stands for inside `mapping` (None when the mapping has none of its parts)."""
+    if not isinstance(mapping, dict):
+        return None
+    parts = {key: mapping[key] for key in field.parts if mapping.get(key) not in (None, "")}
+    if not parts:
+        return None
+    sha, size = parts.get("sha256", ""), parts.get("size")
+    inline = parts.get("blob", parts.get("data"))
+    if isinstance(inline, dict):  # a {sha256, size} reference under `blob` (an early snapshot shape)
+        sha, size, inline = inline.get("sha256", sha), inline.get("size", size), None
+    recorded = re.fullmatch(r"<(\d+) bytes, sha256 ([0-9a-f]+)>", inline) if isinstance(inline, str) else None
+    if recorded:  # bytes already summarised when an audit entry was written
+        size, sha, inline = int(recorded.group(1)), recorded.group(2), None
+    elif isinstance(inline, str):
+        try:
+            raw = base64.b64decode(inline, validate=True)
+        except (binascii.Error, ValueError):
+            raw = inline.encode()
+        size, sha = len(raw), hashlib.sha256(raw).hexdigest()
+    sha = str(sha).removeprefix("sha256 ")
+    # Image and audio blocks hold bytes only; a resource says how its bytes are served. Audit
+    # records keep bytes as a "<N bytes, sha256 ...>" summary (registry/snapshots.py), so a
+    # recorded reference without its encoding is a long text.
+    binary = ("encoding" not in field.parts or parts.get("encoding") == "base64"
+              or "blob" in parts or "data" in parts)
+    text = parts.get("text")
+    return Document(tuple(sorted(parts.items(), key=lambda kv: kv[0])), sha, size if isinstance(size, int) else None,
+                    binary, text if isinstance(text, str) else None, str(mapping.get("mimeType") or ""))
+
+
+def _with_text(doc: Document, load: Loader) -> Document:
+    """The document with its text loaded from the store, when it is text, complete and not too long."""
+    if doc.binary or doc.text is not None:
+        return doc
+    too_long = replace(doc, note=gettext("too long to compare here: over %(limit)s KiB")
+                       % {"limit": DIFF_DOCUMENT_LIMIT // 1024})
+    if not _HASH.fullmatch(doc.sha256):  # an audit entry written before whole hashes were kept
+        return replace(doc, note=gettext("the audit log keeps only the size and hash of texts over %(limit)s KiB")
+                       % {"limit": DIFF_TEXT_LIMIT // 1024})
+    if doc.size is not None and doc.size > DIFF_DOCUMENT_LIMIT:
+        return too_long
+    try:
+        return replace(doc, text=load(doc.sha256, "text"))
+    except TooLargeToDiff:
+        return too_long
+    except (ContentMissing, UnicodeDecodeError, ValueError):
+        return replace(doc, note=gettext("not in the content store"))
 
 
 # ------------------------------------------------------------------------------------ value words
 
 
-def _binary_summary(value: Any) -> str | None:
-    """'2,150 bytes · sha256 1a2b3c4d5e6f' for base64 text, a {sha256, size} reference or an audit summary."""
-    if isinstance(value, dict) and "sha256" in value:
-        size = value.get("size")
-        size_text = gettext("%(size)s bytes · ") % {"size": f"{size:,}"} if isinstance(size, int) else ""
-        return f"{size_text}sha256 {str(value['sha256'])[:12]}"
-    if isinstance(value, str):
-        recorded = re.fullmatch(r"<(\d+) bytes, sha256 ([0-9a-f]+)>", value)
-        if recorded:  # already summarised when the audit entry was written
-            return gettext("%(size)s bytes · ") % {"size": f"{int(recorded.group(1)):,}"} + f"sha256 {recorded.group(2)[:12]}"
-        try:
-            raw = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            return None
-        return gettext("%(size)s bytes · ") % {"size": f"{len(raw):,}"} + f"sha256 {hashlib.sha256(raw).hexdigest()[:12]}"
-    return None
+def _choice_text(field: Field | None, leaf: str, value: Any) -> str | None:
+    name = field.choices if field is not None and field.choices else {"role": "role", "type": "content_type",
+                                                                        "audience": "audience"}.get(leaf, "")
+    if not name:
+        return None
+    labels = choice_labels(name)
+    if isinstance(value, list):  # the audience annotation is a list
+        joined = ",".join(str(v) for v in value)
+        return labels.get(joined, ", ".join(str(v) for v in value))
+    return labels.get(str(value), str(value))
 
 
-def display(value: Any, *, key: str = "") -> Value:
-    """How one snapshot value reads: not set, Yes/No, a list joined, a file summarised, a number."""
+def display(value: Any, *, key: str = "", field: Field | None = None) -> Value:
+    """How one snapshot value reads: not set, Yes/No, a list joined, a file summarised, a number.
+
+    `field` (the schema's) decides; keys the schema does not know are read by their shape.
+    """
     leaf = key.rsplit(".", 1)[-1]
     if value is None or value == "" or value == [] or value == {}:
         return NOT_SET
-    if leaf in _BINARY_KEYS:
-        summary = _binary_summary(value)
-        if summary is not None:
-            return Value(summary)
+    if isinstance(value, Document):
+        if value.text is not None:
+            return Value(value.text, multiline="\n" in value.text)
+        return Value(value.summary())
+    shows = field.shows if field is not None else ""
+    if shows == CHOICE or (not shows and leaf in ("role", "type", "audience")):
+        chosen = _choice_text(field, leaf, value)
+        if chosen is not None:
+            return Value(chosen)
     if isinstance(value, bool):
         return Value(gettext("Yes") if value else gettext("No"))
-    if leaf == "audience" and isinstance(value, list):
-        joined = ",".join(str(v) for v in value)
-        return Value(_choice_labels()["audience"].get(joined, ", ".join(str(v) for v in value)))
-    if leaf in ("role", "type") and isinstance(value, str):
-        return Value(_choice_labels()[leaf].get(value, value))
     if isinstance(value, (int, float)):
         return Value(f"{value:,}" if leaf == "size" and isinstance(value, int) else str(value))
     if isinstance(value, list):
         items = [display(item).text for item in value]
-        if leaf == "suggestions":
+        if shows == LINES or (not shows and leaf == "suggestions"):
             return Value("\n".join(items), multiline=len(items) > 1)
         return Value(", ".join(items))
     if isinstance(value, dict):
         return Value("; ".join(f"{humanise(k)}: {display(v, key=k).text or gettext('not set')}" for k, v in value.items()))
+    if isinstance(value, str) and _HASH.fullmatch(value) and leaf == "sha256":
+        return Value(f"sha256 {value[:12]}")
     text = str(value)
     return Value(text, multiline="\n" in text)
 
@@ -506,10 +522,27 @@ def word_diff(old: str | None, new: str | None, *, context_lines: int = _CONTEXT
 
 # -------------------------------------------------------------------------------------- structure
 
+_NO_SCHEMA = Schema(kind="", fields=())  # audit entries of things that are not entries (MCP clients): every key generic
+
+
+def _get(mapping: Any, key: str) -> Any:
+    node = mapping
+    for step in key.split(".") if key else ():
+        if not isinstance(node, dict):
+            return None
+        node = node.get(step)
+    return node
+
+
+def _value(field: Field, mapping: Any) -> Any:
+    if field.shows == DOCUMENT:
+        return _document(field, _get(mapping, field.key) if field.key else mapping)
+    return _get(mapping, field.key)
+
 
 def _flat(value: Any, path: str = "") -> dict[str, Any]:
     """Nested dicts -> {'a.b': leaf}; lists stay whole (lists of rows are handled before this)."""
-    if isinstance(value, dict) and value and not (path.rsplit(".", 1)[-1] in _BINARY_KEYS and "sha256" in value):
+    if isinstance(value, dict) and value and not (path.rsplit(".", 1)[-1] in ("blob", "data") and "sha256" in value):
         out: dict[str, Any] = {}
         for key, item in value.items():
             out.update(_flat(item, f"{path}.{key}" if path else str(key)))
@@ -517,12 +550,37 @@ def _flat(value: Any, path: str = "") -> dict[str, Any]:
     return {path: value}
 
 
-def _field_change(kind: str, key: str, old: Any, new: Any, label: str | None = None) -> FieldChange | None:
-    if old == new or (display(old, key=key).missing and display(new, key=key).missing):
+def _change_key(field: Field) -> str:
+    return field.key or "content"
+
+
+def _document_change(field: Field, old: Document | None, new: Document | None,
+                     load: Loader | None) -> FieldChange | None:
+    if (old.parts if old else None) == (new.parts if new else None):
         return None
-    label = label or field_label(kind, key)
-    change = FieldChange(key, label, _status(old, new), display(old, key=key), display(new, key=key))
-    if change.status == "changed" and (_is_long(old) or _is_long(new)) and key.rsplit(".", 1)[-1] not in _BINARY_KEYS:
+    if load is not None:  # only a changed document is read, and only on a page that shows it
+        old, new = (_with_text(doc, load) if doc is not None else None for doc in (old, new))
+    present = [doc for doc in (old, new) if doc is not None]
+    label = field.label_text if not any(doc.binary for doc in present) else field.binary_label()
+    if all(doc.text is not None for doc in present):
+        change = FieldChange(_change_key(field), label, _status(old, new), display(old), display(new))
+        change.words = word_diff(old.text if old else None, new.text if new else None)
+        return change
+    # A text becoming a file (or one side not readable): both by size, type and hash
+    shown = [Value(doc.summary()) if doc is not None else NOT_SET for doc in (old, new)]
+    return FieldChange(_change_key(field), label, _status(old, new), *shown)
+
+
+def _field_change(field: Field | None, key: str, old: Any, new: Any, *, label: str | None = None,
+                  load: Loader | None = None) -> FieldChange | None:
+    if field is not None and field.shows == DOCUMENT:
+        return _document_change(field, old, new, load)
+    if old == new or (display(old, key=key, field=field).missing and display(new, key=key, field=field).missing):
+        return None
+    label = label or (field.label_text if field is not None else humanise(key))
+    change = FieldChange(key, label, _status(old, new), display(old, key=key, field=field),
+                         display(new, key=key, field=field))
+    if change.status == "changed" and (_is_long(old) or _is_long(new)) and key.rsplit(".", 1)[-1] not in ("blob", "data"):
         change.words = word_diff(old if isinstance(old, str) else None, new if isinstance(new, str) else None)
     return change
 
@@ -536,15 +594,16 @@ def _rows(value: Any) -> dict[int, dict[str, Any]]:
     return {}
 
 
-def _pair_by_name(before: dict[int, dict], after: dict[int, dict]) -> list[tuple[dict | None, dict | None]]:
+def _pair_by_name(before: dict[int, dict], after: dict[int, dict],
+                  identity: str) -> list[tuple[dict | None, dict | None]]:
     """Arguments and variables have unique names: a row keeps its identity when others move."""
-    named_before = {row.get("name"): row for row in before.values()}
+    named_before = {row.get(identity): row for row in before.values()}
     pairs: list[tuple[dict | None, dict | None]] = []
     seen = set()
     for row in after.values():
-        pairs.append((named_before.get(row.get("name")), row))
-        seen.add(row.get("name"))
-    pairs += [(row, None) for row in before.values() if row.get("name") not in seen]
+        pairs.append((named_before.get(row.get(identity)), row))
+        seen.add(row.get(identity))
+    pairs += [(row, None) for row in before.values() if row.get(identity) not in seen]
     return pairs
 
 
@@ -565,35 +624,52 @@ def _row_status(old: dict | None, new: dict | None, identity: str, partial: bool
     return None
 
 
-def _table(key: str, old: Any, new: Any, partial: bool) -> TableChange | None:
-    heading, singular, columns = _TABLES[key]
+def _cell_value(column: Field, row: dict | None, known: bool) -> Any:
+    if row is None:
+        return None
+    value = row.get(column.key)
+    return column.default if value is None and known and column.default is not None else value
+
+
+def _shown_columns(table: Table, pairs: list[tuple[dict | None, dict | None]]) -> list[Field]:
+    """The table's columns, leaving out those no row uses on either side (the bounds of other types)."""
+    def used(column: Field) -> bool:
+        return any(row is not None and row.get(column.key) not in (None, "", [], column.default)
+                   for pair in pairs for row in pair)
+    return [c for c in table.columns if table.always is None or c.key in table.always or used(c)]
+
+
+def _table(table: Table, old: Any, new: Any, partial: bool) -> TableChange | None:
     before, after = _rows(old), _rows(new)
     if partial:  # recorded changes are by position, and unchanged cells were not kept
-        pairs = [(before.get(i), after.get(i)) for i in sorted(set(before) | set(after))]
+        positions = sorted(set(before) | set(after))
+        pairs = [(before.get(i), after.get(i)) for i in positions]
     else:
-        pairs = _pair_by_name(before, after)
+        pairs = _pair_by_name(before, after, table.identity)
+        positions = list(range(1, len(pairs) + 1))
+    columns = _shown_columns(table, pairs)
     rows: list[TableRow] = []
     any_change = False
-    for position, (b_row, a_row) in enumerate(pairs, start=1):
-        status = _row_status(b_row, a_row, "name", partial) or "same"
+    for position, (b_row, a_row) in zip(positions, pairs):
+        status = _row_status(b_row, a_row, table.identity, partial) or "same"
         cells = []
-        for col_key, _form, _field in columns:
-            b_val = None if b_row is None else b_row.get(col_key)
-            a_val = None if a_row is None else a_row.get(col_key)
-            known = not partial or (b_row is not None and col_key in b_row) or (a_row is not None and col_key in a_row)
-            changed = status == "same" and b_val != a_val and not (
-                display(b_val, key=col_key).missing and display(a_val, key=col_key).missing)
-            cells.append(Cell(display(b_val, key=col_key) if known and b_row is not None else None,
-                              display(a_val, key=col_key) if known and a_row is not None else None, changed))
+        for column in columns:
+            known = not partial or any(row is not None and column.key in row for row in (b_row, a_row))
+            b_val, a_val = _cell_value(column, b_row, known), _cell_value(column, a_row, known)
+            b_shown, a_shown = display(b_val, key=column.key, field=column), display(a_val, key=column.key, field=column)
+            changed = status == "same" and b_val != a_val and not (b_shown.missing and a_shown.missing)
+            cells.append(Cell(b_shown if known and b_row is not None else None,
+                              a_shown if known and a_row is not None else None, changed))
         if status == "same" and any(cell.changed for cell in cells):
             status = "changed"
         any_change = any_change or status != "same"
-        name = (a_row or b_row or {}).get("name")
+        name = (a_row or b_row or {}).get(table.identity)
         renamed = partial and status == "changed" and cells[0].changed
         rows.append(TableRow(str(name) if name and not renamed else str(position), status, cells))
     if not any_change:
         return None
-    return TableChange(key, gettext(heading), gettext(singular), [_form_label(f, n) for _k, f, n in columns], rows)
+    return TableChange(table.key, gettext(table.heading), gettext(table.singular),
+                       [column.label_text for column in columns], rows)
 
 
 def _message_key(message: dict[str, Any]) -> str:
@@ -621,83 +697,101 @@ def _pair_messages(old: Any, new: Any, partial: bool) -> list[tuple[int | None, 
     return pairs
 
 
-def _message_text(flat: dict[str, Any]) -> str | None:
-    for key in _MESSAGE_TEXT_KEYS:
-        if isinstance(flat.get(key), str):
-            return flat[key]
-    return None
+_BUBBLE = ("role", "content.type", "content.text")  # shown in the bubble itself, not as fields
 
 
-def _message(i: int | None, old: dict | None, j: int | None, new: dict | None,
-             partial: bool = False) -> MessageChange | None:
-    flat_old, flat_new = _flat(old or {}), _flat(new or {})
+def _message(spec: Messages, i: int | None, old: dict | None, j: int | None, new: dict | None,
+             partial: bool = False, load: Loader | None = None) -> MessageChange | None:
+    old, new = old or {}, new or {}
     status = _row_status(old, new, "role", partial) or "changed"
-    if status == "changed" and flat_old == flat_new:
+    if status == "changed" and old == new:
         return None
-    text_old, text_new = _message_text(flat_old), _message_text(flat_new)
+    fields: list[FieldChange] = []
+    texts: tuple[str | None, str | None] = (_get(old, "content.text"), _get(new, "content.text"))
+    for field in spec.fields:
+        if field.key in _BUBBLE:
+            continue
+        old_value, new_value = _value(field, old), _value(field, new)
+        if field.shows == DOCUMENT:
+            if (old_value.parts if old_value else None) == (new_value.parts if new_value else None):
+                continue
+            if load is not None:
+                old_value, new_value = (_with_text(d, load) if d is not None else None for d in (old_value, new_value))
+            present = [d for d in (old_value, new_value) if d is not None]
+            if field.binary_form and all(d.text is not None for d in present) and (
+                    old_value is None or new_value is None or old_value.text != new_value.text):
+                # an embedded text is the bubble's text, diffed word by word like a text message's
+                texts = (old_value.text if old_value else None, new_value.text if new_value else None)
+                continue
+        change = _field_change(field, _change_key(field), old_value, new_value)
+        if change is not None:
+            change.words = None  # message fields are short; the text is in the bubble
+            fields.append(change)
+    if status == "changed" and _get(old, "content.type") != _get(new, "content.type"):
+        kind_field = spec.field_for("content.type")
+        change = _field_change(kind_field, "content.type", _get(old, "content.type"), _get(new, "content.type"))
+        if change is not None:
+            fields.insert(0, change)
+    flat_old, flat_new = _flat(old), _flat(new)
+    for key in sorted((set(flat_old) | set(flat_new))):
+        if spec.field_for(key) is not None:
+            continue
+        change = _field_change(None, key, flat_old.get(key), flat_new.get(key), label=humanise(key.removeprefix("content.")))
+        if change is not None:
+            change.words = None
+            fields.append(change)
+    text_old, text_new = texts
     if status == "added":
         words = _merge([Segment("ins", text_new or "")])
     elif status == "removed":
         words = _merge([Segment("del", text_old or "")])
     else:
         words = word_diff(text_old, text_new) if text_old != text_new else _merge([Segment("same", text_new or "")])
-    role_old, role_new = flat_old.get("role"), flat_new.get("role")
-    current = flat_new if status != "removed" else flat_old
-    fields: list[FieldChange] = []
-    known = [key for key, _ in _MESSAGE_FIELDS] + list(_MESSAGE_TEXT_KEYS) + ["role", "content.type"]
-    for key, form_field in _MESSAGE_FIELDS:
-        label = _form_label("PromptMessageForm", form_field) if form_field.islower() else gettext(form_field)
-        change = _field_change("message", key, flat_old.get(key), flat_new.get(key), label=label)
-        if change is not None:
-            change.words = None  # message fields are short; the text is in the bubble
-            fields.append(change)
-    if flat_old.get("content.type") != flat_new.get("content.type") and status == "changed":
-        change = _field_change("message", "content.type", flat_old.get("content.type"),
-                               flat_new.get("content.type"), label=_form_label("PromptMessageForm", "kind"))
-        if change is not None:
-            fields.insert(0, change)
-    for key in sorted((set(flat_old) | set(flat_new)) - set(known)):
-        change = _field_change("message", key, flat_old.get(key), flat_new.get(key),
-                               label=humanise(key.removeprefix("content.")))
-        if change is not None:
-            change.words = None
-            fields.append(change)
+    role_old, role_new = old.get("role"), new.get("role")
+    current = new if status != "removed" else old
+    role_field, kind_field = spec.field_for("role"), spec.field_for("content.type")
     number = j if j is not None else i
     return MessageChange(
         number=number or 0, was=i if (i is not None and j is not None and i != j) else None, status=status,
-        role_key=str(current.get("role") or ""), role=display(current.get("role"), key="role"),
-        role_before=display(role_old, key="role") if status == "changed" and role_old != role_new else None,
-        kind=display(current.get("content.type"), key="type"), words=words, fields=fields,
-        kind_value=str(current.get("content.type") or ""),
+        role_key=str(current.get("role") or ""), role=display(current.get("role"), key="role", field=role_field),
+        role_before=(display(role_old, key="role", field=role_field)
+                     if status == "changed" and role_old != role_new else None),
+        kind=display(_get(current, "content.type"), key="type", field=kind_field), words=words, fields=fields,
+        kind_value=str(_get(current, "content.type") or ""),
     )
 
 
 def build(kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None, *,
-          before_name: str = "before", after_name: str = "after", partial: bool = False) -> EntryDiff:
-    """The readable diff of two snapshots of an entry of `kind` ("prompt", "resource", "template")."""
-    before, after = before or {}, after or {}
-    tables = _TABLES_OF_KIND.get(kind, [])
-    list_keys = set(tables) | ({"messages"} if kind == "prompt" else set())
-    flat_before = _flat({k: v for k, v in before.items() if k not in list_keys})
-    flat_after = _flat({k: v for k, v in after.items() if k not in list_keys})
-    sections: list[Section] = []
+          before_name: str = "before", after_name: str = "after", partial: bool = False,
+          load: Loader | None = None) -> EntryDiff:
+    """The readable diff of two snapshots of an entry of `kind` ("prompt", "resource", "template").
 
-    known_fields = [key for key, _form, _field in _ENTRY_FIELDS.get(kind, [])]
-    main = [c for c in (_field_change(kind, key, flat_before.get(key), flat_after.get(key)) for key in known_fields)
-            if c is not None]
+    Every field of the kind's snapshot schema (registry/snapshot_schema.py) is compared; keys the
+    schema does not know follow under "Other fields". `load(sha256, "text")` reads a changed
+    document's text (registry/snapshots.py `diff_loader`) up to DIFF_DOCUMENT_LIMIT; without it
+    documents are shown by size and hash, as lists and summaries do.
+    """
+    schema = SCHEMAS.get(kind, _NO_SCHEMA)
+    before, after = before or {}, after or {}
+    sections: list[Section] = []
+    main = [c for c in (_field_change(f, _change_key(f), _value(f, before), _value(f, after), load=load)
+                        for f in schema.fields) if c is not None]
     if main:
         sections.append(Section("fields", fields=main))
-    for key in tables:
-        table = _table(key, before.get(key), after.get(key), partial)
+    for table_spec in schema.tables:
+        table = _table(table_spec, before.get(table_spec.key), after.get(table_spec.key), partial)
         if table is not None:
             sections.append(Section("table", title=table.label, table=table))
-    if "messages" in list_keys:
-        messages = [m for m in (_message(*pair, partial=partial) for pair in _pair_messages(
-            before.get("messages"), after.get("messages"), partial)) if m is not None]
+    if schema.messages is not None:
+        spec = schema.messages
+        messages = [m for m in (_message(spec, *pair, partial=partial, load=load) for pair in _pair_messages(
+            before.get(spec.key), after.get(spec.key), partial)) if m is not None]
         if messages:
             sections.append(Section("messages", title=gettext("Messages"), messages=messages))
-    unknown = [key for key in dict.fromkeys([*flat_before, *flat_after]) if key not in known_fields]
-    others = [c for c in (_field_change(kind, key, flat_before.get(key), flat_after.get(key), label=humanise(key))
+    flat_before = _flat({k: v for k, v in before.items() if k not in schema.row_keys})
+    flat_after = _flat({k: v for k, v in after.items() if k not in schema.row_keys})
+    unknown = [key for key in dict.fromkeys([*flat_before, *flat_after]) if schema.field_for(key) is None]
+    others = [c for c in (_field_change(None, key, flat_before.get(key), flat_after.get(key), label=humanise(key))
                           for key in unknown) if c is not None]
     if others:
         sections.append(Section("fields", title=gettext("Other fields"), fields=others))
@@ -732,11 +826,13 @@ def _unflatten(changes: list[dict[str, Any]], side: str) -> dict[str, Any]:
 
 
 def from_changes(kind: str, changes: list[dict[str, Any]] | None, *, before_name: str = "before",
-                 after_name: str = "after") -> EntryDiff:
-    """The readable diff of an audit entry's recorded field changes ([{field, before, after}])."""
+                 after_name: str = "after", load: Loader | None = None) -> EntryDiff:
+    """The readable diff of an audit entry's recorded field changes ([{field, before, after}]).
+
+    Texts up to DIFF_TEXT_LIMIT are in the record; `load` reads longer ones (by their recorded hash)."""
     changes = [c for c in (changes or []) if isinstance(c, dict)]
     return build(kind, _unflatten(changes, "before"), _unflatten(changes, "after"),
-                 before_name=before_name, after_name=after_name, partial=True)
+                 before_name=before_name, after_name=after_name, partial=True, load=load)
 
 
 def change_summary(kind: str, changes: list[dict[str, Any]] | None) -> str:

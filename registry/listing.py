@@ -4,6 +4,7 @@ Written once when a version is published (and backfilled by a migration), it hol
 `prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` need,
 so building a label's catalog reads a few hundred bytes per entry and never the message
 bodies, resource text or template bodies (those are loaded on demand, registry/catalog.py).
+Which snapshot keys an item carries is the snapshot schema's `listed` (registry/snapshot_schema.py).
 
     prompt:   {"item": {name, title, description, arguments: [{name, title, description, required}]},
                "suggestions": {argument: [value, ...]}, "tags": [...], "resource_arguments": [name, ...]}
@@ -18,13 +19,16 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from registry import argtypes
+from registry.snapshot_schema import schema_of
 from registry.snapshots import resource_content
 
 LISTING_VERSION = 1
 
 
 def _pick(snapshot: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {k: snapshot[k] for k in keys if k in snapshot and snapshot[k] not in ("", None, {}, [])}
+    """The `keys` (the schema's `listed`) that the snapshot has, mappings copied."""
+    return {k: dict(v) if isinstance(v, dict) else v for k in keys
+            if (v := snapshot.get(k)) not in ("", None, {}, [])}
 
 
 def _tags(snapshot: Mapping[str, Any]) -> list[str]:
@@ -34,11 +38,12 @@ def _tags(snapshot: Mapping[str, Any]) -> list[str]:
 def prompt_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     """Arguments are listed with their constraint in words ("one of: formal, warm"), so clients
     that only show text still help users; completion offers what the argument's type allows."""
+    schema = schema_of("prompt")
+    listed = tuple(k for k in schema.table("arguments").listed if k != "required")  # type: ignore[union-attr]
     arguments = snapshot.get("arguments", [])
-    item = _pick(snapshot, ("name", "title", "description"))
+    item = _pick(snapshot, schema.listed)
     item["arguments"] = [
-        _pick(a | {"description": argtypes.listed_description(a)}, ("name", "title", "description"))
-        | {"required": bool(a.get("required"))}
+        _pick(a | {"description": argtypes.listed_description(a)}, listed) | {"required": bool(a.get("required"))}
         for a in arguments
     ]
     suggestions = {a["name"]: list(argument_pool(a)) for a in arguments}
@@ -60,9 +65,7 @@ def argument_pool(spec: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def resource_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    item = _pick(snapshot, ("uri", "name", "title", "description", "mimeType", "size"))
-    if snapshot.get("annotations"):
-        item["annotations"] = dict(snapshot["annotations"])
+    item = _pick(snapshot, schema_of("resource").listed)
     ref = resource_content(snapshot)
     ref.pop("text", None)
     ref.pop("blob", None)
@@ -70,9 +73,7 @@ def resource_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def template_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    item = _pick(snapshot, ("uriTemplate", "name", "title", "description", "mimeType"))
-    if snapshot.get("annotations"):
-        item["annotations"] = dict(snapshot["annotations"])
+    item = _pick(snapshot, schema_of("template").listed)
     suggestions = {v["name"]: list(v.get("suggestions", ())) for v in snapshot.get("variables", [])}
     return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions, "tags": _tags(snapshot)}
 

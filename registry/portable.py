@@ -82,6 +82,7 @@ from registry.errors import InvalidUri, RegistryError, TemplateSyntaxError
 from registry.models.base import PRODUCTION, label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.rendering import placeholders_in
+from registry.snapshot_schema import schema_of
 from registry.uris import parse_uri_template, validate_uri
 from registry.validation import max_document_bytes, max_upload_bytes
 from registry.yamlbuild import EventBuilder
@@ -91,14 +92,14 @@ FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
 
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
-PROMPT_KEYS = ("name", "title", "description", "tags", "arguments", "messages", "labels", "released")
-ARGUMENT_KEYS = ("name", "title", "description", "required", "default", "suggestions", "type", "choices",
-                 "min_length", "max_length", "pattern", "min", "max")
-RESOURCE_KEYS = ("uri", "name", "title", "description", "mime_type", "tags", "audience", "priority",
-                 "text", "base64", "file", "labels", "released")
-TEMPLATE_KEYS = ("uri_template", "name", "title", "description", "mime_type", "tags", "audience", "priority",
-                 "body", "variables", "labels", "released")
-VARIABLE_KEYS = ("name", "description", "suggestions")
+# An entry's keys are its snapshot fields' (registry/snapshot_schema.py `portable`), then labels/released.
+PROMPT_KEYS = schema_of("prompt").portable_keys()
+ARGUMENT_KEYS = tuple(key for column in schema_of("prompt").table("arguments").columns  # type: ignore[union-attr]
+                      for key in column.portable)
+RESOURCE_KEYS = schema_of("resource").portable_keys()
+TEMPLATE_KEYS = schema_of("template").portable_keys()
+VARIABLE_KEYS = tuple(key for column in schema_of("template").table("variables").columns  # type: ignore[union-attr]
+                      for key in column.portable)
 CONTENT_KEYS = ("text", "image", "audio", "resource", "resource_link")
 TEXT_MIME_SUFFIXES = ("+json", "+xml", "+yaml")
 TEXT_MIME_TYPES = ("application/json", "application/xml", "application/yaml", "application/x-yaml",

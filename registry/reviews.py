@@ -37,7 +37,7 @@ from registry.errors import (
 from registry.kinds import KINDS, kind_of
 from registry.models import PRODUCTION, AuditAction, ReviewRequest, ReviewStatus, VersionedEntry
 from registry.models.base import label_name_validator
-from registry.snapshots import content_hash, diff_snapshots, snapshot_of
+from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
 from registry.validation import validate_entry
 
 User = services.User
@@ -103,11 +103,16 @@ def request_publication(
         report = validate_entry(entry)
         if not report.ok:
             raise InvalidEntry(report.errors)
-        snapshot = snapshot_of(entry)
+        payloads: Payloads = {}
+        snapshot = snapshot_of(entry, payloads)
         digest = content_hash(snapshot)
         latest = services.latest_version(entry)
         if latest is not None and latest.content_hash == digest:
             version_number, digest, snapshot = latest.number, "", None
+        else:
+            # The reviewer is shown the requested texts, on any worker, long after: store them now
+            # (content-addressed and write-once; an approval publishes exactly these bytes).
+            store_payloads(payloads)
     if percent is not None and base is None:
         raise InvalidRollout(_("%(key)s has no '%(label)s' label yet, so there is nothing to roll out from: "
                                "request a full release first.") % {"key": entry.key, "label": label})

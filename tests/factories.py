@@ -114,3 +114,59 @@ def make_typed_prompt(name: str = "typed-reply", **fields: Any) -> Prompt:
                    "text": "{{ tone }} x{{ count }} r{{ ratio }} s{{ short }} c{{ code }} d{{ doc }}"}],
         **fields,
     )
+
+
+def make_complete_entries() -> dict[str, list[Any]]:
+    """Entries of every kind and shape with every field a snapshot can carry set (drafts, unpublished).
+
+    A prompt with typed arguments (every type, with choices, length bounds, a pattern, number
+    bounds, defaults and suggestions) and a message of every content type (text, image, audio,
+    an embedded text and a binary document, an embedded and a linked registry resource, an inline
+    link); a text and a binary resource; a template with annotations and variables. The snapshot
+    schema's test walks their snapshots; the portable format's test exports and imports them.
+    """
+    guide = make_resource("docs://guide", text="Write plainly.\nShort sentences.\n", name="guide",
+                          title="Style guide", description="How we write", tags="docs, style",
+                          audience="user,assistant", priority=0.5, mime_type="text/markdown")
+    logo = make_resource("docs://logo", text="", name="logo", title="Logo", description="The logo",
+                         tags="brand", audience="user", priority=1.0, mime_type="image/png")
+    logo.data = PNG_1X1
+    logo.save()
+    arguments = [
+        {"name": "tone", "title": "Tone", "description": "Tone of the reply", "type": "enum",
+         "choices": "formal\nwarm", "suggestions": "warm"},
+        {"name": "count", "title": "Count", "description": "How many", "type": "integer", "minimum": 1,
+         "maximum": 10, "required": False, "default": "5", "suggestions": "3\n5"},
+        {"name": "ratio", "title": "Ratio", "type": "number", "minimum": 0, "maximum": 1, "required": False,
+         "default": "0.5"},
+        {"name": "short", "title": "Short", "type": "boolean", "required": False, "default": "false"},
+        {"name": "code", "title": "Code", "description": "A ticket code", "type": "string", "min_length": 3,
+         "max_length": 8, "pattern": "[A-Z]+-[0-9]+", "suggestions": "AB-12"},
+        {"name": "doc", "title": "Document", "type": "resource", "required": False},
+        {"name": "topic", "title": "Topic", "description": "What it is about", "min_length": 2, "max_length": 200},
+    ]
+    prompt = make_prompt(
+        "complete", title="Complete", description="Every field set", tags="support, billing", arguments=arguments,
+        messages=[
+            {"role": "user", "kind": "text",
+             "text": "{{ tone }} {{ count }} {{ ratio }} {{ short }} {{ code }} {{ doc }} {{ topic }}"},
+            {"role": "user", "kind": "image", "mime_type": "image/png", "data": PNG_1X1},
+            {"role": "assistant", "kind": "audio", "mime_type": "audio/wav", "data": b"RIFF0000WAVE"},
+            {"role": "user", "kind": "resource", "uri": "docs://inline", "mime_type": "text/plain",
+             "text": "Embedded text\n"},
+            {"role": "user", "kind": "resource", "uri": "docs://inline.pdf", "mime_type": "application/pdf",
+             "data": b"%PDF-1.4 tiny"},
+            {"role": "user", "kind": "resource", "resource": guide},
+            {"role": "assistant", "kind": "resource_link", "uri": "https://example.com/spec", "link_name": "spec",
+             "mime_type": "text/html"},
+            {"role": "assistant", "kind": "resource_link", "resource": guide},
+        ],
+    )
+    template = make_template("tickets://{project}/{id}", body="Ticket {{ id }} of {{ project }}\n", name="ticket",
+                             title="Ticket", description="One ticket", tags="support", audience="assistant",
+                             priority=0.25, mime_type="text/markdown")
+    TemplateVariable.objects.create(template=template, name="id", description="The ticket number",
+                                    suggestions="1\n2")
+    TemplateVariable.objects.create(template=template, name="project", description="The project",
+                                    suggestions="web\napi")
+    return {"prompt": [prompt], "resource": [guide, logo], "template": [template]}

@@ -16,6 +16,7 @@ from registry.admin.common import ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry
+from registry.snapshots import diff_loader
 
 EXPORT_PERMISSION = "registry.export_auditentry"
 
@@ -52,7 +53,8 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
     def readable_changes(self, obj: AuditEntry) -> str:
         if not obj.changes:
             return _("No field changes recorded.")
-        diff = diffview.from_changes(obj.entry_kind, obj.changes, before_name=_("before"), after_name=_("after"))
+        diff = diffview.from_changes(obj.entry_kind, obj.changes, before_name=_("before"), after_name=_("after"),
+                                     load=diff_loader())
         return render_to_string("admin/registry/_diff.html", {"diff": diff})
 
     def changelist_view(self, request, extra_context=None):

@@ -31,7 +31,7 @@ from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, Rollou
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.models.base import label_name_validator
-from registry.snapshots import snapshot_of
+from registry.snapshots import Payloads, diff_loader, snapshot_of
 from registry.validation import validate_entry
 
 
@@ -355,9 +355,10 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
 
     # diff ------------------------------------------------------------------------------------
 
-    def _side(self, obj: VersionedEntry, ref: str) -> tuple[str, dict[str, Any] | None]:
+    def _side(self, obj: VersionedEntry, ref: str, payloads: Payloads) -> tuple[str, dict[str, Any] | None]:
+        """One side of the compare page; a draft's unpublished texts go into `payloads` for the diff."""
         if ref == "draft":
-            return _("current draft"), snapshot_of(obj)
+            return _("current draft"), snapshot_of(obj, payloads)
         if ref.startswith("label:"):
             name = ref.split(":", 1)[1]
             try:
@@ -378,8 +379,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         obj = self._entry(request, object_id)
         a = request.GET.get("a") or f"label:{PRODUCTION}"
         b = request.GET.get("b") or "draft"
-        a_name, a_snap = self._side(obj, a)
-        b_name, b_snap = self._side(obj, b)
+        payloads: Payloads = {}
+        a_name, a_snap = self._side(obj, a, payloads)
+        b_name, b_snap = self._side(obj, b, payloads)
         choices = [("draft", _("current draft"))]
         choices += [(f"label:{label.name}", _("label %(label)s (v%(number)s)") % {"label": label.name,
                                                                                "number": label.version.number})
@@ -391,7 +393,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context = self._context(
             request, obj, _("Compare %(a)s with %(b)s") % {"a": a_name, "b": b_name},
             a=a, b=b, a_name=a_name, b_name=b_name, choices=choices,
-            diff=diffview.build(obj.kind, a_snap, b_snap, before_name=a_name, after_name=b_name),
+            diff=diffview.build(obj.kind, a_snap, b_snap, before_name=a_name, after_name=b_name,
+                                load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/diff.html", context)
 
@@ -443,12 +446,14 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 return HttpResponseRedirect(self._url("history", obj))
         latest = obj.versions.first()
         report = validate_entry(obj)
+        payloads: Payloads = {}
+        draft = snapshot_of(obj, payloads)
         context = self._context(
             request, obj, _("Publish %(key)s") % {"key": obj.key},
             form=form, report=report, latest=latest,
-            diff=diffview.build(obj.kind, latest.snapshot if latest else None, snapshot_of(obj),
+            diff=diffview.build(obj.kind, latest.snapshot if latest else None, draft,
                                 before_name=f"v{latest.number}" if latest else _("nothing published"),
-                                after_name=_("draft")),
+                                after_name=_("draft"), load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
 
@@ -504,7 +509,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                 return HttpResponseRedirect(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
         label_name = (form.data.get("label") if form.is_bound else form.initial.get("label")) or PRODUCTION
         current = obj.labels.filter(name=label_name).select_related("version").first()
-        after = version.snapshot if version else snapshot_of(obj)
+        payloads: Payloads = {}
+        after = version.snapshot if version else snapshot_of(obj, payloads)
         context = self._context(
             request, obj, _("Request the release of %(key)s") % {"key": obj.key}, form=form, version=version,
             current=current,
@@ -512,7 +518,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             diff=diffview.build(obj.kind, current.version.snapshot if current else None, after,
                                 before_name=_("%(label)s now (v%(number)s)") % {
                                     "label": label_name, "number": current.version.number} if current else _("nothing"),
-                                after_name=f"v{version.number}" if version else _("draft")),
+                                after_name=f"v{version.number}" if version else _("draft"), load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/request.html", context)
 
@@ -635,7 +641,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             incident=incident,
             diff=diffview.build(obj.kind, current.version.snapshot if current else None, target.snapshot,
                                 before_name=_("now (%(version)s)") % {"version": current_name},
-                                after_name=_("after (v%(number)s)") % {"number": target.number}),
+                                after_name=_("after (v%(number)s)") % {"number": target.number}, load=diff_loader()),
         )
         return TemplateResponse(request, "admin/registry/label.html", context)
 
@@ -658,11 +664,12 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             messages.success(request, _("The draft of %(key)s now matches v%(number)s. Publish it to serve it.")
                              % {"key": obj.key, "number": version.number})
             return HttpResponseRedirect(self._url("change", obj))
+        payloads: Payloads = {}
         context = self._context(
             request, obj, _("Restore the draft of %(key)s from v%(number)s") % {"key": obj.key, "number": version.number},
             version=version,
-            diff=diffview.build(obj.kind, snapshot_of(obj), version.snapshot,
-                                before_name=_("current draft"), after_name=f"v{version.number}"),
+            diff=diffview.build(obj.kind, snapshot_of(obj, payloads), version.snapshot,
+                                before_name=_("current draft"), after_name=f"v{version.number}", load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/restore.html", context)
 

@@ -25,6 +25,7 @@ from registry.errors import InvalidEntry, RegistryError
 from registry.forms import ReviewDecisionForm
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
+from registry.snapshots import diff_loader
 
 
 def entry_admin_url(kind: str, entry_id: int, page: str = "change") -> str:
@@ -189,6 +190,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
                 before_name=(_("Now (%(what)s)") % {"what": base_name} if review.base_version
                              else _("Now (nothing served)")),
                 after_name=_("After approval (%(what)s)") % {"what": review.what_text},
+                load=diff_loader(),
             ),
         }
 

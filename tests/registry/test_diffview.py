@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 
 from registry import diffview
@@ -26,8 +25,8 @@ AFTER = {
     "messages": [
         {"role": "user", "content": {"type": "text", "text": "Review this {{ language }} change carefully.\nBe brief."}},
         {"role": "assistant", "content": {"type": "text", "text": "Paste it."}},
-        {"role": "user", "content": {"type": "image", "data": base64.b64encode(b"\x89PNG-bytes").decode(),
-                                     "mimeType": "image/png"}},
+        {"role": "user", "content": {"type": "image", "mimeType": "image/png",
+                                     "sha256": hashlib.sha256(b"\x89PNG-bytes").hexdigest(), "size": 10}},
     ],
 }
 
@@ -71,9 +70,9 @@ def test_messages_are_bubbles_with_role_and_a_word_level_diff_and_files_are_summ
     assert (first.role.text, first.role_key) == ("User", "user")
     assert diffview.Segment("ins", " carefully") in first.words
     assert "".join(s.text for s in first.words if s.op != "ins") == BEFORE["messages"][0]["content"]["text"]
-    file_field = next(f for f in image.fields if f.key == "content.data")
+    file_field = next(f for f in image.fields if f.key == "content")
     digest = hashlib.sha256(b"\x89PNG-bytes").hexdigest()[:12]
-    assert file_field.after.text == f"10 bytes · sha256 {digest}"
+    assert file_field.after.text == f"image/png · 10 bytes · sha256 {digest}"
     assert image.kind.text == "Image"
 
 
