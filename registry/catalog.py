@@ -476,8 +476,9 @@ class Catalog:
 
     def _read_dynamic(self, viewer: Viewer, uri: str, provider: dynamic.Provider,
                       variables: dict[str, str]) -> Served:
-        """A provider's contents, computed once per catalog generation, label and scope (then cached)."""
-        key = ("dynamic", self.generation, self.label, viewer.scope_tags, uri)
+        """A provider's contents, computed once per catalog generation, label, scope and rollout variant
+        (then cached): a change log lists the rollout candidate only to the clients that get it."""
+        key = ("dynamic", self.generation, self.label, viewer.scope_tags, self.variant(viewer), uri)
 
         def load() -> tuple[list[dict[str, Any]], int]:
             contents = provider.render(self, viewer, variables, uri)

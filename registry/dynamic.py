@@ -167,32 +167,106 @@ def _both(uri: str, markdown: str, data: Any) -> list[dict[str, Any]]:
             {"uri": uri, "mimeType": "application/json", "text": json.dumps(data, ensure_ascii=False)}]
 
 
+# ------------------------------------------------------------------------------ history
+# A client reads the history of what it is served, no more: the versions the label it is served
+# from moved to, plus the one it is served now (a rollout's candidate, when it gets it), each only
+# if that version's tags admit it, with the versions' own change notes. Label-move notes (an
+# incident's reason), staging-only versions and rollouts it is not in stay out, and so do
+# people's names unless REGISTRY["SHOW_NAMES_TO_CLIENTS"] is on. Which version it is served, and
+# from which label, is the catalog's answer (Catalog.served_to); what a label served before is
+# registry/label_history.py's.
+
+
+def names_shown() -> bool:
+    """Whether MCP clients see who published and approved (REGISTRY["SHOW_NAMES_TO_CLIENTS"], default off)."""
+    from django.conf import settings
+
+    return bool(getattr(settings, "REGISTRY", {}).get("SHOW_NAMES_TO_CLIENTS", False))
+
+
+def _served(catalog: Any, viewer: Any) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """(kind, key) -> what the viewer is served of each entry it sees: version, label, in_rollout."""
+    return {(row["kind"], row["key"]): row for row in catalog.served_to(viewer)}
+
+
+def _versions(kind: str, wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, int], tuple[Any, ...]]:
+    """(entry id, number) -> (created_at, author_name, change_note, tags) of those versions of `kind`."""
+    from django.db.models import Q
+
+    from registry.kinds import KINDS
+
+    wanted = list(dict.fromkeys(wanted))
+    found: dict[tuple[int, int], tuple[Any, ...]] = {}
+    for start in range(0, len(wanted), 200):
+        chunk = Q()
+        for entry_id, number in wanted[start:start + 200]:
+            chunk |= Q(entry_id=entry_id, number=number)
+        rows = KINDS[kind].version_model.objects.filter(chunk).values_list(  # type: ignore[attr-defined]
+            "entry_id", "number", "created_at", "author_name", "change_note", "listing")
+        for entry_id, number, created_at, author, note, listing in rows:
+            found[(entry_id, number)] = (created_at, author, note, frozenset((listing or {}).get("tags") or ()))
+    return found
+
+
+def _note(note: str) -> str:
+    from registry.reviews import without_names
+
+    return note if names_shown() else without_names(note)
+
+
 # ------------------------------------------------------------------------------ providers
 RECENT_CHANGES = 50
 _SCAN_LIMIT = 5000  # audit rows looked at per read, so a scoped viewer's read stays bounded
+_CHUNK = 500
 
 
 @provider(uri="registry://changes/recent", title="Recent published changes", mime_type="text/markdown",
-          description=f"The last {RECENT_CHANGES} publishes and label moves you may see: Markdown, then JSON.",
+          description=f"The last {RECENT_CHANGES} changes of what you are served: Markdown, then JSON.",
           ttl_ms=10_000)
 def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
+    from registry.label_history import MOVES
     from registry.models import AuditAction, AuditEntry
 
-    actions = [AuditAction.PUBLISH, AuditAction.LABEL_MOVE, AuditAction.ROLLBACK, AuditAction.INCIDENT_ROLLBACK]
-    rows = (AuditEntry.objects.filter(action__in=actions).order_by("-id")
-            .values_list("entry_kind", "entry_key", "action", "label", "to_version", "actor_name", "note",
+    served = _served(catalog, viewer)
+    rows = (AuditEntry.objects.filter(action__in=[*MOVES, AuditAction.ROLLOUT_CHANGED]).order_by("-id")
+            .values_list("entry_kind", "entry_id", "entry_key", "action", "label", "to_version", "actor_name",
                          "created_at")[:_SCAN_LIMIT])
     changes: list[dict[str, Any]] = []
-    for kind, key, action, label, version, author, note, created_at in rows.iterator(chunk_size=500):
-        if not visible(catalog, viewer, kind, key):
+    chunk: list[tuple[Any, ...]] = []
+
+    def take(batch: list[tuple[Any, ...]]) -> None:
+        wanted: dict[str, list[tuple[int, int]]] = {}
+        for kind, entry_id, _key, _action, _label, number, _actor, _when_at in batch:
+            wanted.setdefault(kind, []).append((entry_id, number))
+        versions = {(kind, *k): v for kind, pairs in wanted.items() for k, v in _versions(kind, pairs).items()}
+        for kind, entry_id, key, action, label, number, actor, created_at in batch:
+            version = versions.get((kind, entry_id, number))
+            if version is None or not viewer.sees(version[3]) or len(changes) >= RECENT_CHANGES:
+                continue
+            change = {"kind": kind, "entry": key, "action": action, "version": number, "label": label,
+                      "note": _note(version[2]), "time": _when(created_at)}
+            if names_shown():
+                change["author"] = actor
+            changes.append(change)
+
+    for row in rows.iterator(chunk_size=_CHUNK):
+        kind, _entry_id, key, action, label, number, _actor, _created = row
+        now = served.get((kind, key))
+        if now is None or label != now["label"] or number is None:
             continue
-        changes.append({"kind": kind, "entry": key, "action": action, "version": version, "label": label,
-                        "author": author, "note": note, "time": _when(created_at)})
-        if len(changes) >= RECENT_CHANGES:
-            break
-    table = _table(["Time", "Kind", "Entry", "Version", "Label", "Change", "Author", "Note"],
-                   [[c["time"], c["kind"], c["entry"], c["version"], c["label"], c["action"], c["author"], c["note"]]
-                    for c in changes])
+        if action == AuditAction.ROLLOUT_CHANGED and not (now["in_rollout"] and number == now["version"]):
+            continue  # a rollout the viewer is not in (or no longer in) served it nothing
+        chunk.append(row)
+        if len(chunk) >= RECENT_CHANGES:
+            take(chunk)
+            chunk = []
+            if len(changes) >= RECENT_CHANGES:
+                break
+    if chunk and len(changes) < RECENT_CHANGES:
+        take(chunk)
+    headers = ["Time", "Kind", "Entry", "Version", "Label", "Change"] + (["Author"] if names_shown() else []) + ["Note"]
+    table = _table(headers, [[c["time"], c["kind"], c["entry"], c["version"], c["label"], c["action"]]
+                             + ([c["author"]] if names_shown() else []) + [c["note"]] for c in changes])
     markdown = "# Recent published changes\n\n" + (table if changes else "No published changes yet.") + "\n"
     return _both(uri, markdown, {"changes": changes})
 
@@ -210,27 +284,33 @@ def _prompt_visible(catalog: Any, viewer: Any, params: Mapping[str, str]) -> boo
 
 
 @provider(uri="registry://prompts/{name}/changelog", title="Prompt changelog", mime_type="text/markdown",
-          description="Every published version of one prompt and the labels serving it: Markdown, then JSON.",
+          description="The versions of one prompt you have been served, newest first: Markdown, then JSON.",
           depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names,
           exists=_prompt_visible)
 def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
-    from registry.models import PromptLabel, PromptVersion
+    from registry.label_history import versions_served
+    from registry.models import Prompt
 
     name = params.get("name", "")
     try:
         item = catalog.prompt(viewer, name)
     except UnknownPrompt:
         raise UnknownResource(uri) from None
-    serving: dict[int, list[str]] = {}
-    for label, number in PromptLabel.objects.filter(entry__name=name).values_list("name", "version__number"):
-        serving.setdefault(number, []).append(label)
-    versions = [
-        {"version": number, "date": _when(created_at), "author": author, "note": note,
-         "labels": sorted(serving.get(number, ()))}
-        for number, created_at, author, note in PromptVersion.objects.filter(entry__name=name).order_by("-number")
-        .values_list("number", "created_at", "author_name", "change_note")
-    ]
-    table = _table(["Version", "Date", "Author", "Labels", "Note"],
-                   [[v["version"], v["date"], v["author"], ", ".join(v["labels"]), v["note"]] for v in versions])
+    now = _served(catalog, viewer)[("prompt", item.name)]
+    entry_id = Prompt.objects.filter(name=item.name).values_list("pk", flat=True).first()
+    numbers = versions_served("prompt", entry_id, now["label"]) | {now["version"]} if entry_id else set()
+    found = _versions("prompt", [(entry_id, n) for n in numbers])
+    versions = []
+    for (_entry, number), (created_at, author, note, tags) in sorted(found.items(), key=lambda kv: -kv[0][1]):
+        if not viewer.sees(tags):
+            continue
+        version = {"version": number, "date": _when(created_at), "note": _note(note),
+                   "labels": [now["label"]] if number == now["version"] else []}
+        if names_shown():
+            version["author"] = author
+        versions.append(version)
+    headers = ["Version", "Date"] + (["Author"] if names_shown() else []) + ["Labels", "Note"]
+    table = _table(headers, [[v["version"], v["date"]] + ([v["author"]] if names_shown() else [])
+                             + [", ".join(v["labels"]), v["note"]] for v in versions])
     markdown = f"# Changelog of prompt {item.name}\n\n{table}\n"
     return _both(uri, markdown, {"prompt": item.name, "versions": versions})

@@ -18,6 +18,8 @@ finds the label moved: the label never ends up in a state nobody approved.
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils import timezone
@@ -139,6 +141,19 @@ def request_publication(
     return review
 
 
+def approval_note(note: str, requester: str, approver: str, review_pk: int) -> str:
+    """The change note of a version an approval publishes (or a move it makes): who asked, who approved."""
+    return f"{note} (requested by {requester}, approved by {approver} in review #{review_pk})"
+
+
+_APPROVAL_NAMES = re.compile(r" \(requested by .*, approved by .* in review #(\d+)\)\Z", re.DOTALL)
+
+
+def without_names(note: str) -> str:
+    """A change note without the people `approval_note` named: '... (approved in review #3)'."""
+    return _APPROVAL_NAMES.sub(r" (approved in review #\1)", note)
+
+
 def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> VersionedEntry:
     entry = entry_of(review)
     if entry is None:
@@ -197,8 +212,7 @@ def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> R
              + (f": {comment}" if comment else ""),
         from_version=current, to_version=locked.version_number,
     )
-    note = f"{locked.note} (requested by {locked.requested_by_name}, approved by " \
-           f"{services.actor_name(acting_user)} in review #{locked.pk})"
+    note = approval_note(locked.note, locked.requested_by_name, services.actor_name(acting_user), locked.pk)
     version_number = locked.version_number
     if version_number is None:
         latest = services.latest_version(entry)

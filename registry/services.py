@@ -45,6 +45,7 @@ from django.utils.translation import gettext as _
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 
+from registry import label_history
 from registry.changes import record_change, service_save, service_transaction
 from registry.errors import (
     ApprovalRequired,
@@ -460,11 +461,8 @@ def _incident_rollback(entry: VersionedEntry, current: ReleaseLabel, version_num
 
 
 def served_before(entry: VersionedEntry, label: str, version_number: int) -> bool:
-    """Whether `label` of `entry` once served `version_number` to every client (a full move, not a rollout)."""
-    return AuditEntry.objects.filter(
-        entry_kind=entry.kind, entry_id=entry.pk, label=label, to_version=version_number,
-        action__in=[AuditAction.LABEL_MOVE, AuditAction.ROLLBACK],
-    ).exists()
+    """Whether `label` of `entry` once served `version_number` to every client (registry/label_history.py)."""
+    return label_history.served_before(entry.kind, entry.pk, label, version_number)
 
 
 @service_transaction

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from registry import dynamic, services
+from registry import changes, dynamic, reviews, rollouts, services
 from registry.catalog import Viewer, catalog_for
 from registry.errors import UnknownResource
 from registry.models import PromptMessage
@@ -41,7 +41,8 @@ def test_dynamic_resources_are_listed_for_every_viewer():
 
 
 @pytest.mark.django_db
-def test_recent_changes_reads_as_markdown_and_json_newest_first():
+def test_recent_changes_reads_as_markdown_and_json_newest_first(settings):
+    settings.REGISTRY = {**settings.REGISTRY, "SHOW_NAMES_TO_CLIENTS": True}
     prompt = make_prompt("greet")
     publish(prompt, note="first cut")
     PromptMessage.objects.filter(prompt=prompt).update(text="Hello {{ topic }}")
@@ -57,12 +58,12 @@ def test_recent_changes_reads_as_markdown_and_json_newest_first():
 @pytest.mark.django_db
 def test_recent_changes_keeps_the_last_fifty():
     prompt = make_prompt("busy")
-    for n in range(dynamic.RECENT_CHANGES):  # two rows each (publish + label move)
+    for n in range(dynamic.RECENT_CHANGES + 5):  # one label move each
         PromptMessage.objects.filter(prompt=prompt).update(text=f"Take {n} {{{{ topic }}}}")
         publish(prompt, note=f"take {n}")
     _markdown, data = contents(ANYONE, RECENT)
     assert len(data["changes"]) == dynamic.RECENT_CHANGES
-    assert data["changes"][0]["version"] == dynamic.RECENT_CHANGES
+    assert data["changes"][0]["version"] == dynamic.RECENT_CHANGES + 5
 
 
 @pytest.mark.django_db
@@ -77,15 +78,16 @@ def test_scoped_viewer_sees_only_changes_of_entries_in_its_scope():
 
 
 @pytest.mark.django_db
-def test_prompt_changelog_lists_versions_with_the_labels_serving_them():
+def test_prompt_changelog_lists_the_versions_the_clients_label_served_with_the_one_serving_now(settings):
+    settings.REGISTRY = {**settings.REGISTRY, "SHOW_NAMES_TO_CLIENTS": True}
     prompt = make_prompt("greet")
     publish(prompt, note="first cut")
     PromptMessage.objects.filter(prompt=prompt).update(text="Hello {{ topic }}")
-    publish(prompt, note="second cut", labels=("staging",))
+    publish(prompt, note="second cut")
     markdown, data = contents(ANYONE, "registry://prompts/greet/changelog")
     assert data["prompt"] == "greet"
     assert [(v["version"], v["labels"], v["note"], v["author"]) for v in data["versions"]] == [
-        (2, ["staging"], "second cut", "editor-ann"), (1, ["production"], "first cut", "editor-ann")]
+        (2, ["production"], "second cut", "editor-ann"), (1, [], "first cut", "editor-ann")]
     assert all(v["date"] for v in data["versions"])
     assert "Changelog of prompt greet" in markdown and "second cut" in markdown
 
@@ -138,3 +140,105 @@ def test_changelog_template_completes_the_prompt_names_a_viewer_may_see():
     assert catalog.complete(ANYONE, ref, "name", "")["values"] == ["billing-help", "general"]
     assert catalog.complete(BILLING, ref, "name", "")["values"] == ["billing-help"]
     assert catalog.complete(ANYONE, ref, "name", "gen")["values"] == ["general"]
+
+
+# ------------------------------------------------------------------- what a client may read of history
+
+STAGING = Viewer(label="staging")
+
+
+def changelog(viewer, name="greet"):
+    return contents(viewer, f"registry://prompts/{name}/changelog")
+
+
+def edited(prompt, text):
+    PromptMessage.objects.filter(prompt=prompt).update(text=text)
+    return prompt
+
+
+@pytest.mark.django_db
+def test_a_production_client_sees_nothing_of_versions_only_staging_served():
+    prompt = make_prompt("greet")
+    publish(prompt, note="first cut")
+    publish(edited(prompt, "Hello {{ topic }}"), note="secret staging experiment", labels=("staging",))
+    for uri in ("registry://prompts/greet/changelog", RECENT):
+        markdown, data = contents(ANYONE, uri)
+        assert "secret staging experiment" not in markdown + json.dumps(data)
+    _markdown, log = changelog(ANYONE)
+    assert [v["version"] for v in log["versions"]] == [1]
+    _markdown, recent = contents(ANYONE, RECENT)
+    assert {(c["label"], c["version"]) for c in recent["changes"]} == {("production", 1)}
+    _markdown, staged = changelog(STAGING)  # the staging client was served v2 from its own label
+    assert [v["version"] for v in staged["versions"]] == [2]
+
+
+@pytest.mark.django_db
+def test_a_rollback_shows_the_version_served_again_not_the_incident_reason(publisher):
+    prompt = make_prompt("greet")
+    publish(prompt, note="first cut")
+    publish(edited(prompt, "Hello {{ topic }}"), note="second cut")
+    services.rollback(prompt, acting_user=publisher, note="v2 leaks customer emails (incident 7)", to_version=1)
+    for uri in ("registry://prompts/greet/changelog", RECENT):
+        markdown, data = contents(ANYONE, uri)
+        assert "incident 7" not in markdown + json.dumps(data)
+    _markdown, recent = contents(ANYONE, RECENT)
+    assert [(c["action"], c["version"], c["note"]) for c in recent["changes"]] == [
+        ("rollback", 1, "first cut"), ("label_move", 2, "second cut"), ("label_move", 1, "first cut")]
+
+
+@pytest.mark.django_db
+def test_names_of_authors_and_approvers_reach_clients_only_when_the_setting_allows(settings, editor, publisher):
+    prompt = make_prompt("greet")
+    review = reviews.request_publication(prompt, acting_user=editor, note="ready")
+    reviews.approve(review, acting_user=publisher)
+    names = (editor.username, publisher.username)
+    for uri in ("registry://prompts/greet/changelog", RECENT):
+        markdown, data = contents(ANYONE, uri)
+        assert not any(name in markdown + json.dumps(data) for name in names), uri
+        assert "Author" not in markdown
+    _markdown, log = changelog(ANYONE)
+    assert log["versions"][0]["note"] == f"ready (approved in review #{review.pk})"
+    assert "author" not in log["versions"][0]
+
+    settings.REGISTRY = {**settings.REGISTRY, "SHOW_NAMES_TO_CLIENTS": True}
+    changes.bump_generation()
+    _markdown, log = changelog(ANYONE)
+    assert log["versions"][0]["author"] == editor.username
+    assert f"approved by {publisher.username}" in log["versions"][0]["note"]
+
+
+@pytest.mark.django_db
+def test_versions_whose_tags_do_not_admit_the_client_are_left_out_of_its_history():
+    prompt = make_prompt("greet", tags="hr")
+    publish(prompt, note="hr-only wording")
+    prompt.tags = "billing"
+    prompt.save()
+    publish(prompt, note="billing wording")
+    for uri in ("registry://prompts/greet/changelog", RECENT):
+        markdown, data = contents(BILLING, uri)
+        assert "hr-only wording" not in markdown + json.dumps(data)
+    _markdown, log = changelog(BILLING)
+    assert [v["version"] for v in log["versions"]] == [2]
+
+
+def _client_names(prompt_name, percent):
+    """A client name inside a rollout of `percent` and one outside it."""
+    names = [f"client-{n}" for n in range(200)]
+    inside = next(n for n in names if rollouts.gets_candidate(n, prompt_name, percent))
+    outside = next(n for n in names if not rollouts.gets_candidate(n, prompt_name, percent))
+    return inside, outside
+
+
+@pytest.mark.django_db
+def test_a_rollout_candidate_is_in_the_history_of_the_clients_that_get_it_only():
+    prompt = make_prompt("greet")
+    publish(prompt, note="first cut")
+    publish(edited(prompt, "Hello {{ topic }}"), note="candidate wording", labels=())
+    rollouts.set_rollout(prompt, label="production", version_number=2, percent=50, acting_user=None)
+    inside, outside = _client_names("greet", 50)
+    for name, expected in ((inside, [2, 1]), (outside, [1])):  # the first read must not be served to the second
+        viewer = Viewer(client_name=name)
+        _markdown, log = changelog(viewer)
+        assert [v["version"] for v in log["versions"]] == expected, name
+        _markdown, recent = contents(viewer, RECENT)
+        assert ("candidate wording" in json.dumps(recent)) == (name == inside)
