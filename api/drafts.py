@@ -36,6 +36,16 @@ from registry.models.resources import Audience, uri_field_validator, uri_templat
 from registry.uris import normalize_uri
 from registry.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
 
+class TextAsGiven(serializers.CharField):
+    """A draft's text as given: not trimmed (DRF trims by default). The registry stores what was
+    typed, with LF line breaks, on every path (registry.forms.NewlinesMixin), so a GET sent back
+    as a PUT, or an imported entry saved through the API, changes nothing."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+
 AUDIENCE_CHOICES = ["user", "assistant"]
 MAX_LENGTH_BOUND = 2**31 - 1  # what the database column holds
 
@@ -141,11 +151,11 @@ def _add(errors: dict[str, Any], field: str, message: str) -> None:
 
 # ------------------------------------------------------------------------------------------ prompts
 class ArgumentSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=64, validators=[argument_name_validator])
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    name = TextAsGiven(max_length=64, validators=[argument_name_validator])
+    title = TextAsGiven(max_length=200, required=False, allow_blank=True, default="")
+    description = TextAsGiven(required=False, allow_blank=True, default="")
     required = serializers.BooleanField(required=False, default=True)
-    default = serializers.CharField(required=False, allow_blank=True, default="")
+    default = TextAsGiven(required=False, allow_blank=True, default="")
     suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
     type = serializers.ChoiceField(choices=ArgumentType.choices, required=False, default=ArgumentType.TEXT,
                                    help_text="What values prompts/get accepts (MCP sends them all as strings).")
@@ -155,7 +165,7 @@ class ArgumentSerializer(serializers.Serializer):
                                           default=None, help_text="text/string: fewest characters.")
     max_length = serializers.IntegerField(min_value=0, max_value=MAX_LENGTH_BOUND, required=False, allow_null=True,
                                           default=None, help_text="text/string: most characters.")
-    pattern = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
+    pattern = TextAsGiven(max_length=500, required=False, allow_blank=True, default="",
                                     help_text="text/string: RE2 regular expression the whole value must match.")
     minimum = serializers.FloatField(required=False, allow_null=True, default=None,
                                      help_text="integer/number: smallest value allowed.")
@@ -182,12 +192,12 @@ class MessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=MessageRole.choices, default=MessageRole.USER)
     kind = serializers.ChoiceField(choices=ContentKind.choices, default=ContentKind.TEXT)
     text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    uri = serializers.CharField(max_length=2048, required=False, allow_blank=True)
-    resource_uri = serializers.CharField(max_length=2048, required=False, allow_blank=True,
+    uri = TextAsGiven(max_length=2048, required=False, allow_blank=True)
+    resource_uri = TextAsGiven(max_length=2048, required=False, allow_blank=True,
                                          help_text="Embed or link this registry resource (resource, resource_link).")
-    mime_type = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    mime_type = TextAsGiven(max_length=100, required=False, allow_blank=True)
     data = Base64BytesField(help_text="image/audio/binary embedded resource bytes, base64.")
-    link_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    link_name = TextAsGiven(max_length=200, required=False, allow_blank=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         uri = attrs.get("resource_uri")
@@ -212,10 +222,10 @@ def _message_field(kind: str, code: str) -> str:
 
 
 class PromptSerializer(EntryMetaMixin):
-    name = serializers.CharField(max_length=128, validators=[prompt_name_validator],
+    name = TextAsGiven(max_length=128, validators=[prompt_name_validator],
                                  help_text="The MCP prompt name; cannot change once published.")
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    description = serializers.CharField(required=False, allow_blank=True)
+    title = TextAsGiven(max_length=200, required=False, allow_blank=True)
+    description = TextAsGiven(required=False, allow_blank=True)
     arguments = ArgumentSerializer(many=True, required=False)
     messages = MessageSerializer(many=True, required=False)
 
@@ -269,17 +279,17 @@ class PromptSerializer(EntryMetaMixin):
 
 # ------------------------------------------------------------------------------------------ resources
 class DescriptionFields(serializers.Serializer):
-    name = serializers.CharField(max_length=200, help_text="Short programmatic name.")
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    description = serializers.CharField(required=False, allow_blank=True)
-    mime_type = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    name = TextAsGiven(max_length=200, help_text="Short programmatic name.")
+    title = TextAsGiven(max_length=200, required=False, allow_blank=True)
+    description = TextAsGiven(required=False, allow_blank=True)
+    mime_type = TextAsGiven(max_length=100, required=False, allow_blank=True)
     audience = serializers.ListField(child=serializers.ChoiceField(choices=AUDIENCE_CHOICES), required=False,
                                      help_text="Annotation: who the content is for.")
     priority = serializers.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
 
 
 class ResourceSerializer(EntryMetaMixin, DescriptionFields):
-    uri = serializers.CharField(max_length=2048, validators=[uri_field_validator],
+    uri = TextAsGiven(max_length=2048, validators=[uri_field_validator],
                                 help_text="The URI clients read; cannot change once published.")
     text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     data = Base64BytesField(help_text="Binary content as base64 (instead of text).")
@@ -310,13 +320,13 @@ class ResourceSerializer(EntryMetaMixin, DescriptionFields):
 
 
 class VariableSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=64)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    name = TextAsGiven(max_length=64)
+    description = TextAsGiven(required=False, allow_blank=True, default="")
     suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
 
 
 class TemplateSerializer(EntryMetaMixin, DescriptionFields):
-    uri_template = serializers.CharField(max_length=2048, validators=[uri_template_field_validator],
+    uri_template = TextAsGiven(max_length=2048, validators=[uri_template_field_validator],
                                          help_text="RFC 6570 URI template; cannot change once published.")
     body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     variables = VariableSerializer(many=True, required=False)

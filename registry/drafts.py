@@ -77,6 +77,11 @@ def _bytes(value: bytes | memoryview | content.Stored | None) -> bytes | content
     return bytes(value) if value else None
 
 
+def _text(value: str | None) -> str:
+    """A text of draft data as stored: LF line breaks, nothing else changed (see registry.forms.NewlinesMixin)."""
+    return normalise_newlines(value or "")
+
+
 def _lines(values: Iterable[str]) -> str:
     return "\n".join(v.strip() for v in values if v and v.strip())
 
@@ -213,12 +218,12 @@ def argument_rows(prompt: Prompt, arguments: Iterable[Mapping[str, Any]]) -> lis
     """Unsaved argument rows of `prompt`, in order, from draft data."""
     return [
         PromptArgument(
-            prompt=prompt, position=position, name=arg["name"], title=arg.get("title") or "",
-            description=normalise_newlines(arg.get("description") or ""),
-            required=bool(arg.get("required", True)), default=normalise_newlines(arg.get("default") or ""),
+            prompt=prompt, position=position, name=arg["name"], title=_text(arg.get("title")),
+            description=_text(arg.get("description")),
+            required=bool(arg.get("required", True)), default=_text(arg.get("default")),
             suggestions=_lines(arg.get("suggestions") or ()),
             type=arg.get("type") or "text", choices=_lines(arg.get("choices") or ()),
-            min_length=arg.get("min_length"), max_length=arg.get("max_length"), pattern=arg.get("pattern") or "",
+            min_length=arg.get("min_length"), max_length=arg.get("max_length"), pattern=_text(arg.get("pattern")),
             minimum=arg.get("minimum"), maximum=arg.get("maximum"),
         )
         for position, arg in enumerate(arguments)
@@ -231,10 +236,10 @@ def message_rows(prompt: Prompt, messages: Iterable[Mapping[str, Any]],
     return [
         PromptMessage(
             prompt=prompt, position=position, role=message.get("role") or "user",
-            kind=message.get("kind") or "text", text=normalise_newlines(message.get("text") or ""), uri=message.get("uri") or "",
+            kind=message.get("kind") or "text", text=_text(message.get("text")), uri=_text(message.get("uri")),
             resource=resources[message["resource_uri"]] if message.get("resource_uri") else None,
-            mime_type=message.get("mime_type") or "", data=_bytes(message.get("data")),
-            link_name=message.get("link_name") or "",
+            mime_type=_text(message.get("mime_type")), data=_bytes(message.get("data")),
+            link_name=_text(message.get("link_name")),
         )
         for position, message in enumerate(messages)
     ]
@@ -243,7 +248,7 @@ def message_rows(prompt: Prompt, messages: Iterable[Mapping[str, Any]],
 def variable_rows(template: ResourceTemplate, variables: Iterable[Mapping[str, Any]]) -> list[TemplateVariable]:
     """Unsaved variable rows of `template` from draft data."""
     return [
-        TemplateVariable(template=template, name=v["name"], description=normalise_newlines(v.get("description") or ""),
+        TemplateVariable(template=template, name=v["name"], description=_text(v.get("description")),
                          suggestions=_lines(v.get("suggestions") or ()))
         for v in variables
     ]

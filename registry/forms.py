@@ -108,9 +108,32 @@ class UploadMixin:
 
 
 class NewlinesMixin:
-    """Text typed in a browser arrives with CRLF; the registry stores and serves LF only."""
+    """Text is stored as typed, with LF line breaks: so saving a form nobody edited changes nothing.
+
+    - What is stored: exactly the characters given, with every line break as LF. Every write path
+      (admin, REST API, import, bulk import) turns CR LF and a lone CR into LF (`normalise_newlines`)
+      and nothing else: no stripping of leading or trailing spaces or newlines, which are part of a
+      message's or a document's text (Django's form fields strip by default; these do not).
+    - A browser posts a text area's line breaks as CR LF: they become LF again here.
+    - A browser drops line breaks from a single-line <input>: a value that has one (a title
+      imported from a file, say) is shown in a small text area instead, so it survives the save.
+    """
 
     cleaned_data: dict[str, Any]
+    fields: dict[str, forms.Field]
+    initial: dict[str, Any]
+    instance: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        for name, field in self.fields.items():
+            if not isinstance(field, forms.CharField):
+                continue
+            field.strip = False
+            current = self.initial.get(name, getattr(getattr(self, "instance", None), name, None))
+            if (isinstance(field.widget, forms.TextInput) and isinstance(current, str)
+                    and ("\n" in current or "\r" in current)):
+                field.widget = forms.Textarea(attrs={**field.widget.attrs, "rows": current.count("\n") + 1})
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()  # type: ignore[misc]

@@ -170,3 +170,34 @@ def make_complete_entries() -> dict[str, list[Any]]:
     TemplateVariable.objects.create(template=template, name="project", description="The project",
                                     suggestions="web\napi")
     return {"prompt": [prompt], "resource": [guide, logo], "template": [template]}
+
+
+# Prompts-as-code with texts that begin or end with spaces or newlines, and a title with a line
+# break: what an unchanged save (admin, API) must leave exactly as it is.
+UNTRIMMED_YAML = """
+prompts:
+  - name: spaced
+    title: "Two\\nlines"
+    description: "Says hello.\\n"
+    arguments:
+      - {name: who, description: "  the person\\n", required: false, default: "world ", suggestions: [" a", "b "]}
+      - {name: code, type: string, pattern: "[A-Z]+ ?", max_length: 12}
+    messages:
+      - {role: user, text: "Hello {{ who }} {{ code }}\\n\\n"}
+      - {role: assistant, text: "\\n  indented reply  "}
+      - {role: user, resource: {uri: "docs://inline", mime_type: text/plain, text: "embedded\\n"}}
+resources:
+  - uri: docs://trailing
+    name: trailing
+    title: "Guide "
+    description: " about it "
+    mime_type: text/markdown
+    text: "# Guide\\n\\nLast line\\n"
+templates:
+  - uri_template: "items://{id}"
+    name: items
+    description: "Items\\n"
+    body: "Item {{ id }}\\n"
+    variables:
+      - {name: id, description: "  the id\\n", suggestions: ["1 ", " 2"]}
+"""

@@ -408,3 +408,25 @@ def test_a_rollback_through_the_api_never_moves_production_forward(as_publisher,
     assert forward.json()["code"] == "not_an_older_version"
     assert entry.labels.get(name="production").version.number == 1
     assert AuditEntry.objects.filter(action="incident_rollback").count() == 1
+
+
+@pytest.mark.parametrize("path,key", [("prompts/spaced", "spaced"), ("resources/{pk}", "docs://trailing"),
+                                      ("templates/{pk}", "items://{id}")])
+def test_a_draft_read_and_written_back_unchanged_changes_nothing(as_editor, tmp_path, path, key):
+    """The API keeps text as given (DRF trims by default): GET then PUT of an imported entry is a no-op."""
+    from registry.importer import export_yaml, import_documents
+    from registry.kinds import KINDS
+    from registry.snapshots import snapshot_of
+    from tests.factories import UNTRIMMED_YAML as DOC
+
+    (tmp_path / "doc.yaml").write_text(DOC, encoding="utf-8")
+    import_documents(tmp_path / "doc.yaml", publish=False)
+    kind = {"prompts": "prompt", "resources": "resource", "templates": "template"}[path.split("/")[0]]
+    entry = KINDS[kind].entry_model.objects.get(**{KINDS[kind].key_field: key})
+    before, exported = snapshot_of(entry), export_yaml()
+    url = f"/api/v1/{path.format(pk=entry.pk)}/"
+    draft = as_editor.get(url).json()
+    response = as_editor.put(url, draft, format="json")
+    assert response.status_code == 200, response.json()
+    assert not AuditEntry.objects.filter(action="edit").exists()
+    assert snapshot_of(type(entry).objects.get(pk=entry.pk)) == before and export_yaml() == exported
