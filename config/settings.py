@@ -168,8 +168,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("LOGIN_LOCKOUT_MINUTES"
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 
-# Messages read back from the cookie or session are never trusted as HTML: config/message_storage.py.
-MESSAGE_STORAGE = "config.message_storage.PlainTextFallbackStorage"
+# Messages live in the server-side session, so the admin's own links render and nothing read back
+# from a cookie is trusted as HTML: config/message_storage.py.
+MESSAGE_STORAGE = "config.message_storage.ServerSessionMessageStorage"
 
 LANGUAGE_CODE = "en-us"
 # The admin's languages: the project's own strings have catalogs in locale/ (Django's admin has its own).

@@ -436,3 +436,65 @@ def test_a_prompt_change_page_with_typed_arguments_fits_the_window(live_server, 
     assert page.is_hidden("text=Text: fewest characters.")  # help texts go with their fields
     assert page.evaluate("() => document.documentElement.scrollWidth") <= width
     assert violations == [], violations
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_save_message_shows_a_link_to_the_entry_and_a_forged_messages_cookie_shows_nothing(live_server, chromium):
+    """The admin's own message markup renders (a link, not "<a href=…>"); a cookie's never does."""
+    from django.contrib.messages import constants
+    from django.contrib.messages.storage.base import Message
+    from django.contrib.messages.storage.cookie import CookieStorage
+    from django.test import RequestFactory
+    from django.utils.safestring import mark_safe
+
+    editor = make_user("Editors")
+    prompt = make_prompt(name="message-link")
+    change_url = f"{live_server.url}/admin/registry/prompt/{prompt.pk}/change/"
+    context = chromium.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    log_in(page, live_server.url, editor.username)
+    page.goto(change_url)
+    page.fill("#id_title", "Linked")
+    page.click("input[name=_save]")
+    page.wait_for_selector("ul.messagelist li.success")
+    message = page.locator("ul.messagelist li.success")
+    assert "<a" not in message.inner_text() and "message-link" in message.inner_text()
+    link = message.locator("a")
+    assert link.inner_text() == "message-link"
+    assert link.get_attribute("href") == f"/admin/registry/prompt/{prompt.pk}/change/"
+
+    forged = CookieStorage(RequestFactory().get("/"))._encode(
+        [Message(constants.INFO, mark_safe('<img id="forged" src=x onerror="window.__xss=1">'))])
+    context.add_cookies([{"name": CookieStorage.cookie_name, "value": forged, "url": live_server.url}])
+    page.goto(f"{live_server.url}/admin/")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(300)
+    assert page.locator("#forged").count() == 0
+    assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_saving_imported_entries_unchanged_in_a_real_browser_changes_nothing(live_server, chromium, tmp_path):
+    """Chromium posts text areas with CR LF and drops line breaks from inputs: an unchanged save is still a no-op."""
+    from registry.importer import export_yaml, import_documents
+    from registry.models import AuditEntry, Resource, ResourceTemplate
+    from tests.factories import UNTRIMMED_YAML
+
+    (tmp_path / "doc.yaml").write_text(UNTRIMMED_YAML, encoding="utf-8")
+    import_documents(tmp_path / "doc.yaml", publish=False)
+    exported = export_yaml()
+    editor = make_user("Editors")
+    pages = [f"prompt/{Prompt.objects.get(name='spaced').pk}", f"resource/{Resource.objects.get().pk}",
+             f"resourcetemplate/{ResourceTemplate.objects.get().pk}"]
+    page = chromium.new_context().new_page()
+    page.set_default_timeout(15_000)
+    log_in(page, live_server.url, editor.username)
+    for path in pages:
+        page.goto(f"{live_server.url}/admin/registry/{path}/change/")
+        page.click("input[name=_save]")
+        page.wait_for_selector("ul.messagelist li.success")
+    assert not AuditEntry.objects.filter(action="edit").exists()
+    assert export_yaml() == exported
