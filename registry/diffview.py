@@ -522,7 +522,7 @@ def word_diff(old: str | None, new: str | None, *, context_lines: int = _CONTEXT
 
 # -------------------------------------------------------------------------------------- structure
 
-_NO_SCHEMA = Schema(kind="", fields=())  # audit entries of things that are not entries (MCP clients): every key generic
+_NO_SCHEMA = Schema(kind="", fields=())  # audit entries of what is not an entry (MCP clients): all keys generic
 
 
 def _get(mapping: Any, key: str) -> Any:
@@ -580,7 +580,8 @@ def _field_change(field: Field | None, key: str, old: Any, new: Any, *, label: s
     label = label or (field.label_text if field is not None else humanise(key))
     change = FieldChange(key, label, _status(old, new), display(old, key=key, field=field),
                          display(new, key=key, field=field))
-    if change.status == "changed" and (_is_long(old) or _is_long(new)) and key.rsplit(".", 1)[-1] not in ("blob", "data"):
+    if (change.status == "changed" and (_is_long(old) or _is_long(new))
+            and key.rsplit(".", 1)[-1] not in ("blob", "data")):
         change.words = word_diff(old if isinstance(old, str) else None, new if isinstance(new, str) else None)
     return change
 
@@ -656,7 +657,8 @@ def _table(table: Table, old: Any, new: Any, partial: bool) -> TableChange | Non
         for column in columns:
             known = not partial or any(row is not None and column.key in row for row in (b_row, a_row))
             b_val, a_val = _cell_value(column, b_row, known), _cell_value(column, a_row, known)
-            b_shown, a_shown = display(b_val, key=column.key, field=column), display(a_val, key=column.key, field=column)
+            b_shown = display(b_val, key=column.key, field=column)
+            a_shown = display(a_val, key=column.key, field=column)
             changed = status == "same" and b_val != a_val and not (b_shown.missing and a_shown.missing)
             cells.append(Cell(b_shown if known and b_row is not None else None,
                               a_shown if known and a_row is not None else None, changed))
@@ -736,7 +738,8 @@ def _message(spec: Messages, i: int | None, old: dict | None, j: int | None, new
     for key in sorted((set(flat_old) | set(flat_new))):
         if spec.field_for(key) is not None:
             continue
-        change = _field_change(None, key, flat_old.get(key), flat_new.get(key), label=humanise(key.removeprefix("content.")))
+        change = _field_change(None, key, flat_old.get(key), flat_new.get(key),
+                               label=humanise(key.removeprefix("content.")))
         if change is not None:
             change.words = None
             fields.append(change)

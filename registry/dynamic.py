@@ -264,7 +264,7 @@ def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: st
                 break
     if chunk and len(changes) < RECENT_CHANGES:
         take(chunk)
-    headers = ["Time", "Kind", "Entry", "Version", "Label", "Change"] + (["Author"] if names_shown() else []) + ["Note"]
+    headers = ["Time", "Kind", "Entry", "Version", "Label", "Change", *(["Author"] if names_shown() else []), "Note"]
     table = _table(headers, [[c["time"], c["kind"], c["entry"], c["version"], c["label"], c["action"]]
                              + ([c["author"]] if names_shown() else []) + [c["note"]] for c in changes])
     markdown = "# Recent published changes\n\n" + (table if changes else "No published changes yet.") + "\n"

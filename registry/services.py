@@ -70,6 +70,7 @@ from registry.models import (
 from registry.models.base import label_name_validator
 from registry.signals import audit_recorded
 from registry.listing import listing_of
+from registry.snapshot_schema import SCHEMAS
 from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
 from registry.validation import validate_entry
 
@@ -78,7 +79,10 @@ User = AbstractBaseUser | AnonymousUser | None
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"
 
-LIST_FIELDS = ("name", "title", "description", "arguments", "mimeType", "size", "annotations", "uriTemplate", "tags")
+# Snapshot keys whose change changes a list item (announced as list_changed): what the item shows
+# (the snapshot schema's `listed`), the arguments it lists, and the tags that decide who sees it.
+LIST_FIELDS = tuple(dict.fromkeys([*(key for schema in SCHEMAS.values() for key in schema.listed),
+                                   "arguments", "tags"]))
 
 
 def actor_name(user: User, fallback: str = "command line") -> str:

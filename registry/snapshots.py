@@ -348,7 +348,8 @@ def _readable(value: Any) -> Any:
         return out
     sha = out.pop("sha256")
     out.pop("encoding", None)
-    out["data" if out.get("type") in ("image", "audio") else "blob"] = f"<{out.get('size', 0)} bytes, sha256 {sha[:12]}>"
+    summary = f"<{out.get('size', 0)} bytes, sha256 {sha[:12]}>"
+    out["data" if out.get("type") in ("image", "audio") else "blob"] = summary
     return out
 
 

@@ -518,7 +518,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             diff=diffview.build(obj.kind, current.version.snapshot if current else None, after,
                                 before_name=_("%(label)s now (v%(number)s)") % {
                                     "label": label_name, "number": current.version.number} if current else _("nothing"),
-                                after_name=f"v{version.number}" if version else _("draft"), load=diff_loader(payloads)),
+                                after_name=f"v{version.number}" if version else _("draft"),
+                                load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/request.html", context)
 
@@ -669,7 +670,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             request, obj, _("Restore the draft of %(key)s from v%(number)s") % {"key": obj.key, "number": version.number},
             version=version,
             diff=diffview.build(obj.kind, snapshot_of(obj, payloads), version.snapshot,
-                                before_name=_("current draft"), after_name=f"v{version.number}", load=diff_loader(payloads)),
+                                before_name=_("current draft"), after_name=f"v{version.number}",
+                                load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/restore.html", context)
 
