@@ -45,8 +45,10 @@ test: install
 	fi
 	bash bin/conformance
 
+# The quick loop: no browser, end-to-end or service tests, and the migrated test database kept
+# between runs (test-db.sqlite3; `--create-db` rebuilds it after a change to the migrations' data).
 test-fast: install
-	$(PY) -m pytest -m "not browser and not e2e and not services"
+	$(PY) -m pytest -m "not browser and not e2e and not services" --reuse-db
 
 # The linter and the type checker (configured in pyproject.toml); not yet part of `make test`.
 lint: install
