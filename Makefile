@@ -5,16 +5,25 @@ PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test test-fast conformance bench clean
+.PHONY: install lock run test test-fast lint conformance bench clean
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# Every dependency, runtime and dev, comes pinned and hashed from requirements.lock; the project
+# itself is then installed without its dependencies, so the ranges in pyproject.toml (kept for
+# those who install the package) never pull a newer release into a checkout.
+$(VENV)/.installed: requirements.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
+
+# Re-resolve requirements.lock from pyproject.toml's ranges (newest releases that satisfy them),
+# for every platform; `make install` then installs the new pins.
+lock: install
+	$(PY) -m uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+		--generate-hashes --quiet --custom-compile-command "make lock" -o requirements.lock
 
 # A development server: debug mode (and so the public development key unless DJANGO_SECRET_KEY is set).
 run: export DJANGO_DEBUG ?= 1
@@ -36,8 +45,15 @@ test: install
 	fi
 	bash bin/conformance
 
+# The quick loop: no browser, end-to-end or service tests, and the migrated test database kept
+# between runs (test-db.sqlite3; `--create-db` rebuilds it after a change to the migrations' data).
 test-fast: install
-	$(PY) -m pytest -m "not browser and not e2e and not services"
+	$(PY) -m pytest -m "not browser and not e2e and not services" --reuse-db
+
+# The linter and the type checker (configured in pyproject.toml); not yet part of `make test`.
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 conformance: install
 	bash bin/conformance

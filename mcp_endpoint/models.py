@@ -4,27 +4,29 @@ process fronts them with a short-lived in-memory cache (see sessions.py)."""
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class McpSession(models.Model):
-    session_id = models.CharField(max_length=64, primary_key=True)
-    protocol_version = models.CharField(max_length=16)
-    client_info = models.JSONField(default=dict, blank=True)
-    client_capabilities = models.JSONField(default=dict, blank=True)
+    session_id = models.CharField(_("session id"), max_length=64, primary_key=True)
+    protocol_version = models.CharField(_("protocol version"), max_length=16)
+    client_info = models.JSONField(_("client info"), default=dict, blank=True)
+    client_capabilities = models.JSONField(_("client capabilities"), default=dict, blank=True)
     # The registry client that opened the session (None = anonymous); a session is only ever
     # used with the same credentials it was opened with.
-    client_id = models.BigIntegerField(null=True, blank=True)
+    client_id = models.BigIntegerField(_("client id"), null=True, blank=True)
     # Anonymous sessions only: the caller's network (sessions.peer_key), which bounds how many
     # sessions one anonymous caller may hold.
-    peer = models.CharField(max_length=64, blank=True, default="")
-    created = models.DateTimeField(auto_now_add=True)
-    last_seen = models.DateTimeField(auto_now_add=True, db_index=True)
-    ended = models.BooleanField(default=False)
-    subscriptions = models.JSONField(default=list, blank=True)
-    log_level = models.CharField(max_length=16, default="info")
+    peer = models.CharField(_("peer"), max_length=64, blank=True, default="")
+    created = models.DateTimeField(_("created"), auto_now_add=True)
+    last_seen = models.DateTimeField(_("last seen"), auto_now_add=True, db_index=True)
+    ended = models.BooleanField(_("ended"), default=False)
+    subscriptions = models.JSONField(_("subscriptions"), default=list, blank=True)
+    log_level = models.CharField(_("log level"), max_length=16, default="info")
 
     class Meta:
-        verbose_name = "MCP session"
+        verbose_name = _("MCP session")
+        verbose_name_plural = _("MCP sessions")
         indexes = [models.Index(fields=["client_id", "peer", "last_seen"], name="mcp_session_owner_idx")]
 
     def __str__(self) -> str:

@@ -17,11 +17,17 @@ class GroupDefault(models.Model):
     Applied once, when the (application, user) pair first gets a token; edit the MCP client
     row afterwards to change that one connection."""
 
-    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="oauth_default")
-    label = models.CharField(max_length=40, default=PRODUCTION, validators=[label_name_validator])
-    scope_tags = models.CharField(max_length=500, blank=True,
-                                  help_text=_("Comma-separated tags; if set, only entries with one are served."))
-    priority = models.IntegerField(default=0, help_text=_("When a user is in several groups, the highest wins."))
+    group = models.OneToOneField(
+        Group, verbose_name=_("group"), on_delete=models.CASCADE, related_name="oauth_default",
+    )
+    label = models.CharField(_("label"), max_length=40, default=PRODUCTION, validators=[label_name_validator])
+    scope_tags = models.CharField(
+        _("scope tags"), max_length=500, blank=True,
+        help_text=_("Comma-separated tags; if set, only entries with one are served."),
+    )
+    priority = models.IntegerField(
+        _("priority"), default=0, help_text=_("When a user is in several groups, the highest wins."),
+    )
 
     class Meta:
         ordering = ["-priority", "group__name"]
@@ -35,11 +41,18 @@ class GroupDefault(models.Model):
 class OAuthConnection(models.Model):
     """One (application, user) pair and the McpClient row that its tokens are served as."""
 
-    application = models.ForeignKey("oauth2_provider.Application", on_delete=models.CASCADE,
-                                    related_name="mcp_connections")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_connections")
-    client = models.OneToOneField(McpClient, on_delete=models.CASCADE, related_name="oauth_connection")
-    created_at = models.DateTimeField(auto_now_add=True)
+    application = models.ForeignKey(
+        "oauth2_provider.Application", verbose_name=_("application"), on_delete=models.CASCADE,
+        related_name="mcp_connections",
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE,
+        related_name="mcp_connections",
+    )
+    client = models.OneToOneField(
+        McpClient, verbose_name=_("client"), on_delete=models.CASCADE, related_name="oauth_connection",
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["application", "user"], name="unique_oauth_connection")]

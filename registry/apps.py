@@ -8,11 +8,6 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.apps import apps
-
-        from registry import field_labels, receivers
-
-        field_labels.translate_automatic_labels(
-            apps.get_app_config(label) for label in field_labels.APPS if apps.is_installed(label))
+        from registry import receivers
 
         receivers.connect()

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from registry import changes, content_cache, fetches, warmup
 from tests.factories import grant, make_user
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(request, django_db_modify_db_settings_parallel_suffix):
+    """`--reuse-db` keeps the migrated test database from one run to the next (`make test-fast`).
+    An in-memory SQLite database ends with its run, so then the test database is a file beside
+    the project (ignored by git; `--create-db` builds it anew)."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if (request.config.getoption("reuse_db") and database["ENGINE"] == "django.db.backends.sqlite3"
+            and not database.setdefault("TEST", {}).get("NAME")):
+        database["TEST"]["NAME"] = str(Path(settings.BASE_DIR) / "test-db.sqlite3")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -21,25 +21,33 @@ def new_secret() -> str:
 class Webhook(models.Model):
     """An HTTP endpoint that receives signed JSON events."""
 
-    name = models.CharField(max_length=100, help_text=_("What receives the events, e.g. 'release-bot'."))
+    name = models.CharField(
+        _("name"), max_length=100, help_text=_("What receives the events, e.g. 'release-bot'."),
+    )
     url = models.URLField(
+        _("url"),
         max_length=2000,
         validators=[validate_webhook_url],
         help_text="https:// address that receives a POST per event. Not this server itself.",
     )
     secret = models.CharField(
-        max_length=100, default=new_secret, editable=False,
+        _("secret"), max_length=100, default=new_secret, editable=False,
         help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret is rotated.",
     )
-    events = models.JSONField(default=list, help_text="Event types this webhook receives.")
-    active = models.BooleanField(default=True, help_text=_("Untick to stop sending (pending deliveries wait)."))
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    events = models.JSONField(_("events"), default=list, help_text="Event types this webhook receives.")
+    active = models.BooleanField(
+        _("active"), default=True, help_text=_("Untick to stop sending (pending deliveries wait)."),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("created by"), null=True, blank=True,
+        on_delete=models.SET_NULL, related_name="+", editable=False,
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("webhook")
+        verbose_name_plural = _("webhooks")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -62,27 +70,34 @@ class DeliveryStatus(models.TextChoices):
 class WebhookDelivery(models.Model):
     """One event for one webhook: written in the changing transaction, sent after commit."""
 
-    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
-    delivery_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False,
-                                   help_text=_("Sent as X-Registry-Delivery and in the signed body; the same on "
-                                               "every retry, so receivers can deduplicate."))
-    event = models.CharField(max_length=40, choices=Event.choices, db_index=True)
-    payload = models.JSONField()
-    status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(default=timezone.now, db_index=True)
-    last_attempt_at = models.DateTimeField(null=True, blank=True)
-    last_status_code = models.PositiveIntegerField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
+    webhook = models.ForeignKey(
+        Webhook, verbose_name=_("webhook"), on_delete=models.CASCADE, related_name="deliveries",
+    )
+    delivery_id = models.UUIDField(
+        _("delivery id"), default=uuid.uuid4, unique=True, editable=False,
+        help_text=_("Sent as X-Registry-Delivery and in the signed body; the same on "
+                                               "every retry, so receivers can deduplicate."),
+    )
+    event = models.CharField(_("event"), max_length=40, choices=Event.choices, db_index=True)
+    payload = models.JSONField(_("payload"))
+    status = models.CharField(
+        _("status"), max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING,
+    )
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    next_attempt_at = models.DateTimeField(_("next attempt at"), default=timezone.now, db_index=True)
+    last_attempt_at = models.DateTimeField(_("last attempt at"), null=True, blank=True)
+    last_status_code = models.PositiveIntegerField(_("last status code"), null=True, blank=True)
+    last_error = models.TextField(_("last error"), blank=True)
+    delivered_at = models.DateTimeField(_("delivered at"), null=True, blank=True)
     # The lease of the worker sending it now: only the holder of `lease_token` records the outcome,
     # and nobody else claims the row before `leased_until` (longer than one attempt may take).
-    lease_token = models.UUIDField(null=True, blank=True, editable=False)
-    leased_until = models.DateTimeField(null=True, blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    lease_token = models.UUIDField(_("lease token"), null=True, blank=True, editable=False)
+    leased_until = models.DateTimeField(_("leased until"), null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        verbose_name = _("webhook delivery")
         verbose_name_plural = _("webhook deliveries")
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_delivery_due")]
 

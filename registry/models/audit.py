@@ -41,20 +41,25 @@ class AppendOnlyQuerySet(models.QuerySet):
 class AuditEntry(models.Model):
     """Who did what to which entry, when, why, and exactly what changed."""
 
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("actor"), null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
     )
-    actor_name = models.CharField(max_length=150, help_text=_("User name, or the tool that acted."))
-    action = models.CharField(max_length=20, choices=AuditAction.choices, db_index=True)
-    entry_kind = models.CharField(max_length=20, db_index=True)
-    entry_key = models.CharField(max_length=2048)
-    entry_id = models.BigIntegerField(null=True, blank=True)
-    label = models.CharField(max_length=40, blank=True)
-    from_version = models.PositiveIntegerField(null=True, blank=True)
-    to_version = models.PositiveIntegerField(null=True, blank=True)
-    changes = models.JSONField(default=list, blank=True, help_text=_("Field-level diff: [{field, before, after}]."))
-    note = models.TextField(blank=True)
+    actor_name = models.CharField(
+        _("actor name"), max_length=150, help_text=_("User name, or the tool that acted."),
+    )
+    action = models.CharField(_("action"), max_length=20, choices=AuditAction.choices, db_index=True)
+    entry_kind = models.CharField(_("entry kind"), max_length=20, db_index=True)
+    entry_key = models.CharField(_("entry key"), max_length=2048)
+    entry_id = models.BigIntegerField(_("entry id"), null=True, blank=True)
+    label = models.CharField(_("label"), max_length=40, blank=True)
+    from_version = models.PositiveIntegerField(_("from version"), null=True, blank=True)
+    to_version = models.PositiveIntegerField(_("to version"), null=True, blank=True)
+    changes = models.JSONField(
+        _("changes"), default=list, blank=True, help_text=_("Field-level diff: [{field, before, after}]."),
+    )
+    note = models.TextField(_("note"), blank=True)
 
     objects = AppendOnlyQuerySet.as_manager()
 
@@ -83,13 +88,20 @@ class ChangeLogEntry(models.Model):
     from this table, so no change is missed even if the fast path (channel layer) was down.
     """
 
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    entry_kind = models.CharField(max_length=20)  # prompt, resource, template
-    entry_key = models.CharField(max_length=2048)
-    label = models.CharField(max_length=40, blank=True, help_text=_("Label whose served content changed; blank = all."))
-    list_changed = models.BooleanField(default=False, help_text=_("The set of listed entries or their metadata changed."))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
+    entry_kind = models.CharField(_("entry kind"), max_length=20)  # prompt, resource, template
+    entry_key = models.CharField(_("entry key"), max_length=2048)
+    label = models.CharField(
+        _("label"), max_length=40, blank=True,
+        help_text=_("Label whose served content changed; blank = all."),
+    )
+    list_changed = models.BooleanField(
+        _("list changed"), default=False, help_text=_("The set of listed entries or their metadata changed."),
+    )
 
     class Meta:
+        verbose_name = _("change log entry")
+        verbose_name_plural = _("change log entries")
         ordering = ["id"]
 
     def __str__(self) -> str:

@@ -75,17 +75,19 @@ class VersionedEntry(models.Model):
     """Fields every entry has besides its own content."""
 
     tags = models.CharField(
-        max_length=500,
-        blank=True,
+        _("tags"), max_length=500, blank=True,
         help_text=_("Comma-separated tags. Clients limited to some tags only see entries carrying one of them."),
     )
-    archived_at = models.DateTimeField(null=True, blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    archived_at = models.DateTimeField(_("archived at"), null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     revision = models.PositiveIntegerField(
-        default=0, editable=False,
-        help_text=_("Draft revision, bumped by every save of the working copy: a save based on an older one is refused."))
-    updated_by = models.CharField(max_length=150, blank=True, editable=False, help_text=_("Who saved the draft last."))
+        _("revision"), default=0, editable=False,
+        help_text=_("Draft revision, bumped by every save of the working copy: a save based on an older one is refused."),
+    )
+    updated_by = models.CharField(
+        _("updated by"), max_length=150, blank=True, editable=False, help_text=_("Who saved the draft last."),
+    )
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
@@ -126,19 +128,26 @@ class ImmutableQuerySet(models.QuerySet):
 class EntryVersion(models.Model):
     """A published, frozen snapshot of an entry. Insert-only."""
 
-    number = models.PositiveIntegerField()
-    snapshot = models.JSONField(help_text=_("Everything clients receive from this version; bytes by SHA-256."))
+    number = models.PositiveIntegerField(_("number"))
+    snapshot = models.JSONField(
+        _("snapshot"), help_text=_("Everything clients receive from this version; bytes by SHA-256."),
+    )
     listing = models.JSONField(
-        default=dict, editable=False,
+        _("listing"), default=dict, editable=False,
         help_text=_("What lists and completion need (registry/listing.py), so serving never loads message bodies."),
     )
-    content_hash = models.CharField(max_length=64, help_text=_("SHA-256 of the canonical snapshot."))
-    change_note = models.TextField()
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    content_hash = models.CharField(
+        _("content hash"), max_length=64, help_text=_("SHA-256 of the canonical snapshot."),
     )
-    author_name = models.CharField(max_length=150, help_text=_("Who published it, kept if the user is deleted."))
-    created_at = models.DateTimeField(auto_now_add=True)
+    change_note = models.TextField(_("change note"))
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("author"), null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    author_name = models.CharField(
+        _("author name"), max_length=150, help_text=_("Who published it, kept if the user is deleted."),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     objects = ImmutableQuerySet.as_manager()
 
@@ -174,13 +183,15 @@ def served_key_of(listing: dict | None, snapshot: dict | None) -> str:
 class ReleaseLabel(models.Model):
     """A named pointer ('production', 'staging', custom) from an entry to one of its versions."""
 
-    name = models.CharField(max_length=40, validators=[label_name_validator])
+    name = models.CharField(_("name"), max_length=40, validators=[label_name_validator])
     protected = models.BooleanField(
+        _("protected"),
         default=False, help_text=_("Moving a protected label needs an approved review.")
     )
-    moved_at = models.DateTimeField(auto_now=True)
-    moved_by = models.CharField(max_length=150, blank=True)
+    moved_at = models.DateTimeField(_("moved at"), auto_now=True)
+    moved_by = models.CharField(_("moved by"), max_length=150, blank=True)
     served_key = models.CharField(
+        _("served key"),
         max_length=2048, blank=True, default="", editable=False,
         help_text="The served version's name or URI (served_key_of), kept on the label row so list "
                   "pages can be read from the database in key order by an index (registry/catalog_pages.py).",

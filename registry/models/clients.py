@@ -17,23 +17,27 @@ class ClientQuerySet(ServedQuerySet):
 class McpClient(models.Model):
     """An MCP client the admin issued a token to; the token itself is shown once, stored hashed."""
 
-    name = models.CharField(max_length=100, unique=True, help_text=_("e.g. 'support-desk-agent'."))
-    description = models.TextField(blank=True)
-    token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    token_prefix = models.CharField(max_length=12, editable=False, help_text=_("First characters, to recognise it."))
+    name = models.CharField(_("name"), max_length=100, unique=True, help_text=_("e.g. 'support-desk-agent'."))
+    description = models.TextField(_("description"), blank=True)
+    token_hash = models.CharField(_("token hash"), max_length=64, unique=True, editable=False)
+    token_prefix = models.CharField(
+        _("token prefix"), max_length=12, editable=False, help_text=_("First characters, to recognise it."),
+    )
     label = models.CharField(
+        _("label"),
         max_length=40,
         default=PRODUCTION,
         validators=[label_name_validator],
         help_text=_("Release label this client is served ('staging' for early adopters)."),
     )
     scope_tags = models.CharField(
-        max_length=500, blank=True, help_text=_("Comma-separated tags; if set, the client only sees entries with one.")
+        _("scope tags"), max_length=500, blank=True,
+        help_text=_("Comma-separated tags; if set, the client only sees entries with one."),
     )
-    active = models.BooleanField(default=True, help_text=_("Untick to revoke the token."))
-    expires_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
+    active = models.BooleanField(_("active"), default=True, help_text=_("Untick to revoke the token."))
+    expires_at = models.DateTimeField(_("expires at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    last_seen_at = models.DateTimeField(_("last seen at"), null=True, blank=True, editable=False)
 
     objects = ClientQuerySet.as_manager()
 
@@ -57,15 +61,20 @@ class McpClient(models.Model):
 class FetchCounter(models.Model):
     """How often one client (or anonymous callers) was served one version of one entry."""
 
-    client = models.ForeignKey(McpClient, null=True, blank=True, on_delete=models.SET_NULL, related_name="fetches")
-    client_name = models.CharField(max_length=100, help_text=_("Client name at fetch time; '' for anonymous."))
-    entry_kind = models.CharField(max_length=20)
-    entry_key = models.CharField(max_length=2048)
-    version = models.PositiveIntegerField()
-    label = models.CharField(max_length=40)
-    count = models.PositiveBigIntegerField(default=0)
-    first_at = models.DateTimeField()
-    last_at = models.DateTimeField()
+    client = models.ForeignKey(
+        McpClient, verbose_name=_("client"), null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="fetches",
+    )
+    client_name = models.CharField(
+        _("client name"), max_length=100, help_text=_("Client name at fetch time; '' for anonymous."),
+    )
+    entry_kind = models.CharField(_("entry kind"), max_length=20)
+    entry_key = models.CharField(_("entry key"), max_length=2048)
+    version = models.PositiveIntegerField(_("version"))
+    label = models.CharField(_("label"), max_length=40)
+    count = models.PositiveBigIntegerField(_("count"), default=0)
+    first_at = models.DateTimeField(_("first at"))
+    last_at = models.DateTimeField(_("last at"))
 
     class Meta:
         verbose_name = _("fetch counter")

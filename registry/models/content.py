@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class ContentObject(models.Model):
@@ -13,11 +14,13 @@ class ContentObject(models.Model):
     versions reference them for ever.
     """
 
-    sha256 = models.CharField(max_length=64, primary_key=True)
-    size = models.PositiveBigIntegerField()
-    created_at = models.DateTimeField(auto_now_add=True)
+    sha256 = models.CharField(_("sha256"), max_length=64, primary_key=True)
+    size = models.PositiveBigIntegerField(_("size"))
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("content object")
+        verbose_name_plural = _("content objects")
         ordering = ["created_at"]
 
     def __str__(self) -> str:

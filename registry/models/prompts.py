@@ -23,13 +23,18 @@ argument_name_validator = RegexValidator(
 
 class Prompt(VersionedEntry):
     name = models.CharField(
+        _("name"),
         max_length=128,
         unique=True,
         validators=[prompt_name_validator],
         help_text=_("The name MCP clients use. Cannot change once published."),
     )
-    title = models.CharField(max_length=200, blank=True, help_text=_("Human-readable name shown in clients."))
-    description = models.TextField(blank=True, help_text=_("What the prompt is for; shown in clients' prompt lists."))
+    title = models.CharField(
+        _("title"), max_length=200, blank=True, help_text=_("Human-readable name shown in clients."),
+    )
+    description = models.TextField(
+        _("description"), blank=True, help_text=_("What the prompt is for; shown in clients' prompt lists."),
+    )
 
     kind = "prompt"
 
@@ -60,29 +65,45 @@ class ArgumentType(models.TextChoices):
 
 
 class PromptArgument(models.Model):
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="arguments")
-    position = models.PositiveIntegerField(default=0)
-    name = models.CharField(max_length=64, validators=[argument_name_validator])
-    title = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
-    required = models.BooleanField(default=True)
-    default = models.TextField(blank=True, help_text=_("Used when an optional argument is not given."))
+    prompt = models.ForeignKey(
+        Prompt, verbose_name=_("prompt"), on_delete=models.CASCADE, related_name="arguments",
+    )
+    position = models.PositiveIntegerField(_("position"), default=0)
+    name = models.CharField(_("name"), max_length=64, validators=[argument_name_validator])
+    title = models.CharField(_("title"), max_length=200, blank=True)
+    description = models.TextField(_("description"), blank=True)
+    required = models.BooleanField(_("required"), default=True)
+    default = models.TextField(
+        _("default"), blank=True, help_text=_("Used when an optional argument is not given."),
+    )
     suggestions = models.TextField(
+        _("suggestions"),
         blank=True, help_text=_("Suggested values, one per line; clients offer them as completions.")
     )
     type = models.CharField(
-        max_length=16, choices=ArgumentType.choices, default=ArgumentType.TEXT,
+        _("type"), max_length=16, choices=ArgumentType.choices, default=ArgumentType.TEXT,
         help_text=_("What values are accepted; clients that send anything else get an error naming the argument."),
     )
-    choices = models.TextField(blank=True, help_text=_("One of a list: the allowed values, one per line."))
-    min_length = models.PositiveIntegerField(null=True, blank=True, help_text=_("Text: fewest characters."))
-    max_length = models.PositiveIntegerField(null=True, blank=True, help_text=_("Text: most characters."))
+    choices = models.TextField(
+        _("choices"), blank=True, help_text=_("One of a list: the allowed values, one per line."),
+    )
+    min_length = models.PositiveIntegerField(
+        _("min length"), null=True, blank=True, help_text=_("Text: fewest characters."),
+    )
+    max_length = models.PositiveIntegerField(
+        _("max length"), null=True, blank=True, help_text=_("Text: most characters."),
+    )
     pattern = models.CharField(
+        _("pattern"),
         max_length=500, blank=True,
         help_text=_("Text: a regular expression the whole value must match, e.g. [A-Z]{3}-[0-9]+."),
     )
-    minimum = models.FloatField(null=True, blank=True, help_text=_("Numbers: the smallest value allowed."))
-    maximum = models.FloatField(null=True, blank=True, help_text=_("Numbers: the largest value allowed."))
+    minimum = models.FloatField(
+        _("minimum"), null=True, blank=True, help_text=_("Numbers: the smallest value allowed."),
+    )
+    maximum = models.FloatField(
+        _("maximum"), null=True, blank=True, help_text=_("Numbers: the largest value allowed."),
+    )
 
     class Meta:
         verbose_name = _("prompt argument")
@@ -118,31 +139,39 @@ class ContentKind(models.TextChoices):
 class PromptMessage(StoredBytesMixin, models.Model):
     """One message of the prompt body; each carries exactly one content block."""
 
-    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="messages")
-    position = models.PositiveIntegerField(default=0)
-    role = models.CharField(max_length=10, choices=MessageRole.choices, default=MessageRole.USER)
-    kind = models.CharField(max_length=16, choices=ContentKind.choices, default=ContentKind.TEXT)
+    prompt = models.ForeignKey(
+        Prompt, verbose_name=_("prompt"), on_delete=models.CASCADE, related_name="messages",
+    )
+    position = models.PositiveIntegerField(_("position"), default=0)
+    role = models.CharField(_("role"), max_length=10, choices=MessageRole.choices, default=MessageRole.USER)
+    kind = models.CharField(_("kind"), max_length=16, choices=ContentKind.choices, default=ContentKind.TEXT)
     text = models.TextField(
+        _("text"),
         blank=True,
         help_text=_("Text messages: the text, with {{ argument }} placeholders. "
                     "Embedded resources given inline: their text."),
     )
     uri = models.CharField(
-        max_length=2048, blank=True, help_text=_("Embedded resources and links: the URI; may use {{ argument }}.")
+        _("uri"), max_length=2048, blank=True,
+        help_text=_("Embedded resources and links: the URI; may use {{ argument }}."),
     )
     resource = models.ForeignKey(
-        "registry.Resource",
+        "registry.Resource", verbose_name=_("resource"),
         null=True,
         blank=True,
         on_delete=models.PROTECT,
         related_name="+",
         help_text=_("Embed or link a registry resource (its published content is frozen into the version)."),
     )
-    mime_type = models.CharField(max_length=100, blank=True)
-    data_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False,
-                                   help_text=_("SHA-256 of the uploaded bytes (images, audio, binary embeds)."))
-    data_size = models.PositiveBigIntegerField(default=0, editable=False)
-    link_name = models.CharField(max_length=200, blank=True, help_text=_("Resource links: the name shown."))
+    mime_type = models.CharField(_("mime type"), max_length=100, blank=True)
+    data_sha256 = models.CharField(
+        _("data sha256"), max_length=64, blank=True, default="", editable=False,
+        help_text=_("SHA-256 of the uploaded bytes (images, audio, binary embeds)."),
+    )
+    data_size = models.PositiveBigIntegerField(_("data size"), default=0, editable=False)
+    link_name = models.CharField(
+        _("link name"), max_length=200, blank=True, help_text=_("Resource links: the name shown."),
+    )
 
     class Meta:
         verbose_name = _("prompt message")
@@ -154,8 +183,12 @@ class PromptMessage(StoredBytesMixin, models.Model):
 
 
 class PromptVersion(EntryVersion):
-    entry = models.ForeignKey(Prompt, on_delete=models.PROTECT, related_name="versions")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    entry = models.ForeignKey(
+        Prompt, verbose_name=_("entry"), on_delete=models.PROTECT, related_name="versions",
+    )
+    parent = models.ForeignKey(
+        "self", verbose_name=_("parent"), null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    )
 
     class Meta(EntryVersion.Meta):
         verbose_name = _("prompt version")
@@ -164,8 +197,12 @@ class PromptVersion(EntryVersion):
 
 
 class PromptLabel(ReleaseLabel):
-    entry = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="labels")
-    version = models.ForeignKey(PromptVersion, on_delete=models.PROTECT, related_name="labels")
+    entry = models.ForeignKey(
+        Prompt, verbose_name=_("entry"), on_delete=models.CASCADE, related_name="labels",
+    )
+    version = models.ForeignKey(
+        PromptVersion, verbose_name=_("version"), on_delete=models.PROTECT, related_name="labels",
+    )
 
     class Meta(ReleaseLabel.Meta):
         verbose_name = _("prompt label")

@@ -37,12 +37,17 @@ class Audience(models.TextChoices):
 class ResourceDescription(VersionedEntry):
     """What resources and templates share: naming, MIME type and annotations."""
 
-    name = models.CharField(max_length=200, help_text=_("Short programmatic name, e.g. 'style-guide'."))
-    title = models.CharField(max_length=200, blank=True)
-    description = models.TextField(blank=True)
-    mime_type = models.CharField(max_length=100, blank=True, help_text=_("e.g. text/markdown, image/png."))
-    audience = models.CharField(max_length=20, choices=Audience.choices, blank=True)
+    name = models.CharField(
+        _("name"), max_length=200, help_text=_("Short programmatic name, e.g. 'style-guide'."),
+    )
+    title = models.CharField(_("title"), max_length=200, blank=True)
+    description = models.TextField(_("description"), blank=True)
+    mime_type = models.CharField(
+        _("mime type"), max_length=100, blank=True, help_text=_("e.g. text/markdown, image/png."),
+    )
+    audience = models.CharField(_("audience"), max_length=20, choices=Audience.choices, blank=True)
     priority = models.FloatField(
+        _("priority"),
         null=True,
         blank=True,
         validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
@@ -55,15 +60,20 @@ class ResourceDescription(VersionedEntry):
 
 class Resource(StoredBytesMixin, ResourceDescription):
     uri = models.CharField(
+        _("uri"),
         max_length=2048,
         unique=True,
         validators=[uri_field_validator],
         help_text=_("The URI clients read, e.g. docs://style-guide. Cannot change once published."),
     )
-    text = models.TextField(blank=True, help_text=_("Text content (leave empty when uploading a file)."))
-    data_sha256 = models.CharField(max_length=64, blank=True, default="", editable=False,
-                                   help_text=_("SHA-256 of the uploaded bytes in the content store (binary content)."))
-    data_size = models.PositiveBigIntegerField(default=0, editable=False)
+    text = models.TextField(
+        _("text"), blank=True, help_text=_("Text content (leave empty when uploading a file)."),
+    )
+    data_sha256 = models.CharField(
+        _("data sha256"), max_length=64, blank=True, default="", editable=False,
+        help_text=_("SHA-256 of the uploaded bytes in the content store (binary content)."),
+    )
+    data_size = models.PositiveBigIntegerField(_("data size"), default=0, editable=False)
 
     kind = "resource"
 
@@ -90,8 +100,12 @@ class Resource(StoredBytesMixin, ResourceDescription):
 
 
 class ResourceVersion(EntryVersion):
-    entry = models.ForeignKey(Resource, on_delete=models.PROTECT, related_name="versions")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    entry = models.ForeignKey(
+        Resource, verbose_name=_("entry"), on_delete=models.PROTECT, related_name="versions",
+    )
+    parent = models.ForeignKey(
+        "self", verbose_name=_("parent"), null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    )
 
     class Meta(EntryVersion.Meta):
         verbose_name = _("resource version")
@@ -100,8 +114,12 @@ class ResourceVersion(EntryVersion):
 
 
 class ResourceLabel(ReleaseLabel):
-    entry = models.ForeignKey(Resource, on_delete=models.CASCADE, related_name="labels")
-    version = models.ForeignKey(ResourceVersion, on_delete=models.PROTECT, related_name="labels")
+    entry = models.ForeignKey(
+        Resource, verbose_name=_("entry"), on_delete=models.CASCADE, related_name="labels",
+    )
+    version = models.ForeignKey(
+        ResourceVersion, verbose_name=_("version"), on_delete=models.PROTECT, related_name="labels",
+    )
 
     class Meta(ReleaseLabel.Meta):
         verbose_name = _("resource label")
@@ -111,12 +129,14 @@ class ResourceLabel(ReleaseLabel):
 
 class ResourceTemplate(ResourceDescription):
     uri_template = models.CharField(
+        _("uri template"),
         max_length=2048,
         unique=True,
         validators=[uri_template_field_validator],
         help_text=_("RFC 6570 template, e.g. docs://tickets/{id}. Cannot change once published."),
     )
     body = models.TextField(
+        _("body"),
         blank=True, help_text=_("Text returned for a matching URI; {{ variable }} inserts the URI's values.")
     )
 
@@ -143,10 +163,14 @@ class ResourceTemplate(ResourceDescription):
 class TemplateVariable(models.Model):
     """Per-variable help and suggested values, which drive completion/complete."""
 
-    template = models.ForeignKey(ResourceTemplate, on_delete=models.CASCADE, related_name="variables")
-    name = models.CharField(max_length=64)
-    description = models.TextField(blank=True)
-    suggestions = models.TextField(blank=True, help_text=_("Suggested values, one per line."))
+    template = models.ForeignKey(
+        ResourceTemplate, verbose_name=_("template"), on_delete=models.CASCADE, related_name="variables",
+    )
+    name = models.CharField(_("name"), max_length=64)
+    description = models.TextField(_("description"), blank=True)
+    suggestions = models.TextField(
+        _("suggestions"), blank=True, help_text=_("Suggested values, one per line."),
+    )
 
     class Meta:
         verbose_name = _("template variable")
@@ -163,8 +187,12 @@ class TemplateVariable(models.Model):
 
 
 class ResourceTemplateVersion(EntryVersion):
-    entry = models.ForeignKey(ResourceTemplate, on_delete=models.PROTECT, related_name="versions")
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    entry = models.ForeignKey(
+        ResourceTemplate, verbose_name=_("entry"), on_delete=models.PROTECT, related_name="versions",
+    )
+    parent = models.ForeignKey(
+        "self", verbose_name=_("parent"), null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    )
 
     class Meta(EntryVersion.Meta):
         verbose_name = _("resource template version")
@@ -173,8 +201,12 @@ class ResourceTemplateVersion(EntryVersion):
 
 
 class ResourceTemplateLabel(ReleaseLabel):
-    entry = models.ForeignKey(ResourceTemplate, on_delete=models.CASCADE, related_name="labels")
-    version = models.ForeignKey(ResourceTemplateVersion, on_delete=models.PROTECT, related_name="labels")
+    entry = models.ForeignKey(
+        ResourceTemplate, verbose_name=_("entry"), on_delete=models.CASCADE, related_name="labels",
+    )
+    version = models.ForeignKey(
+        ResourceTemplateVersion, verbose_name=_("version"), on_delete=models.PROTECT, related_name="labels",
+    )
 
     class Meta(ReleaseLabel.Meta):
         verbose_name = _("resource template label")

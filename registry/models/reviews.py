@@ -30,31 +30,47 @@ class ReviewRequest(models.Model):
     the request is stale and cannot be approved.
     """
 
-    entry_kind = models.CharField(max_length=20, db_index=True)
-    entry_id = models.BigIntegerField()
-    entry_key = models.CharField(max_length=2048)
-    label = models.CharField(max_length=40, validators=[label_name_validator])
-    content_hash = models.CharField(max_length=64, blank=True, help_text=_("Of the draft, when the draft is requested."))
-    snapshot = models.JSONField(null=True, blank=True, help_text=_("The draft at request time."))
-    version_number = models.PositiveIntegerField(null=True, blank=True, help_text=_("An existing version to serve."))
-    base_version = models.PositiveIntegerField(null=True, blank=True, help_text=_("What the label served at request time."))
+    entry_kind = models.CharField(_("entry kind"), max_length=20, db_index=True)
+    entry_id = models.BigIntegerField(_("entry id"))
+    entry_key = models.CharField(_("entry key"), max_length=2048)
+    label = models.CharField(_("label"), max_length=40, validators=[label_name_validator])
+    content_hash = models.CharField(
+        _("content hash"), max_length=64, blank=True,
+        help_text=_("Of the draft, when the draft is requested."),
+    )
+    snapshot = models.JSONField(
+        _("snapshot"), null=True, blank=True, help_text=_("The draft at request time."),
+    )
+    version_number = models.PositiveIntegerField(
+        _("version number"), null=True, blank=True, help_text=_("An existing version to serve."),
+    )
+    base_version = models.PositiveIntegerField(
+        _("base version"), null=True, blank=True, help_text=_("What the label served at request time."),
+    )
     percent = models.PositiveSmallIntegerField(
-        null=True, blank=True, help_text=_("Set: approve a percentage rollout of the version instead of a full move.")
+        _("percent"), null=True, blank=True,
+        help_text=_("Set: approve a percentage rollout of the version instead of a full move."),
     )
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("requested by"), null=True, blank=True,
+        on_delete=models.SET_NULL, related_name="+",
     )
-    requested_by_name = models.CharField(max_length=150)
-    note = models.TextField(help_text=_("What should be released and why."))
-    status = models.CharField(max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.PENDING, db_index=True)
+    requested_by_name = models.CharField(_("requested by name"), max_length=150)
+    note = models.TextField(_("note"), help_text=_("What should be released and why."))
+    status = models.CharField(
+        _("status"), max_length=20, choices=ReviewStatus.choices, default=ReviewStatus.PENDING, db_index=True,
+    )
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("decided by"), null=True, blank=True,
+        on_delete=models.SET_NULL, related_name="+",
     )
-    decided_by_name = models.CharField(max_length=150, blank=True)
-    decision_comment = models.TextField(blank=True)
-    result_version = models.PositiveIntegerField(null=True, blank=True, help_text=_("The version the approval served."))
-    created_at = models.DateTimeField(auto_now_add=True)
-    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by_name = models.CharField(_("decided by name"), max_length=150, blank=True)
+    decision_comment = models.TextField(_("decision comment"), blank=True)
+    result_version = models.PositiveIntegerField(
+        _("result version"), null=True, blank=True, help_text=_("The version the approval served."),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
 
     class Meta:
         verbose_name_plural = _("review requests")
@@ -92,7 +108,9 @@ class ReviewRequest(models.Model):
 
 
 class RolloutQuerySet(ServedQuerySet):
-    served_fields = frozenset({"entry_kind", "entry_id", "entry_key", "label", "candidate_version", "percent"})
+    served_fields = frozenset(
+        {"entry_kind", "entry_id", "entry_key", "label", "candidate_version", "percent"},
+    )
 
 
 class Rollout(models.Model):
@@ -104,25 +122,29 @@ class Rollout(models.Model):
     100% moves the label to the candidate and deletes it, 0% deletes it.
     """
 
-    entry_kind = models.CharField(max_length=20)
-    entry_id = models.BigIntegerField()
-    entry_key = models.CharField(max_length=2048)
-    label = models.CharField(max_length=40, validators=[label_name_validator])
-    candidate_version = models.PositiveIntegerField()
-    percent = models.PositiveSmallIntegerField()
+    entry_kind = models.CharField(_("entry kind"), max_length=20)
+    entry_id = models.BigIntegerField(_("entry id"))
+    entry_key = models.CharField(_("entry key"), max_length=2048)
+    label = models.CharField(_("label"), max_length=40, validators=[label_name_validator])
+    candidate_version = models.PositiveIntegerField(_("candidate version"))
+    percent = models.PositiveSmallIntegerField(_("percent"))
     base_version = models.PositiveIntegerField(
-        null=True, blank=True, help_text=_("What the label served when the rollout started; its authority covers only that."))
+        _("base version"), null=True, blank=True,
+        help_text=_("What the label served when the rollout started; its authority covers only that."),
+    )
     authority = models.CharField(
+        _("authority"),
         max_length=200, blank=True,
         help_text=_("Why a protected label may run this candidate: 'review #N' or 'override: reason'."),
     )
-    note = models.TextField(blank=True)
-    started_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    note = models.TextField(_("note"), blank=True)
+    started_at = models.DateTimeField(_("started at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("updated by"), null=True, blank=True,
+        on_delete=models.SET_NULL, related_name="+",
     )
-    updated_by_name = models.CharField(max_length=150)
+    updated_by_name = models.CharField(_("updated by name"), max_length=150)
 
     objects = RolloutQuerySet.as_manager()
 

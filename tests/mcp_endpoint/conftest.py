@@ -16,6 +16,7 @@ from mcp_endpoint.hub import hub as notification_hub
 from mcp_endpoint.sessions import store
 from registry import services
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user
+from tests.saved_data import SavedData
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -43,9 +44,9 @@ def publish(entry, user):
     return entry
 
 
-@pytest.fixture
-def registry_data(transactional_db):
-    """The conformance fixtures (shared/conformance/fixtures.md), published to production."""
+def build_registry_data(_user: Any = None) -> Any:
+    """The conformance fixtures (shared/conformance/fixtures.md), published to production by a
+    new superuser (returned)."""
     user = make_user(None)
     publish(make_prompt("test_simple_prompt", description="A simple prompt", arguments=[],
                         messages=[{"role": "user", "kind": "text", "text": "This is a simple prompt for testing."}]),
@@ -84,13 +85,38 @@ def registry_data(transactional_db):
     return user
 
 
-@pytest.fixture
-def many_prompts(registry_data):
+def build_many_prompts(user: Any) -> Any:
     """250 extra prompts so prompts/list needs three pages of 100."""
     for i in range(250):
         publish(make_prompt(f"bulk-{i:04d}", description=f"Bulk prompt {i}", arguments=[],
-                            messages=[{"role": "user", "kind": "text", "text": f"bulk {i}"}]), registry_data)
-    return registry_data
+                            messages=[{"role": "user", "kind": "text", "text": f"bulk {i}"}]), user)
+    return user
+
+
+@pytest.fixture(scope="session")
+def saved_registry_data(django_db_setup, django_db_blocker, tmp_path_factory) -> SavedData:
+    """`build_registry_data`, run once per session."""
+    with django_db_blocker.unblock():
+        return SavedData.build(tmp_path_factory.mktemp("registry-data"), build_registry_data)
+
+
+@pytest.fixture(scope="session")
+def saved_many_prompts(saved_registry_data, django_db_blocker, tmp_path_factory) -> SavedData:
+    """`build_many_prompts` on top of `build_registry_data`, run once per session."""
+    with django_db_blocker.unblock():
+        return SavedData.build(tmp_path_factory.mktemp("many-prompts"), build_many_prompts, base=saved_registry_data)
+
+
+@pytest.fixture
+def registry_data(transactional_db, saved_registry_data, content_store):
+    """The conformance fixtures, published to production; the publishing superuser."""
+    return saved_registry_data.load(content_store)
+
+
+@pytest.fixture
+def many_prompts(registry_data, saved_many_prompts, content_store):
+    """The conformance fixtures and 250 extra prompts; the publishing superuser."""
+    return saved_many_prompts.load(content_store)
 
 
 def modern_meta(version: str = MODERN, **extra: Any) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.servers import prepare_database
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,10 +31,7 @@ def server_url(tmp_path_factory):
     env = dict(os.environ, DATABASE_URL=f"sqlite:///{tmp}/e2e.sqlite3", MCP_ALLOW_ANONYMOUS="1",
                ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_SETTINGS_MODULE="config.settings")
     env.pop("REDIS_URL", None)
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
-    subprocess.run([*manage, "registry_import", "tests/fixtures/conformance.yaml", "--publish", "--note", "e2e"],
-                   cwd=ROOT, env=env, check=True, capture_output=True)
+    prepare_database(env)
     port = _free_port()
     log = open(tmp / "server.log", "wb")  # noqa: SIM115 - closed in teardown
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port),

@@ -11,7 +11,8 @@ from oauth.models import GroupDefault, OAuthConnection
 from registry.clients import create_client
 from registry.models import McpClient
 from tests.factories import make_user
-from tests.mcp_endpoint.conftest import call_asgi, mcp_app, modern_request, registry_data  # noqa: F401 (fixtures)
+from tests.mcp_endpoint.conftest import (  # noqa: F401 (fixtures)
+    call_asgi, mcp_app, modern_request, registry_data, saved_registry_data)
 from tests.oauth.conftest import make_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
