@@ -122,11 +122,26 @@ class BulkUpdateRefused(RegistryError):
 
 
 class ContentMissing(RegistryError):
-    """Bytes a draft or version references by hash are not in the content store (or do not match it)."""
+    """Bytes a draft or version references by hash are not in the content store (or do not match it).
 
-    def __init__(self, sha256: str, detail: str = "is missing from the content store") -> None:
+    `damaged`: an object of that name is stored but its bytes are not the ones referenced."""
+
+    def __init__(self, sha256: str, detail: str = "is missing from the content store", *,
+                 damaged: bool | None = None) -> None:
         super().__init__(f"Content {sha256[:12]} {detail}.")
         self.sha256 = sha256
+        self.detail = detail
+        self.damaged = damaged if damaged is not None else detail.startswith(("is damaged", "does not match"))
+
+
+class StorageUnavailable(RegistryError):
+    """The content store refused a read or write: full, read-only or unreachable (a temporary
+    outage for the caller, not a fault of the request). `reason`: full, read_only, unavailable."""
+
+    def __init__(self, operation: str, detail: str, *, reason: str = "unavailable") -> None:
+        super().__init__(f"The content store could not {operation} ({reason.replace('_', '-')}): {detail}")
+        self.operation = operation
+        self.reason = reason
 
 
 class ContentTooLarge(RegistryError):

@@ -172,7 +172,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:
-            for problem in integrity.missing_for_entry(obj):
+            for problem in integrity.problems_for_entry(obj):
                 messages.warning(request, _("Integrity warning: %(problem)s. Clients reading it get an error; "
                                             "upload the file again and publish, or restore it to the storage.")
                                  % {"problem": problem})

@@ -1145,3 +1145,20 @@ def test_entry_whose_stored_content_is_missing_shows_an_integrity_warning(client
     assert any(w.startswith("Integrity warning: the draft: content " + resource.data_sha256) for w in warnings)
     assert any("v1 (production)" in w for w in warnings)
     assert "missing from the content store" in response.content.decode()
+
+
+def test_entry_whose_stored_content_is_damaged_shows_an_integrity_warning(client, publisher, content_store):
+    """A short object under the final name (a write cut short before writes were atomic, a disk
+    fault) is warned of like a missing one: its size is not the one recorded."""
+    from registry import content
+
+    resource = make_resource("docs://short", text="", data=PNG_1X1 * 3, mime_type="image/png")
+    release(resource)
+    (content_store / content.object_name(resource.data_sha256)).write_bytes(PNG_1X1)
+    response = client_for(client, publisher).get(url("resource_change", resource.pk))
+    assert response.status_code == 200
+    warnings = [str(m) for m in response.context["messages"] if m.level_tag == "warning"]
+    damaged = f"is damaged: {len(PNG_1X1):,} of {3 * len(PNG_1X1):,} bytes stored"
+    assert any(w.startswith("Integrity warning: the draft: content " + resource.data_sha256) and damaged in w
+               for w in warnings), warnings
+    assert any("v1 (production)" in w and damaged in w for w in warnings)
