@@ -16,3 +16,6 @@ urlpatterns = [
     path("", include("oauth.urls")),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]
+
+# Under /api/ a failure is answered in JSON (503 with a `code` while a dependency is down).
+handler500 = "api.errors.server_error"

@@ -187,6 +187,14 @@ def authenticate_stdio(client_name: str | None) -> Identity:
 # --------------------------------------------------------------------------- domain errors
 
 
+def translate_outage(exc: BaseException) -> errors.McpError | None:
+    """A dependency outage (database, content store; registry/outages.py) -> -32603 with HTTP 503."""
+    from registry.outages import outage_of
+
+    outage = outage_of(exc)
+    return None if outage is None else errors.ServiceUnavailable(outage.message)
+
+
 def translate_domain_error(exc: BaseException) -> errors.McpError | None:
     """Registry error -> protocol error kind (the dispatcher picks era-specific codes)."""
     if isinstance(exc, registry_errors.UnknownPrompt):

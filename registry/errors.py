@@ -134,12 +134,17 @@ class ContentMissing(RegistryError):
         self.damaged = damaged if damaged is not None else detail.startswith(("is damaged", "does not match"))
 
 
-class StorageUnavailable(RegistryError):
-    """The content store refused a read or write: full, read-only or unreachable (a temporary
-    outage for the caller, not a fault of the request). `reason`: full, read_only, unavailable."""
+class StorageUnavailable(Exception):
+    """The content store refused a read or write: full, read-only or unreachable. `reason`:
+    full, read_only, unavailable.
+
+    Not a RegistryError: callers that collect RegistryErrors as problems with the request (the
+    importer, the admin's forms) must not report an outage as bad input; it reaches the front
+    end, which answers it as a temporary outage (registry/outages.py)."""
 
     def __init__(self, operation: str, detail: str, *, reason: str = "unavailable") -> None:
-        super().__init__(f"The content store could not {operation} ({reason.replace('_', '-')}): {detail}")
+        self.message = f"The content store could not {operation} ({reason.replace('_', '-')}): {detail}"
+        super().__init__(self.message)
         self.operation = operation
         self.reason = reason
 
