@@ -57,6 +57,10 @@ def registry_error_response(exc: errors.RegistryError) -> Response:
         body["current_revision"] = exc.current_revision
         return Response(body, status=status.HTTP_412_PRECONDITION_FAILED,
                         headers={"ETag": etag(exc.current_revision)})
+    if isinstance(exc, errors.RolloutConflict):  # 412: the If-Match state is gone; 409: a blind replacement
+        body["current_etag"] = exc.current_state
+        return Response(body, status=status.HTTP_412_PRECONDITION_FAILED if exc.precondition
+                        else status.HTTP_409_CONFLICT, headers={"ETag": f'"{exc.current_state}"'})
     if isinstance(exc, FORBIDDEN_ERRORS):
         code = status.HTTP_403_FORBIDDEN
     elif isinstance(exc, CONFLICT_ERRORS):

@@ -117,6 +117,18 @@ class InvalidRollout(RegistryError):
     """A rollout that cannot be started or changed as asked (percent outside 0-100, unknown version...)."""
 
 
+class RolloutConflict(RegistryError):
+    """A rollout change made on a state that is no longer current: the caller named the state it
+    read (`precondition`, HTTP If-Match) and it changed since, or the change would replace a
+    rollout of another candidate that the caller did not say it saw. `current_state` is the
+    state now (the rollout's entity tag)."""
+
+    def __init__(self, message: str, *, current_state: str, precondition: bool) -> None:
+        super().__init__(message)
+        self.current_state = current_state
+        self.precondition = precondition
+
+
 class BulkUpdateRefused(RegistryError):
     """A QuerySet.update() would change what clients are served without notifying or auditing."""
 
