@@ -141,6 +141,7 @@ class Stream:
     alive: Callable[[], Awaitable[bool]] | None = None  # checked on keep-alive ticks
     frames: asyncio.Queue[bytes | None] | None = None  # ready messages from an in-process notifier
     on_close: Callable[[], None] | None = None           # runs once the stream has ended
+    credentials: tuple[Any, str] | None = None           # (client id, OAuth token checksum): a change re-checks now
 
 
 async def _close_streams(group: str) -> None:
@@ -487,7 +488,8 @@ class Dispatcher:
             return await session_store.get(session.session_id) is not None
 
         return Stream(first=first, groups=[session_group(session.session_id)], render=render, alive=alive,
-                      frames=listener.queue, on_close=lambda: notification_hub.unregister(listener))
+                      frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
+                      credentials=(identity.client_id, identity.oauth_token))
 
     # ------------------------------------------------------------------ modern wire
 
@@ -579,12 +581,12 @@ class Dispatcher:
             return error_reply(exc, msg.id, modern=True)
         identity = ctx.identity
 
-        async def alive() -> bool:  # a revoked client's streams end at the next keep-alive tick
+        async def alive() -> bool:  # re-checked every keep-alive tick, and at once when credentials change
             return await handlers.still_authorised(identity)
 
         stream = Stream(first=[ack], groups=[], render=lambda event: None, closing=closing, modern=True,
                         frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
-                        alive=alive)
+                        alive=alive, credentials=(identity.client_id, identity.oauth_token))
         return Reply(200, stream=stream, modern=True)
 
     # ------------------------------------------------------------------ stdio

@@ -10,9 +10,10 @@ class RegistryConfig(AppConfig):
     def ready(self) -> None:
         from django.apps import apps
 
-        from registry import field_labels, receivers
+        from registry import credentials, field_labels, receivers
 
         field_labels.translate_automatic_labels(
             apps.get_app_config(label) for label in field_labels.APPS if apps.is_installed(label))
 
         receivers.connect()
+        credentials.connect()
