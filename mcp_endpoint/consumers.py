@@ -260,6 +260,8 @@ class McpHttpApp:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             first = b"".join(_frame(m) for m in stream.first) or sse.comment("stream open")
+            if stream.retry_ms:  # a field of the first event (the priming one), which every SDK reads
+                first = b"retry: %d\n" % int(stream.retry_ms) + first
             await send({"type": "http.response.body", "body": first, "more_body": True})
             # The loop runs as its own task and writes with the server's own send: a notification
             # then wakes two coroutine frames, not the nine of the request's whole call chain

@@ -142,6 +142,7 @@ class Stream:
     frames: asyncio.Queue[bytes | None] | None = None  # ready messages from an in-process notifier
     on_close: Callable[[], None] | None = None           # runs once the stream has ended
     credentials: tuple[Any, str] | None = None           # (client id, OAuth token checksum): a change re-checks now
+    retry_ms: int | None = None                          # SSE retry: sent first (2025-11-25 GET streams)
 
 
 async def _close_streams(group: str) -> None:
@@ -487,9 +488,12 @@ class Dispatcher:
                 return False
             return await session_store.get(session.session_id) is not None
 
+        # The SDKs reconnect a GET stream twice, `retry` apart, then never again: a retry long
+        # enough for a restart keeps them listening across one (STREAM_RETRY_MS).
+        retry_ms = int(mcp_settings.STREAM_RETRY_MS) if session.protocol_version in replay.PRIMING_VERSIONS else None
         return Stream(first=first, groups=[session_group(session.session_id)], render=render, alive=alive,
                       frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
-                      credentials=(identity.client_id, identity.oauth_token))
+                      credentials=(identity.client_id, identity.oauth_token), retry_ms=retry_ms)
 
     # ------------------------------------------------------------------ modern wire
 
