@@ -5,19 +5,17 @@ missing, stale review, nothing to publish, a damaged stored document), 400 the r
 wrong, 503 a dependency is down (the database, the content store: full, read-only, unreachable;
 registry/outages.py), so clients retry. Every answer under /api/ is JSON with a `code`, also a
 failure raised outside a view (a middleware reading the session during a database outage) and
-an unexpected one (500): `server_error` is the project's handler500.
+an unexpected one (500): `failure` answers for the project's handler500 (config/errors.py).
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views import defaults
+from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -102,17 +100,17 @@ def _log_outage(outage: Outage, exc: BaseException) -> None:
         log.warning("REST API answering 503 (%s): %r", outage.code, exc)
 
 
-def server_error(request: HttpRequest) -> HttpResponse:
-    """handler500: under /api/ a JSON answer (503 and its `code` for an outage, else 500), so a
-    program never has to parse Django's HTML page; elsewhere Django's own page.
+def failure(request: HttpRequest, exc: BaseException | None) -> JsonResponse | None:
+    """The project's handler500 under /api/: JSON, 503 with the outage's `code` or a 500, so a
+    program never has to parse Django's HTML page; None elsewhere.
 
     Reached for failures outside DRF's own handling: middleware (the session or user lookup of
     a signed-in browser during a database outage), or an error no handler maps."""
     if not request.path.startswith("/api/"):
-        return defaults.server_error(request)
-    outage = outage_of(sys.exc_info()[1])
+        return None
+    outage = outage_of(exc)
     if outage is not None:
-        _log_outage(outage, sys.exc_info()[1])  # type: ignore[arg-type]
+        _log_outage(outage, exc)  # type: ignore[arg-type]
         response = JsonResponse(outage_body(outage), status=503)
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response

@@ -17,5 +17,5 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]
 
-# Under /api/ a failure is answered in JSON (503 with a `code` while a dependency is down).
-handler500 = "api.errors.server_error"
+# Programs (the REST API, OAuth clients) get a failure in JSON, 503 while a dependency is down.
+handler500 = "config.errors.server_error"

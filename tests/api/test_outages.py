@@ -5,6 +5,7 @@ HTML error page, whether the failure happens in a view, in authentication or in 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 
@@ -162,3 +163,20 @@ def test_publishing_over_a_damaged_object_is_a_409(as_release_manager, content_s
 @pytest.fixture
 def as_release_manager(release_manager):
     return client_for(release_manager)
+
+
+@pytest.mark.parametrize("path", ["/oauth/token/", "/oauth/revoke_token/", "/register"])
+def test_the_oauth_endpoints_programs_call_answer_an_outage_with_an_oauth_json_503(database_down, path):
+    """An SDK refreshing its token during an outage must read "try again", not an HTML page."""
+    client = Client(raise_request_exception=False)
+    database_down()
+    if path == "/register":
+        response = client.post(path, json.dumps({
+            "client_name": "Claude", "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}),
+            content_type="application/json")
+    else:
+        response = client.post(path, {"grant_type": "refresh_token", "refresh_token": "x", "token": "x",
+                                      "client_id": "y"})
+    assert response.status_code == 503, (response.status_code, response.content[:300])
+    assert response.json()["error"] == "temporarily_unavailable"
