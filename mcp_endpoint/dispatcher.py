@@ -130,8 +130,11 @@ class Stream:
 
     ``first``: messages to send immediately; ``groups``: channel-layer groups to join;
     ``render(event)``: turns a channel-layer event into a message to send (or None to skip);
-    ``closing``: message to send when the server ends the stream itself (listen result);
-    ``frames``/``on_close``: hooks for an in-process notifier that queues ready messages."""
+    ``closing``: the listen result, sent only when a notifier ends the stream for good on
+    purpose (the CLOSE sentinel); a restart, an overflow, a cancellation or failed credentials
+    (``alive``, re-checked at once on a revocation: ``credentials``) close it without one;
+    ``frames``/``on_close``: hooks for an in-process notifier that queues ready messages;
+    ``retry_ms``: the SSE reconnection time the stream opens with."""
 
     first: list[bytes]
     groups: list[str]
