@@ -218,7 +218,7 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
     def rollout(self, request: Request, label: str, **kwargs: Any) -> Response:
         entry = self.get_object()
         if request.method == "GET":
-            return Response(rollout_api.RolloutSerializer(rollout_api.get_for_label(entry, label)).data)
+            return rollout_api.get(entry, label)
         return rollout_api.put(entry, label, request)
 
 

@@ -296,6 +296,10 @@ MCP_ENDPOINT = {
 }
 if os.environ.get("MCP_KEEPALIVE_SECONDS"):  # SSE keep-alive (and stream re-check) interval
     MCP_ENDPOINT["KEEPALIVE_SECONDS"] = float(os.environ["MCP_KEEPALIVE_SECONDS"])
+if os.environ.get("MCP_STREAM_RETRY_MS"):  # how long clients wait before reconnecting a GET stream
+    MCP_ENDPOINT["STREAM_RETRY_MS"] = int(os.environ["MCP_STREAM_RETRY_MS"])
+if os.environ.get("MCP_CACHE_TTL_MS"):  # how long 2026-07-28 clients may cache lists and reads
+    MCP_ENDPOINT["CACHE_TTL_MS"] = int(os.environ["MCP_CACHE_TTL_MS"])
 
 # OAuth 2.1 for hosted assistants (oauth/, django-oauth-toolkit): authorization code with PKCE
 # S256 only, refresh-token rotation, open dynamic client registration (registering grants nothing

@@ -16,3 +16,6 @@ urlpatterns = [
     path("", include("oauth.urls")),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]
+
+# Programs (the REST API, OAuth clients) get a failure in JSON, 503 while a dependency is down.
+handler500 = "config.errors.server_error"

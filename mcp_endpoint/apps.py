@@ -9,13 +9,16 @@ class McpEndpointConfig(AppConfig):
     def ready(self) -> None:
         from django.core.signals import request_finished, request_started
 
-        from registry.signals import registry_changed
+        from registry.signals import credentials_changed, registry_changed
 
-        from . import handoff
+        from . import handoff, revocation
         from .hub import forward_registry_changes
         from .open_files import fit_stream_limits
 
         registry_changed.connect(forward_registry_changes, dispatch_uid="mcp_endpoint.forward_registry_changes")
+        # A revoked client's (or token's, or user's) open streams end at once, in every process.
+        credentials_changed.connect(revocation.record_credentials_change,
+                                    dispatch_uid="mcp_endpoint.record_credentials_change")
         # A request's own changes reach the hub once its response is out (mcp_endpoint/handoff.py).
         request_started.connect(handoff.request_started, dispatch_uid="mcp_endpoint.handoff.request_started")
         request_finished.connect(handoff.request_finished, dispatch_uid="mcp_endpoint.handoff.request_finished")

@@ -32,6 +32,7 @@ from .dispatcher import dispatcher as default_dispatcher
 from .hub import DROP
 from .layer_health import health
 from .mailbox import Mailbox
+from .revocation import revocations
 from .settings import mcp_settings, on_reload
 from .versions import headers_from_asgi
 
@@ -259,6 +260,8 @@ class McpHttpApp:
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             first = b"".join(_frame(m) for m in stream.first) or sse.comment("stream open")
+            if stream.retry_ms:  # a field of the first event (the priming one), which every SDK reads
+                first = b"retry: %d\n" % int(stream.retry_ms) + first
             await send({"type": "http.response.body", "body": first, "more_body": True})
             # The loop runs as its own task and writes with the server's own send: a notification
             # then wakes two coroutine frames, not the nine of the request's whole call chain
@@ -437,7 +440,11 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     * the keep-alive timer: an SSE comment, after checking ``stream.alive()`` if given.
 
     A server shutdown (restart) ends every stream without a final message: the listen result
-    would tell a client the subscription is over for good, and it would never listen again.
+    would tell a client the subscription is over for good, and it would never listen again. So
+    does a failed ``alive()`` (a revoked client, an expired or deleted token, a deactivated
+    user): both official SDKs take the result as a deliberate end and never listen again,
+    while a plain close makes them re-listen, so an expired OAuth token is refreshed first and
+    a revoked one meets its 401 (and, if its user authorises it again, listens again).
     If ``stream.alive()`` cannot be answered (the database is down), the stream stays open and
     the check is retried at the next tick: nothing can change while the database is
     unreachable, and ending every stream would only send all clients into reconnect failures."""
@@ -467,6 +474,14 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     due = loop.time() + keepalive
     checked = loop.time()
     fired: list[bool] = []
+    # Credentials changed somewhere (a revocation, mcp_endpoint/revocation.py): re-check now.
+    recheck_now: list[bool] = []
+
+    def request_recheck() -> None:
+        recheck_now.append(True)
+        wakeup.wake()
+
+    unwatch = revocations.watch(stream.credentials, request_recheck) if stream.alive is not None else None
 
     def on_timer() -> None:
         fired.append(True)
@@ -529,7 +544,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             ready = layer_done or frame_done or mail
             now = loop.time()
             tick = now >= due - 0.001  # a timer may fire up to the clock's resolution early
-            recheck = stream.alive is not None and now >= checked + keepalive - 0.001
+            recheck = stream.alive is not None and (bool(recheck_now) or now >= checked + keepalive - 0.001)
             if not (ready or tick or recheck or disconnect.done() or stop.requested):
                 if fired:  # fired early, or frames pushed the keep-alive back: wait for the new time
                     fired.clear()
@@ -554,8 +569,9 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 now = loop.time()
                 if stream.alive is not None:
                     checked = now
-                    if not await _still_alive(stream):
-                        await end()
+                    recheck_now.clear()
+                    if not await _still_alive(stream):  # no result: the client re-authenticates, reconnects
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
                         return
                 if tick and not ready:
                     await send({"type": "http.response.body", "body": sse.KEEPALIVE, "more_body": True})
@@ -609,6 +625,8 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 return
     finally:
         timer.cancel()
+        if unwatch is not None:
+            unwatch()
         if mailbox is not None:
             mailbox.waker = None
         open_streams.discard(stop)

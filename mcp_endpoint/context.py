@@ -18,6 +18,7 @@ class Identity:
     label: str = "production"
     peer: str = ""           # anonymous callers: their network (sessions.peer_key), which bounds their sessions
     oauth_token: str = ""    # OAuth callers: their access token's checksum, re-checked by long-lived streams
+    token_hash: str = ""     # pre-shared token callers: its hash, so a re-issued token ends the old one's streams
 
     @property
     def cache_key(self) -> tuple:

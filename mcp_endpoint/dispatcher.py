@@ -130,8 +130,11 @@ class Stream:
 
     ``first``: messages to send immediately; ``groups``: channel-layer groups to join;
     ``render(event)``: turns a channel-layer event into a message to send (or None to skip);
-    ``closing``: message to send when the server ends the stream itself (listen result);
-    ``frames``/``on_close``: hooks for an in-process notifier that queues ready messages."""
+    ``closing``: the listen result, sent only when a notifier ends the stream for good on
+    purpose (the CLOSE sentinel); a restart, an overflow, a cancellation or failed credentials
+    (``alive``, re-checked at once on a revocation: ``credentials``) close it without one;
+    ``frames``/``on_close``: hooks for an in-process notifier that queues ready messages;
+    ``retry_ms``: the SSE reconnection time the stream opens with."""
 
     first: list[bytes]
     groups: list[str]
@@ -141,6 +144,8 @@ class Stream:
     alive: Callable[[], Awaitable[bool]] | None = None  # checked on keep-alive ticks
     frames: asyncio.Queue[bytes | None] | None = None  # ready messages from an in-process notifier
     on_close: Callable[[], None] | None = None           # runs once the stream has ended
+    credentials: tuple[Any, str] | None = None           # (client id, OAuth token checksum): a change re-checks now
+    retry_ms: int | None = None                          # SSE retry: sent first (2025-11-25 GET streams)
 
 
 async def _close_streams(group: str) -> None:
@@ -172,25 +177,26 @@ class Reply:
 def error_reply(exc: BaseException, rid: Any = None, *, modern: bool = False) -> Reply:
     """Exception -> JSON-RPC error reply. The single place that picks codes and statuses."""
     err = as_mcp_error(exc, modern=modern)
-    if modern:
-        status = err.http_status or _MODERN_STATUS.get(err.code, 200)
-    else:
-        status = err.http_status or 200
-    return Reply(status, jsonrpc.encode_error(rid, err), modern=modern,
+    return Reply(http_status(err, modern=modern), jsonrpc.encode_error(rid, err), modern=modern,
                  authenticate=isinstance(err, errors.Unauthorized))
 
 
-def _database_error(exc: BaseException) -> bool:
-    from django.db import DatabaseError
-
-    return isinstance(exc, DatabaseError) and not isinstance(exc, errors.McpError)
+def http_status(err: errors.McpError | None, *, modern: bool) -> int:
+    """The HTTP status of a reply carrying `err` (None: a result). An outage is 503 on both wires
+    (clients retry it); the modern wire also maps its protocol errors (digest §1.4)."""
+    if err is None:
+        return 200
+    if modern:
+        return err.http_status or _MODERN_STATUS.get(err.code, 200)
+    return err.http_status or 200
 
 
 def as_mcp_error(exc: BaseException, *, modern: bool) -> errors.McpError:
-    if _database_error(exc):
-        logger.warning("database unavailable while handling an MCP request: %r", exc)
-        return errors.ServiceUnavailable()
     if not isinstance(exc, errors.McpError):
+        unavailable = handlers.translate_outage(exc)
+        if unavailable is not None:
+            logger.warning("%s while handling an MCP request: %r", unavailable.message, exc)
+            return unavailable
         translated = handlers.translate_domain_error(exc)
         if translated is None:
             logger.exception("Unexpected error while handling an MCP request", exc_info=exc)
@@ -281,6 +287,8 @@ class Dispatcher:
                                                 last_event_id=headers.get("last-event-id"))
         except StreamLimitReached as exc:
             return error_reply(errors.TooManyStreams(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - the catalog's first build or the replay hit an outage (503)
+            return error_reply(exc)
         return Reply(200, stream=stream, session_id=session.session_id)
 
     async def end_session(self, headers: dict[str, str], identity: Identity) -> Reply:
@@ -369,8 +377,8 @@ class Dispatcher:
         if not msg.is_request:
             return Reply(202)
         ctx = self._legacy_ctx(session, identity)
-        body, _code = await self._call(self.legacy_methods, msg, ctx)
-        return Reply(200, body)
+        body, err = await self._call(self.legacy_methods, msg, ctx)
+        return Reply(http_status(err, modern=False), body)
 
     async def _legacy_batch(self, items: list[Any], headers: dict[str, str], identity: Identity) -> Reply:
         if not items:
@@ -392,17 +400,22 @@ class Dispatcher:
                 f"Batches are only allowed at 2025-03-26 (session negotiated {session.protocol_version})"))
         ctx = self._legacy_ctx(session, identity)
         out: list[bytes] = []
+        statuses: set[int] = set()
         for obj in items:
             try:
                 msg = jsonrpc.classify(obj)
             except errors.McpError as exc:
                 out.append(_error_bytes(exc, jsonrpc.request_id_of(obj), modern=False))
+                statuses.add(200)
                 continue
             if msg.is_request:
-                out.append((await self._call(self.legacy_methods, msg, ctx))[0])
+                body, err = await self._call(self.legacy_methods, msg, ctx)
+                out.append(body)
+                statuses.add(http_status(err, modern=False))
         if not out:
             return Reply(202)
-        return Reply(200, jsonrpc.encode_batch(out))
+        # 503 only when the outage failed every request of the batch: one answer per batch.
+        return Reply(503 if statuses == {503} else 200, jsonrpc.encode_batch(out))
 
     async def _initialize(self, msg: Message, identity: Identity) -> Reply:
         params = msg.params
@@ -429,8 +442,9 @@ class Dispatcher:
             result["instructions"] = mcp_settings.INSTRUCTIONS
         return result
 
-    async def _call(self, table: dict[str, Handler], msg: Message, ctx: RequestContext) -> tuple[bytes, int | None]:
-        """Run one request's handler -> (serialised response, JSON-RPC error code or None)."""
+    async def _call(self, table: dict[str, Handler], msg: Message,
+                    ctx: RequestContext) -> tuple[bytes, errors.McpError | None]:
+        """Run one request's handler -> (serialised response, the JSON-RPC error or None)."""
         handler = table.get(msg.method or "")
         try:
             if handler is None:
@@ -438,7 +452,7 @@ class Dispatcher:
             result = await handler(ctx, msg.params)
         except Exception as exc:  # noqa: BLE001 - mapped to a JSON-RPC error in one place
             err = as_mcp_error(exc, modern=ctx.modern)
-            return jsonrpc.encode_error(msg.id, err), err.code
+            return jsonrpc.encode_error(msg.id, err), err
         return _encode_result(msg.id, result, ctx), None
 
     async def _session_stream(self, session: Session, identity: Identity, *, owner: Any = None,
@@ -477,8 +491,12 @@ class Dispatcher:
                 return False
             return await session_store.get(session.session_id) is not None
 
+        # The SDKs reconnect a GET stream twice, `retry` apart, then never again: a retry long
+        # enough for a restart keeps them listening across one (STREAM_RETRY_MS).
+        retry_ms = int(mcp_settings.STREAM_RETRY_MS) if session.protocol_version in replay.PRIMING_VERSIONS else None
         return Stream(first=first, groups=[session_group(session.session_id)], render=render, alive=alive,
-                      frames=listener.queue, on_close=lambda: notification_hub.unregister(listener))
+                      frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
+                      credentials=(identity.client_id, identity.oauth_token), retry_ms=retry_ms)
 
     # ------------------------------------------------------------------ modern wire
 
@@ -508,8 +526,8 @@ class Dispatcher:
             return Reply(200, jsonrpc.encode_result(msg.id, self.discover_result(ctx)), modern=True)
         if msg.method == "subscriptions/listen":
             return await self._listen(msg, ctx, owner)
-        body, code = await self._call(self.modern_methods, msg, ctx)
-        return Reply(200 if code is None else _MODERN_STATUS.get(code, 200), body, modern=True)
+        body, err = await self._call(self.modern_methods, msg, ctx)
+        return Reply(http_status(err, modern=True), body, modern=True)
 
     def _modern_ctx(self, msg: Message, headers: dict[str, str], identity: Identity,
                     duplicated_header: str | None) -> RequestContext:
@@ -566,16 +584,16 @@ class Dispatcher:
             await notification_hub.register(listener)
         except StreamLimitReached as exc:
             return error_reply(errors.TooManyStreams(str(exc)), msg.id, modern=True)
-        except errors.McpError as exc:
+        except Exception as exc:  # noqa: BLE001 - bad filter; the catalog's first build hit an outage (503)
             return error_reply(exc, msg.id, modern=True)
         identity = ctx.identity
 
-        async def alive() -> bool:  # a revoked client's streams end at the next keep-alive tick
+        async def alive() -> bool:  # re-checked every keep-alive tick, and at once when credentials change
             return await handlers.still_authorised(identity)
 
         stream = Stream(first=[ack], groups=[], render=lambda event: None, closing=closing, modern=True,
                         frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
-                        alive=alive)
+                        alive=alive, credentials=(identity.client_id, identity.oauth_token))
         return Reply(200, stream=stream, modern=True)
 
     # ------------------------------------------------------------------ stdio
@@ -622,12 +640,12 @@ class Dispatcher:
                     return _error_bytes(exc if isinstance(exc, errors.McpError) else errors.TooManyStreams(str(exc)),
                                         msg.id, modern=True)
                 return ack
-            body, _code = await self._call(self.modern_methods, msg, ctx)
+            body, _err = await self._call(self.modern_methods, msg, ctx)
             return body
         if state.session is None:
             state.session = Session("stdio", state.version, state.identity.client_id, persistent=False)
         ctx = self._legacy_ctx(state.session, state.identity)
-        body, _code = await self._call(self.legacy_methods, msg, ctx)
+        body, _err = await self._call(self.legacy_methods, msg, ctx)
         return body
 
 

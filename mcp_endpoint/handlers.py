@@ -143,7 +143,7 @@ async def authenticate(authorization: str | None, resource: str | None = None) -
         viewer = await database_sync_to_async(source.load_viewer)(token)
     if viewer is None:
         raise errors.InvalidToken("Unauthorized: invalid, expired or revoked token")
-    return identity_of(viewer)
+    return dataclasses.replace(identity_of(viewer), token_hash=clients.hash_token(token))
 
 
 async def _oauth_viewer(token: str, resource: str) -> Any:
@@ -162,15 +162,20 @@ async def _oauth_viewer(token: str, resource: str) -> Any:
 
 
 async def still_authorised(identity: Identity) -> bool:
-    """For long-lived streams: is the client behind this identity still allowed (not revoked)?"""
+    """For long-lived streams: does the identity the stream was opened with still stand, as it
+    was? Not if the client was revoked or expired, its token re-issued, its label or tags changed
+    (the stream would go on judging for the old ones), or, for OAuth, the token revoked,
+    expired or deleted, its user deactivated or its connection deleted."""
     if identity.client_id is None:
         return True
-    if identity.oauth_token:  # an OAuth token revoked or expired ends its streams too
+    if identity.oauth_token:
         from oauth import bearer
 
-        if not await database_sync_to_async(bearer.token_live)(identity.oauth_token):
+        if not await database_sync_to_async(bearer.token_usable)(identity.oauth_token, identity.client_id):
             return False
-    return await database_sync_to_async(clients.client_usable)(identity.client_id)
+    viewer = identity.viewer
+    return await database_sync_to_async(clients.still_serves)(
+        identity.client_id, label=viewer.label, scope=viewer.scope_tags, token_hash=identity.token_hash or None)
 
 
 def authenticate_stdio(client_name: str | None) -> Identity:
@@ -185,6 +190,14 @@ def authenticate_stdio(client_name: str | None) -> Identity:
 
 
 # --------------------------------------------------------------------------- domain errors
+
+
+def translate_outage(exc: BaseException) -> errors.McpError | None:
+    """A dependency outage (database, content store; registry/outages.py) -> -32603 with HTTP 503."""
+    from registry.outages import outage_of
+
+    outage = outage_of(exc)
+    return None if outage is None else errors.ServiceUnavailable(outage.message)
 
 
 def translate_domain_error(exc: BaseException) -> errors.McpError | None:

@@ -31,3 +31,21 @@ class McpSession(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id[:8]}… ({self.protocol_version}{', ended' if self.ended else ''})"
+
+
+class CredentialChange(models.Model):
+    """A change to what lets clients be served (registry.signals.credentials_changed), kept so
+    that every process re-checks the streams it holds for them (mcp_endpoint/revocation.py),
+    whether or not the channel layer is up. Rows are pruned after an hour: a stream still open
+    by then has been re-checked at its keep-alive ticks anyway."""
+
+    created = models.DateTimeField(_("created"), auto_now_add=True, db_index=True)
+    client_ids = models.JSONField(_("client ids"), default=list, blank=True)
+    token_checksums = models.JSONField(_("token checksums"), default=list, blank=True)
+
+    class Meta:
+        verbose_name = _("credential change")
+        verbose_name_plural = _("credential changes")
+
+    def __str__(self) -> str:
+        return f"#{self.pk}: clients {self.client_ids}, {len(self.token_checksums)} token(s)"

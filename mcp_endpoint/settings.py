@@ -18,6 +18,10 @@ Keys (all optional):
     RESULT_CACHE_BYTES     byte budget of those results per process (default 16 MiB); only the
                            current catalog generation's results are kept
     KEEPALIVE_SECONDS      SSE keep-alive comment interval on long-lived streams
+    STREAM_RETRY_MS        the SSE ``retry:`` a 2025-11-25 GET stream opens with: how long a client waits
+                           before each reconnection (default 10000). The official SDKs (TypeScript 1.x/2.x,
+                           Python 1.x/2.x, and mcp-remote) try twice, this far apart, then give up for
+                           good: twice this must outlast a restart (daphne takes 4-13 s)
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
     CHANGE_GAP_SECONDS     how long a missing change-log id (a transaction still open, or rolled
@@ -57,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "RESULT_CACHE_SIZE": 4096,
     "RESULT_CACHE_BYTES": 16 * 1024 * 1024,
     "KEEPALIVE_SECONDS": 15.0,
+    "STREAM_RETRY_MS": 10_000,
     "CHANGE_POLL_SECONDS": 0.5,
     "CHANGE_LOG_RETENTION_SECONDS": 7 * 24 * 3600,
     "CHANGE_GAP_SECONDS": 600.0,

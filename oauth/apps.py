@@ -29,3 +29,7 @@ class OAuthConfig(AppConfig):
         post_save.connect(_forget_on_commit, sender=McpClient, dispatch_uid="oauth.client_saved")
         post_delete.connect(_forget_on_commit, sender=McpClient, dispatch_uid="oauth.client_deleted")
         post_delete.connect(_forget_on_commit, sender=get_access_token_model(), dispatch_uid="oauth.token_deleted")
+
+        from . import credentials
+
+        credentials.connect()  # revocations end open streams at once, in every process

@@ -91,22 +91,31 @@ def _resolve(checksum: str, resource: str) -> Viewer:
     return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
 
 
-_live: dict[str, tuple[float, bool]] = {}
+_live: dict[tuple[str, int | None], tuple[float, bool, float]] = {}
 
 
-def token_live(checksum: str) -> bool:
-    """Whether the access token with this checksum still exists and has not expired (cached)."""
-    entry = _live.get(checksum)
+def token_usable(checksum: str, client_id: int | None) -> bool:
+    """Whether the access token with this checksum still serves: it exists, has not expired,
+    its user is active and (given `client_id`) its application and user are still the connection
+    served as that client. The answer is cached for CACHE_S, its expiry instant with it, so an
+    expiry counts at once; a change drops the cache (mcp_endpoint/revocation.py)."""
+    key = (checksum, client_id)
+    entry = _live.get(key)
     now = time.monotonic()
-    if entry is not None and entry[0] > now:
-        return entry[1]
-    access = get_access_token_model().objects.filter(token_checksum=checksum).only("expires").first()
-    live = access is not None and not access.is_expired()
-    with _lock:
-        if len(_live) >= CACHE_SIZE:
-            _live.clear()
-        _live[checksum] = (now + CACHE_S, live)
-    return live
+    if entry is None or entry[0] <= now:
+        access = (get_access_token_model().objects.select_related("user").filter(token_checksum=checksum)
+                  .only("expires", "user__is_active", "application_id", "user_id").first())
+        usable = access is not None and access.user is not None and access.user.is_active
+        if usable and client_id is not None:
+            usable = OAuthConnection.objects.filter(application_id=access.application_id, user_id=access.user_id,
+                                                    client_id=client_id).exists()
+        expires = time.time() + (access.expires - timezone.now()).total_seconds() if access is not None else 0.0
+        entry = (now + CACHE_S, usable, expires)
+        with _lock:
+            if len(_live) >= CACHE_SIZE:
+                _live.clear()
+            _live[key] = entry
+    return entry[1] and time.time() < entry[2]
 
 
 def client_name(application, user) -> str:

@@ -44,6 +44,27 @@ class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
         return [SCOPE]
 
 
+MACHINE_PATHS = ("/oauth/token/", "/oauth/revoke_token/", "/oauth/register", "/register", "/.well-known/")
+
+
+def failure(request: HttpRequest, exc: BaseException | None) -> JsonResponse | None:
+    """The project's handler500 for the endpoints programs call (token, revocation, registration,
+    metadata): an OAuth JSON error (RFC 6749 §5.2 shape), `temporarily_unavailable` with 503 while
+    the database is down, `server_error` otherwise; None for the consent pages (HTML)."""
+    from registry.outages import outage_of
+
+    if not request.path.startswith(MACHINE_PATHS):
+        return None
+    outage = outage_of(exc)
+    if outage is not None:
+        response = JsonResponse({"error": "temporarily_unavailable", "error_description": outage.message},
+                                status=503)
+        response["Retry-After"] = "5"
+        return response
+    return JsonResponse({"error": "server_error", "error_description": "The request failed on the server; it is logged."},
+                        status=500)
+
+
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Unknown /.well-known/* and /oauth/* paths: a JSON error, which OAuth clients can read."""
     return JsonResponse({"error": "not_found", "error_description": f"No OAuth endpoint at {request.path}"},

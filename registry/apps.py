@@ -8,6 +8,7 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from registry import receivers
+        from registry import credentials, receivers
 
         receivers.connect()
+        credentials.connect()

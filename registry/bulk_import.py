@@ -43,7 +43,7 @@ from registry.drafts import (
     resources_by_uri,
     variable_rows,
 )
-from registry.errors import ContentMissing, ContentTooLarge, RegistryError
+from registry.errors import ContentTooLarge, RegistryError
 from registry.kinds import KINDS
 from registry.listing import listing_of
 from registry.models import (
@@ -351,9 +351,7 @@ class BulkWriter:
         if not self.publishes:
             return
         content.put_many([raw for raw in self.payloads.values() if raw is not None])  # as store_payloads
-        for sha, raw in self.payloads.items():
-            if raw is None and not content.exists(sha):
-                raise ContentMissing(sha)
+        content.check_stored(sha for sha, raw in self.payloads.items() if raw is None)
         self.spec.version_model.objects.bulk_create([p.version for p in self.publishes], batch_size=CHUNK)  # type: ignore[attr-defined]
         label_model = self.spec.label_model
         moved, created = [], []

@@ -52,7 +52,7 @@ def create_client(*, name: str, label: str = "production", scope_tags: str = "",
 def forget_cached_tokens() -> None:
     with _lock:
         _cache.clear()
-        _usable.clear()
+        _serving.clear()
 
 
 def cached_viewer(raw: str) -> tuple[bool, Viewer | None]:
@@ -84,25 +84,30 @@ def load_viewer(raw: str) -> Viewer | None:
     return viewer
 
 
-_usable: dict[int, tuple[float, bool]] = {}
+_serving: dict[int, tuple[float, tuple[str, frozenset[str], str, float | None] | None]] = {}
 
 
-def client_usable(client_id: int) -> bool:
-    """Whether a client may still be served (not revoked, not expired); cached for TOKEN_CACHE_S.
-
-    Open notification streams ask this on their keep-alive ticks, so revoking a client in the
-    admin also ends the streams it already holds."""
-    entry = _usable.get(client_id)
+def still_serves(client_id: int, *, label: str, scope: frozenset[str], token_hash: str | None = None) -> bool:
+    """Whether a stream opened for this client as (label, scope[, token]) may go on: the client
+    is active and unexpired, still bound to that label and scope, and (for a pre-shared token)
+    still holds that token. Cached for TOKEN_CACHE_S with the expiry instant (an expiry counts
+    at once); a saved client drops the cache (mcp_endpoint/revocation.py)."""
+    entry = _serving.get(client_id)
     now = time.monotonic()
-    if entry is not None and entry[0] > now:
-        return entry[1]
-    client = McpClient.objects.filter(pk=client_id).first()
-    usable = client is not None and client.usable
-    with _lock:
-        if len(_usable) >= TOKEN_CACHE_SIZE:
-            _usable.clear()
-        _usable[client_id] = (now + TOKEN_CACHE_S, usable)
-    return usable
+    if entry is None or entry[0] <= now:
+        client = McpClient.objects.filter(pk=client_id).first()
+        state = None
+        if client is not None and client.active:
+            expires = client.expires_at.timestamp() if client.expires_at is not None else None
+            state = (client.label, client.scope, client.token_hash, expires)
+        entry = (now + TOKEN_CACHE_S, state)
+        with _lock:
+            if len(_serving) >= TOKEN_CACHE_SIZE:
+                _serving.clear()
+            _serving[client_id] = entry
+    state = entry[1]
+    return (state is not None and (state[3] is None or time.time() < state[3]) and state[0] == label
+            and state[1] == frozenset(scope) and (token_hash is None or state[2] == token_hash))
 
 
 def client_by_name(name: str) -> Viewer | None:

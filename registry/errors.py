@@ -121,16 +121,48 @@ class InvalidRollout(RegistryError):
     """A rollout that cannot be started or changed as asked (percent outside 0-100, unknown version...)."""
 
 
+class RolloutConflict(RegistryError):
+    """A rollout change made on a state that is no longer current: the caller named the state it
+    read (`precondition`, HTTP If-Match) and it changed since, or the change would replace a
+    rollout of another candidate that the caller did not say it saw. `current_state` is the
+    state now (the rollout's entity tag)."""
+
+    def __init__(self, message: str, *, current_state: str, precondition: bool) -> None:
+        super().__init__(message)
+        self.current_state = current_state
+        self.precondition = precondition
+
+
 class BulkUpdateRefused(RegistryError):
     """A QuerySet.update() would change what clients are served without notifying or auditing."""
 
 
 class ContentMissing(RegistryError):
-    """Bytes a draft or version references by hash are not in the content store (or do not match it)."""
+    """Bytes a draft or version references by hash are not in the content store (or do not match it).
 
-    def __init__(self, sha256: str, detail: str = "is missing from the content store") -> None:
+    `damaged`: an object of that name is stored but its bytes are not the ones referenced."""
+
+    def __init__(self, sha256: str, detail: str = "is missing from the content store", *,
+                 damaged: bool | None = None) -> None:
         super().__init__(f"Content {sha256[:12]} {detail}.")
         self.sha256 = sha256
+        self.detail = detail
+        self.damaged = damaged if damaged is not None else detail.startswith(("is damaged", "does not match"))
+
+
+class StorageUnavailable(Exception):
+    """The content store refused a read or write: full, read-only or unreachable. `reason`:
+    full, read_only, unavailable.
+
+    Not a RegistryError: callers that collect RegistryErrors as problems with the request (the
+    importer, the admin's forms) must not report an outage as bad input; it reaches the front
+    end, which answers it as a temporary outage (registry/outages.py)."""
+
+    def __init__(self, operation: str, detail: str, *, reason: str = "unavailable") -> None:
+        self.message = f"The content store could not {operation} ({reason.replace('_', '-')}): {detail}"
+        super().__init__(self.message)
+        self.operation = operation
+        self.reason = reason
 
 
 class ContentTooLarge(RegistryError):

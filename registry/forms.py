@@ -9,6 +9,7 @@ are collected on `registry_warnings` and shown by the admin through the messages
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Any, Iterable
 
 from django import forms
@@ -675,6 +676,9 @@ class RolloutForm(forms.Form):
         label=gettext_lazy("Emergency override: reason"), required=False, widget=forms.TextInput(attrs={"size": 80}),
         help_text=gettext_lazy("Only for protected labels without an approved review; recorded in the audit log."),
     )
+    # The rollout state of each label when the page was shown ({label: registry.rollouts.rollout_state}):
+    # a change made meanwhile by someone else is refused instead of silently replaced.
+    seen = forms.CharField(widget=forms.HiddenInput, required=False)
 
     def __init__(self, *args: Any, can_override: bool = False, labels: Iterable[str] = (),
                  versions: Iterable[tuple[int, str]] = (), **kwargs: Any) -> None:
@@ -683,3 +687,12 @@ class RolloutForm(forms.Form):
         self.fields["version"].choices = [(number, text) for number, text in versions]
         if not can_override:
             del self.fields["override_reason"]
+
+    def seen_state(self, label: str) -> str | None:
+        """The state of `label`'s rollout the page showed, or None (a form posted without it)."""
+        try:
+            seen = json.loads(self.cleaned_data.get("seen") or "{}")
+        except ValueError:
+            return None
+        value = seen.get(label) if isinstance(seen, dict) else None
+        return value if isinstance(value, str) else None

@@ -54,6 +54,7 @@ from registry.models import (
     Rollout,
     VersionedEntry,
 )
+from registry.models.reviews import rollout_diff
 from registry.services import LIST_FIELDS
 from registry.signals import served_rows_bulk_created
 from registry.snapshots import diff_snapshots
@@ -199,7 +200,8 @@ def rollout_saved(sender: Any, instance: Rollout, created: bool, raw: bool = Fal
     _audit(instance.entry_kind, instance.entry_key, instance.entry_id, AuditAction.ROLLOUT_CHANGED,
            label=instance.label, from_version=_label_version(instance.entry_kind, instance.entry_id, instance.label),
            to_version=instance.candidate_version,
-           changes=[{"field": "percent", "before": stored["percent"] if stored else 0, "after": instance.percent}],
+           changes=rollout_diff((stored["candidate_version"], stored["percent"]) if stored else (None, 0),
+                                (instance.candidate_version, instance.percent)),
            note=f"Rollout of v{instance.candidate_version} on '{instance.label}' at {instance.percent}% of clients. "
                 + OUTSIDE_NOTE)
 
@@ -210,7 +212,7 @@ def rollout_deleted(sender: Any, instance: Rollout, **kwargs: Any) -> None:
     _audit(instance.entry_kind, instance.entry_key, instance.entry_id, AuditAction.ROLLOUT_CHANGED,
            label=instance.label, from_version=_label_version(instance.entry_kind, instance.entry_id, instance.label),
            to_version=instance.candidate_version,
-           changes=[{"field": "percent", "before": instance.percent, "after": 0}],
+           changes=rollout_diff((instance.candidate_version, instance.percent), (None, 0)),
            note=f"Ended the rollout of v{instance.candidate_version} on '{instance.label}'. " + OUTSIDE_NOTE)
 
 

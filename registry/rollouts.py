@@ -20,8 +20,16 @@ Rules (`set_rollout`, publisher permission):
   partial rollout approved against v3 cannot outlive a later full release of v4 and then be
   "completed" as an unreviewed move back to v3. Aborting (0) is always allowed to publishers: it only
   returns clients to the version the label already serves.
-- Every change is audited as `rollout_changed` and recorded in the change log for the entry
-  and label (list_changed), so clients are notified like for any other change.
+- Every change is audited as `rollout_changed` (the candidate version and the share, before and
+  after: `models.reviews.rollout_diff`) and recorded in the change log for the entry and label
+  (list_changed), so clients are notified like for any other change.
+- Concurrent changes: each state of a label's rollout has an entity tag (`rollout_state`, the
+  API's ETag). A caller that names the state it read (`if_match`, or `if_none_match` for "only if
+  none runs") is refused with RolloutConflict when it changed meanwhile; one that names none may
+  still not replace a running rollout of another candidate (`replace=False`, the API's default
+  without If-Match): two publishers starting different candidates at once never silently undo
+  each other. The check runs under the entry's row lock, so of two concurrent requests the
+  second sees the first's result.
 """
 
 from __future__ import annotations
@@ -33,10 +41,11 @@ from django.utils.translation import gettext as _
 
 from registry import services
 from registry.changes import record_change, service_transaction
-from registry.errors import InvalidRollout
+from registry.errors import InvalidRollout, RolloutConflict
 from registry.kinds import kind_of
 from registry.models import AuditAction, Rollout, VersionedEntry
 from registry.models.base import label_name_validator, served_key_of
+from registry.models.reviews import rollout_diff
 
 User = services.User
 
@@ -56,6 +65,55 @@ def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:
     return Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).first()
 
 
+def rollout_state(rollout: Rollout | None, label_version: int | None) -> str:
+    """The entity tag of a label's rollout state: the running rollout (candidate, share, base,
+    authority, last change) or none, and the version the label serves. Any change, by any path,
+    changes it (`updated_at` moves on every save)."""
+    if rollout is None:
+        basis = f"none|{label_version}"
+    else:
+        changed = rollout.updated_at.isoformat() if rollout.updated_at else ""
+        basis = (f"{rollout.candidate_version}|{rollout.percent}|{rollout.base_version}|{rollout.authority}|"
+                 f"{changed}|{label_version}")
+    return hashlib.sha256(basis.encode()).hexdigest()[:20]
+
+
+def state_of(entry: VersionedEntry, label: str) -> str:
+    """`rollout_state` of `label` on `entry` as stored now (for a read's ETag)."""
+    version = (kind_of(entry).label_model.objects.filter(entry=entry, name=label)
+               .values_list("version__number", flat=True).first())
+    return rollout_state(rollout_of(entry, label), version)
+
+
+def _describe(rollout: Rollout | None) -> str:
+    if rollout is None:
+        return _("no rollout runs")
+    return (_("v%(number)s is rolling out to %(percent)s%% of the clients (last changed by %(name)s)")
+            % {"number": rollout.candidate_version, "percent": rollout.percent, "name": rollout.updated_by_name})
+
+
+def _check_precondition(existing: Rollout | None, label: str, label_version: int, *, version_number: int,
+                        percent: int, if_match: str | None, if_none_match: bool, replace: bool) -> None:
+    current = rollout_state(existing, label_version)
+    running = _describe(existing)
+    if if_none_match and existing is not None:
+        raise RolloutConflict(_("A rollout runs on '%(label)s' already: %(running)s. Nothing was changed.")
+                              % {"label": label, "running": running}, current_state=current, precondition=True)
+    if if_match == "*" and existing is None:
+        raise RolloutConflict(_("No rollout runs on '%(label)s' any more. Nothing was changed.") % {"label": label},
+                              current_state=current, precondition=True)
+    if if_match not in (None, "*", current):
+        raise RolloutConflict(_("The rollout on '%(label)s' changed since you read it: %(running)s. Nothing was "
+                                "changed; look again and decide.") % {"label": label, "running": running},
+                              current_state=current, precondition=True)
+    if (not replace and if_match is None and existing is not None and percent != 0
+            and existing.candidate_version != version_number):
+        raise RolloutConflict(_("A rollout of another version runs on '%(label)s': %(running)s. Replacing it with "
+                                "v%(number)s needs the state you saw (send If-Match with its ETag). Nothing was "
+                                "changed.") % {"label": label, "running": running, "number": version_number},
+                              current_state=current, precondition=False)
+
+
 def _check_percent(percent: object) -> int:
     if isinstance(percent, bool) or not isinstance(percent, int) or not 0 <= percent <= 100:
         raise InvalidRollout(_("The rollout percentage must be a whole number from 0 to 100, not %(percent)r: "
@@ -73,10 +131,16 @@ def set_rollout(
     acting_user: User,
     note: str = "",
     override_reason: str | None = None,
+    if_match: str | None = None,
+    if_none_match: bool = False,
+    replace: bool = True,
 ) -> Rollout | None:
     """Start, change, complete (100) or abort (0) the rollout of `version_number` on `label`.
 
-    Returns the running rollout, or None once it is completed or aborted.
+    `if_match`: the `rollout_state` the caller read ("*": any running rollout); `if_none_match`:
+    only when no rollout runs; `replace=False`: refuse to replace a running rollout of another
+    candidate unless `if_match` names it (see the module doc). Returns the running rollout, or
+    None once it is completed or aborted.
     """
     services.require_publisher(acting_user, entry)
     percent = _check_percent(percent)
@@ -94,21 +158,23 @@ def set_rollout(
     if version is None:
         raise InvalidRollout(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
     existing = Rollout.objects.select_for_update().filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).first()
-    before_percent = existing.percent if existing else 0
+    _check_precondition(existing, label, current.version.number, version_number=version_number, percent=percent,
+                        if_match=if_match, if_none_match=if_none_match, replace=replace)
+    before = (existing.candidate_version, existing.percent) if existing else (None, 0)
 
-    def audit(after: int, what: str) -> None:
+    def audit(after: tuple[int | None, int], what: str, *, was: tuple[int | None, int] = before) -> None:
         services.write_audit(
             entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, label=label,
             note=f"{what}" + (f": {note}" if note else ""),
             from_version=current.version.number, to_version=version.number,
-            changes=[{"field": "percent", "before": before_percent, "after": after}],
+            changes=rollout_diff(was, after),
         )
 
     if percent == 0:
         if existing is None:
             return None
         existing.delete()
-        audit(0, f"Aborted the rollout of v{existing.candidate_version} on '{label}'")
+        audit((None, 0), f"Aborted the rollout of v{existing.candidate_version} on '{label}'")
         record_change(kind=entry.kind, key=entry.key, label=label, list_changed=True)
         return None
 
@@ -133,7 +199,7 @@ def set_rollout(
     if percent == 100:
         if existing is not None and not same_candidate:
             existing.delete()  # a different candidate is completed directly: the old rollout ends
-            audit(0, f"Ended the rollout of v{existing.candidate_version} on '{label}'")
+            audit((None, 0), f"Ended the rollout of v{existing.candidate_version} on '{label}'")
         # _point_label audits the completion and ends the rollout with the move.
         if inherited:
             with services.approved_move(entry, label, reference=inherited):
@@ -167,6 +233,6 @@ def set_rollout(
         what = f"Switched the rollout on '{label}' to v{version.number} at {percent}% of clients"
     else:
         what = f"Rollout of v{version.number} on '{label}' now at {percent}% of clients"
-    audit(percent, what)
+    audit((version.number, percent), what)
     record_change(kind=entry.kind, key=entry.key, label=label, list_changed=True)
     return rollout

@@ -68,6 +68,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.base import label_name_validator
+from registry.models.reviews import rollout_diff
 from registry.signals import audit_recorded
 from registry.listing import listing_of
 from registry.snapshot_schema import SCHEMAS
@@ -367,7 +368,8 @@ def _end_rollouts(entry: VersionedEntry, label: str, before: EntryVersion | None
         write_audit(entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, actor=actor,
                     label=label, note=what, from_version=before.number if before else None,
                     to_version=rollout.candidate_version,
-                    changes=[{"field": "percent", "before": rollout.percent, "after": 100 if complete else 0}])
+                    changes=rollout_diff((rollout.candidate_version, rollout.percent),
+                                         (rollout.candidate_version, 100) if complete else (None, 0)))
         rollout.delete()
 
 

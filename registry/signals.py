@@ -25,6 +25,16 @@ served_rows_bulk_created: sent by `QuerySet.bulk_create` of the models that deci
     sender: the model class
     objs:   the created instances
 registry.receivers records the change from it.
+
+credentials_changed: sent INSIDE the changing transaction when what lets a client be served may
+    have changed: an MCP client saved (revoked, expired, re-labelled, re-scoped, given a new
+    token) or deleted (registry.credentials), an OAuth access token saved or deleted, a user
+    deactivated, an OAuth connection deleted (oauth.credentials).
+    sender: the model class whose row changed
+    client_ids: McpClient primary keys whose open streams must be re-checked
+    token_checksums: SHA-256 checksums of OAuth access tokens whose open streams must be re-checked
+Receivers (the MCP endpoint, mcp_endpoint/revocation.py) record it durably in the same
+transaction and act after commit, in every process.
 """
 
 from django.dispatch import Signal
@@ -33,3 +43,4 @@ registry_changed = Signal()
 audit_recorded = Signal()
 audits_recorded = Signal()
 served_rows_bulk_created = Signal()
+credentials_changed = Signal()

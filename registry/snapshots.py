@@ -67,8 +67,7 @@ def store_payloads(payloads: Payloads) -> None:
     for sha, raw in payloads.items():
         if raw is not None:
             content.put(raw)
-        elif not content.exists(sha):
-            raise ContentMissing(sha)
+    content.check_stored(sha for sha, raw in payloads.items() if raw is None)  # never publish over a damaged object
 
 
 def read_content(sha256: str, encoding: str) -> str:

@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 import watchfiles
 from django.db import close_old_connections, connection
 
+from registry.errors import StorageUnavailable
 from registry.importer import ImportFailed, ImportReport, import_documents
 from registry.portable import YAML_SUFFIXES, is_hidden
 
@@ -55,6 +56,8 @@ def import_round(path: Path, *, publish: bool, note: str) -> Round:
         return Round(report=report, side_files=report.side_files)
     except ImportFailed as exc:
         return Round(problems=tuple(exc.problems), side_files=exc.side_files)
+    except StorageUnavailable as exc:  # a full or read-only disk: the next round tries again
+        return Round(problems=(exc.message,))
 
 
 class _Relevant(watchfiles.DefaultFilter):

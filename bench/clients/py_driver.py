@@ -15,7 +15,7 @@ client ships:
 
 After subscribing (``resources/subscribe`` + the GET stream, or ``subscriptions/listen``) the
 driver runs the shell command in $TRIGGER (it publishes a change of test://watched-resource) and
-waits up to 10 s for ``notifications/resources/updated``. Each line: {"op", "ok", "detail"}.
+waits up to 10 s ($NOTIFY_WAIT_SECONDS) for ``notifications/resources/updated``. Each line: {"op", "ok", "detail"}.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ WATCHED = "test://watched-resource"
 MODERN = "2026-07-28"
 PROMPT = "test_prompt_with_arguments"
 TEMPLATE = "test://template/{id}/data"
-NOTIFY_WAIT = 10.0
+NOTIFY_WAIT = float(os.environ.get("NOTIFY_WAIT_SECONDS") or 10.0)
 
 
 def report(op: str, ok: bool, detail: Any = "") -> None:
@@ -323,7 +323,7 @@ def main() -> None:
     args = parser.parse_args()
     runner = {"mcp1": run_mcp1, "mcp2": run_mcp2, "fastmcp": run_fastmcp}[args.flavor]
     try:
-        asyncio.run(asyncio.wait_for(runner(args.url, args.generation), 90))
+        asyncio.run(asyncio.wait_for(runner(args.url, args.generation), 90 + NOTIFY_WAIT))
     except Exception as exc:  # noqa: BLE001 - a crash is one more failed cell, not a traceback
         report("crash", False, f"{type(exc).__name__}: {exc}")
     sys.stdout.flush()

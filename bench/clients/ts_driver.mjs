@@ -11,7 +11,7 @@
 //   (server/discover, per-request _meta, client.listen()).
 // --stdio runs the client over stdio against a local proxy (mcp-remote), which forwards to the server.
 // After subscribing the driver runs $TRIGGER (publishes a change of test://watched-resource) and
-// waits up to 10 s for notifications/resources/updated. Each line: {"op", "ok", "detail"}.
+// waits up to 10 s ($NOTIFY_WAIT_MS) for notifications/resources/updated. Each line: {"op", "ok", "detail"}.
 import { exec } from "node:child_process";
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((pairs, value, i, all) =>
@@ -35,10 +35,11 @@ const trigger = () => new Promise((resolve, reject) =>
 let updated = [];
 let wake = () => {};
 async function waitUpdated() {
-  const deadline = Date.now() + 10000;
+  const wait = Number(process.env.NOTIFY_WAIT_MS || 10000);
+  const deadline = Date.now() + wait;
   while (!updated.includes(WATCHED)) {
     const left = deadline - Date.now();
-    if (left <= 0) throw new Error(`no notifications/resources/updated within 10 s (got ${JSON.stringify(updated)})`);
+    if (left <= 0) throw new Error(`no notifications/resources/updated within ${wait / 1000} s (got ${JSON.stringify(updated)})`);
     await Promise.race([new Promise((r) => { wake = r; }), sleep(left)]);
   }
   return `updated ${WATCHED}`;

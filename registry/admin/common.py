@@ -8,6 +8,7 @@ which re-checks the user's permission, so a crafted request meets the same rule 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -26,7 +27,7 @@ from registry import diffview, drafts, integrity, reviews, rollouts, services
 from registry.admin.badges import badges_html, entry_badges
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
-from registry.errors import ContentMissing, InvalidEntry, PublishPermissionDenied, RegistryError
+from registry.errors import ContentMissing, InvalidEntry, PublishPermissionDenied, RegistryError, RolloutConflict
 from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
@@ -172,7 +173,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:
-            for problem in integrity.missing_for_entry(obj):
+            for problem in integrity.problems_for_entry(obj):
                 messages.warning(request, _("Integrity warning: %(problem)s. Clients reading it get an error; "
                                             "upload the file again and publish, or restore it to the storage.")
                                  % {"problem": problem})
@@ -531,12 +532,14 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         can_publish = services.can_publish(request.user, obj)
         running = list(Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk))
         first = running[0] if running else None
+        label_names = [label.name for label in obj.labels.all()]
+        seen = json.dumps({name: rollouts.state_of(obj, name) for name in label_names})
         initial = {"label": request.GET.get("label") or (first.label if first else PRODUCTION),
                    "version": request.GET.get("version") or (first.candidate_version if first else None),
-                   "percent": first.percent if first else 10}
+                   "percent": first.percent if first else 10, "seen": seen}
         form = RolloutForm(request.POST if request.method == "POST" else None, initial=initial,
                            can_override=services.can_override(request.user),
-                           labels=[label.name for label in obj.labels.all()], versions=version_choices(obj))
+                           labels=label_names, versions=version_choices(obj))
         if request.method == "POST":
             if not can_publish:
                 return self._denied(request, obj, _("You may not change rollouts. Ask a publisher, or request a "
@@ -547,9 +550,13 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
                     result = rollouts.set_rollout(
                         obj, label=data["label"], version_number=data["version"], percent=data["percent"],
                         acting_user=request.user, note=data["note"], override_reason=data.get("override_reason"),
+                        if_match=form.seen_state(data["label"]),
                     )
                 except RegistryError as exc:
                     form.add_error(None, exc.message)
+                    if isinstance(exc, RolloutConflict):  # the page now shows the current state: resubmit to apply
+                        form.data = form.data.copy()
+                        form.data["seen"] = seen
                 else:
                     if result is not None:
                         messages.success(request, _("v%(number)s now goes to %(percent)s%% of the clients of "

@@ -6,6 +6,8 @@ because prompts, resources and templates live in three tables.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -159,3 +161,16 @@ class Rollout(models.Model):
 
     def __str__(self) -> str:
         return f"{self.entry_kind} {self.entry_key} [{self.label}]: v{self.candidate_version} to {self.percent}%"
+
+
+def rollout_diff(before: tuple[int | None, int], after: tuple[int | None, int]) -> list[dict[str, Any]]:
+    """The audited changes of a rollout going from (candidate version, percent) `before` to
+    `after`; no rollout is (None, 0). The one definition every path audits with (the service,
+    a label move that ends a rollout, a plain ORM save), so an auditor sees which candidate a
+    change started, switched or ended, not only a share."""
+    changes = []
+    if before[0] != after[0]:
+        changes.append({"field": "candidate_version", "before": before[0], "after": after[0]})
+    if before[1] != after[1] or not changes:
+        changes.append({"field": "percent", "before": before[1], "after": after[1]})
+    return changes

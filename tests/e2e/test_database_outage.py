@@ -3,8 +3,9 @@
 The test starts its own PostgreSQL cluster (initdb/pg_ctl on a free port) and stops it while a
 legacy GET stream and a token-bound subscriptions/listen stream are open. Streams must stay
 alive (keep-alive comments keep coming; the re-check is retried), requests that need the
-database get a JSON-RPC error with HTTP 503 (not an HTML 500, and never no reply), and once
-the database is back a publish reaches both streams and the worker serves new sessions.
+database get a JSON-RPC error with HTTP 503 on both wire generations, and the REST API answers
+JSON with 503 and `code: database_unavailable` (not Django's HTML 500, and never no reply);
+once the database is back a publish reaches both streams and the worker serves new sessions.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from .servers import (
     legacy_initialize,
     logs_on_failure,
     manage,
+    modern_body,
+    modern_headers,
     open_get_stream,
     open_listen,
     prepare_database,
@@ -60,6 +63,10 @@ async def test_streams_and_the_worker_survive_a_database_outage(private_postgres
     prepare_database(env)
     token = manage(env, "shell", "-c", "from registry.clients import create_client; "
                    "print(create_client(name='outage-client')[1])").stdout.strip().splitlines()[-1]
+    api_token = manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
+                       "from rest_framework.authtoken.models import Token; "
+                       "u = User.objects.create_superuser('ci', 'ci@example.com', 'not-used-pw-1'); "
+                       "print(Token.objects.create(user=u).key)").stdout.strip().splitlines()[-1]
     with Server("daphne", env, tmp_path) as server:
         port = server.port
         with logs_on_failure(server):
@@ -84,6 +91,19 @@ async def test_streams_and_the_worker_survive_a_database_outage(private_postgres
                     assert headers["content-type"].startswith("application/json"), headers
                     reply = json.loads(body)
                     assert reply["id"] == 5 and reply["error"]["code"] == -32603, reply
+                # The same at 2026-07-28 (the token cannot be looked up), with its JSON-RPC body.
+                status, headers, body = await request(
+                    port, "POST", headers={**modern_headers("prompts/list"), "Authorization": f"Bearer {token}"},
+                    json_body=modern_body("prompts/list", rid=6))
+                assert status == 503 and json.loads(body)["error"]["code"] == -32603, (status, body[:300])
+                # The REST API: JSON with a code, for a read and for a write.
+                for method, path, payload in (("GET", "/api/v1/prompts/", None),
+                                              ("POST", "/api/v1/import/?publish=true&note=outage", {})):
+                    status, headers, body = await request(port, method, path, json_body=payload,
+                                                          headers={"Authorization": f"Token {api_token}"})
+                    assert status == 503, (method, path, status, body[:300])
+                    assert headers["content-type"].startswith("application/json"), headers
+                    assert json.loads(body)["code"] == "database_unavailable", body
 
                 private_postgres.start()
                 back_at = time.monotonic()

@@ -365,3 +365,17 @@ async def test_anonymous_initialize_floods_from_one_address_leave_other_addresse
         await init_from("203.0.113.20")
     assert await McpSession.objects.filter(ended=False).acount() == 4
     assert await McpSession.objects.filter(pk=bystander, ended=False, peer="198.51.100.20").aexists()
+
+
+@pytest.mark.parametrize("ttl", [60_000, 5_000, 0])
+async def test_lists_and_reads_tell_2026_clients_the_configured_cache_ttl(registry_data, settings, ttl):
+    """CACHE_TTL_MS (default 60000) is what a 2026-07-28 client that does not listen may serve
+    from its cache before it asks again: every cacheable result carries it, also one served
+    again from the endpoint's own result cache."""
+    if ttl != 60_000:
+        settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "CACHE_TTL_MS": ttl}
+    for _ in range(2):  # the second answer comes from the serialised-result cache
+        for method, params in (("prompts/list", {}), ("resources/read", {"uri": "test://static-text"}),
+                               ("resources/list", {}), ("server/discover", {})):
+            _reply, body = await modern_call(method, params)
+            assert body["result"]["ttlMs"] == ttl, (method, body["result"])

@@ -112,7 +112,8 @@ async def test_a_stream_whose_re_check_cannot_be_answered_stays_open_and_retries
     await asyncio.wait_for(run_stream_loop(stream, receive, send), 2)
     bodies = [m["body"] for m in sent]
     assert bodies[:3] == [b": keep-alive\n\n"] * 3  # two failed checks and one good one: kept open
-    assert sent[-1]["more_body"] is False and answers == []  # the deliberate end (revoked) came last
+    assert answers == []  # two failed checks, one good one, then the revoked client's end
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}  # no result: it reconnects
 
 
 async def test_notifications_cancelled_ends_the_callers_own_listen_stream_without_a_result(registry_data, anonymous):

@@ -1145,3 +1145,42 @@ def test_entry_whose_stored_content_is_missing_shows_an_integrity_warning(client
     assert any(w.startswith("Integrity warning: the draft: content " + resource.data_sha256) for w in warnings)
     assert any("v1 (production)" in w for w in warnings)
     assert "missing from the content store" in response.content.decode()
+
+
+def test_entry_whose_stored_content_is_damaged_shows_an_integrity_warning(client, publisher, content_store):
+    """A short object under the final name (a write cut short before writes were atomic, a disk
+    fault) is warned of like a missing one: its size is not the one recorded."""
+    from registry import content
+
+    resource = make_resource("docs://short", text="", data=PNG_1X1 * 3, mime_type="image/png")
+    release(resource)
+    (content_store / content.object_name(resource.data_sha256)).write_bytes(PNG_1X1)
+    response = client_for(client, publisher).get(url("resource_change", resource.pk))
+    assert response.status_code == 200
+    warnings = [str(m) for m in response.context["messages"] if m.level_tag == "warning"]
+    damaged = f"is damaged: {len(PNG_1X1):,} of {3 * len(PNG_1X1):,} bytes stored"
+    assert any(w.startswith("Integrity warning: the draft: content " + resource.data_sha256) and damaged in w
+               for w in warnings), warnings
+    assert any("v1 (production)" in w and damaged in w for w in warnings)
+
+
+def test_a_rollout_changed_by_someone_else_since_the_page_was_shown_is_not_replaced(client, publisher,
+                                                                                   second_publisher):
+    """Two publishers have the rollout page open; the second one's submit, based on what the page
+    showed, is refused with the current state named, and applies once they submit again."""
+    prompt = _two_version_prompt()
+    edit_first_message(prompt, "Third {{ topic }}.")
+    release(prompt, note="v3", labels=())
+    mine = client_for(client, publisher).get(url("prompt_rollout", prompt.pk))
+    seen = mine.context["form"].initial["seen"]
+    rollouts.set_rollout(prompt, label="staging", version_number=2, percent=50, acting_user=second_publisher)
+    response = client.post(url("prompt_rollout", prompt.pk), {"label": "staging", "version": 3, "percent": 10,
+                                                              "seen": seen})
+    assert response.status_code == 200
+    assert "changed since you read it" in response.text and "v2 is rolling out to 50%" in response.text
+    rollout = Rollout.objects.get()
+    assert (rollout.candidate_version, rollout.percent) == (2, 50)
+    again = client.post(url("prompt_rollout", prompt.pk), {"label": "staging", "version": 3, "percent": 10,
+                                                           "seen": response.context["form"].data["seen"]})
+    assert again.status_code == 302
+    assert (Rollout.objects.get().candidate_version, Rollout.objects.get().percent) == (3, 10)

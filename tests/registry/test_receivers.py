@@ -189,12 +189,14 @@ def test_starting_and_ending_a_rollout_by_save_is_recorded_and_audited():
     started = AuditEntry.objects.latest("id")
     assert (started.actor_name, started.action, started.label, started.from_version, started.to_version) == (
         "database", "rollout_changed", "staging", 1, 2)
-    assert started.changes == [{"field": "percent", "before": 0, "after": 30}]
+    assert started.changes == [{"field": "candidate_version", "before": None, "after": 2},
+                               {"field": "percent", "before": 0, "after": 30}]
     rollout.percent = 60
     rollout.save()
     assert AuditEntry.objects.latest("id").changes == [{"field": "percent", "before": 30, "after": 60}]
     rollout.delete()
-    assert AuditEntry.objects.latest("id").changes == [{"field": "percent", "before": 60, "after": 0}]
+    assert AuditEntry.objects.latest("id").changes == [{"field": "candidate_version", "before": 2, "after": None},
+                                                       {"field": "percent", "before": 60, "after": 0}]
     assert ChangeLogEntry.objects.count() == before + 3
     assert set(ChangeLogEntry.objects.filter(id__gt=0).order_by("-id").values_list("label", flat=True)[:3]) == {
         "staging"}

@@ -136,7 +136,9 @@ def test_a_change_of_percent_is_audited_and_recorded_in_the_change_log(publisher
     changes = list(ChangeLogEntry.objects.order_by("id")[before:])
     assert [(c.entry_key, c.label, c.list_changed) for c in changes] == [("greet", "staging", True)] * 2
     audit = list(AuditEntry.objects.filter(action="rollout_changed").order_by("id"))
-    assert [a.changes[0]["before"] for a in audit] == [0, 10] and [a.changes[0]["after"] for a in audit] == [10, 40]
+    assert [a.changes for a in audit] == [
+        [{"field": "candidate_version", "before": None, "after": 2}, {"field": "percent", "before": 0, "after": 10}],
+        [{"field": "percent", "before": 10, "after": 40}]]
     assert audit[0].actor == publisher and "canary" in audit[0].note
 
 
@@ -222,7 +224,8 @@ def test_a_partial_rollout_approval_does_not_outlive_a_later_full_release(editor
     assert not Rollout.objects.exists()  # the v3 rollout ended when production moved
     assert all(served_version(f"agent-{i}") == 4 for i in range(200))
     ended = AuditEntry.objects.get(action="rollout_changed", note__startswith="Ended the rollout of v3")
-    assert (ended.label, ended.changes) == ("production", [{"field": "percent", "before": 10, "after": 0}])
+    assert (ended.label, ended.changes) == ("production", [{"field": "candidate_version", "before": 3, "after": None},
+                                                           {"field": "percent", "before": 10, "after": 0}])
     with pytest.raises(ApprovalRequired):
         rollouts.set_rollout(prompt, label="production", version_number=3, percent=100, acting_user=publisher)
     with pytest.raises(ApprovalRequired):

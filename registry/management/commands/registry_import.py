@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from registry.errors import StorageUnavailable
 from registry.importer import ImportFailed, ImportReport, import_documents
 from registry.watching import watch_imports
 
@@ -51,6 +52,8 @@ class Command(BaseCommand):
             for problem in exc.problems:
                 self.stderr.write(problem)
             raise CommandError(f"{len(exc.problems)} problem(s); nothing was imported.") from exc
+        except StorageUnavailable as exc:  # a full or read-only disk: the import rolled back
+            raise CommandError(f"{exc.message}; nothing was imported.") from exc
         self._print(report, verbosity=options.get("verbosity", 1), dry_run=dry_run)
 
     def _watch(self, path: Path, *, publish: bool, note: str, dry_run: bool) -> None:
