@@ -55,6 +55,11 @@ if env_flag("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Largest request line plus headers (bytes); larger requests get 431 (config/http_limits.py).
 MAX_REQUEST_HEAD_BYTES = int(os.environ.get("MAX_REQUEST_HEAD_BYTES", 16 * 1024))
+# Largest request body where no tighter limit applies (admin forms with uploads, the REST API);
+# /mcp, sign-in, OAuth and the import API have their own (config/http_limits.py). Larger: 413.
+MAX_REQUEST_BODY_BYTES = int(os.environ.get("MAX_REQUEST_BODY_BYTES", 32 * 1024 * 1024))
+# Seconds a request line and headers may take to arrive (daphne; 408, or a close when nothing came).
+REQUEST_HEAD_TIMEOUT_SECONDS = float(os.environ.get("REQUEST_HEAD_TIMEOUT_SECONDS", 10))
 # Origins (https://registry.example.com) allowed to POST forms when they differ from the Host.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
