@@ -22,6 +22,7 @@ everything else (admin forms with uploads, the REST API) MAX_REQUEST_BODY_BYTES 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -33,8 +34,9 @@ DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS = 10.0
 FORM_BODY_BYTES = 64 * 1024
 _FORM_PATHS = ("/admin/login/", "/oauth/", "/register", "/.well-known/")
 # After refusing a request, how much of its body is read and discarded at most (in memory, never
-# written anywhere) before the connection is closed.
+# written anywhere), and for how long, before the connection is closed.
 MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024
+LINGER_SECONDS = 5.0
 
 _REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Payload Too Large",
             431: "Request Header Fields Too Large"}
@@ -113,23 +115,32 @@ class RequestHeadLimit:
             size = len(scope.get("raw_path") or scope.get("path", "").encode()) + len(scope.get("query_string", b""))
             size += sum(len(name) + len(value) + 4 for name, value in scope.get("headers") or ())
             if size > self.limit:
-                await _discard_body(receive)
+                await _discard_body(receive)  # first: a server closes on our "Connection: close"
                 await _refuse(send, 431, self.limit)
                 return
         await self.app(scope, receive, send)
 
 
 async def _discard_body(receive: Any) -> None:
-    """Read what the client still sends (within bounds), so that answering and closing does not
-    reset a connection whose unread input would make the client lose the answer."""
+    """Read what the client still sends, within bounds of size and time, before answering: servers
+    close the connection once a "Connection: close" answer is out, and closing a socket with
+    unread input resets it, so the client would lose the answer with it."""
     discarded = 0
-    while discarded <= MAX_DISCARDED_BODY_BYTES:
-        message = await receive()
-        if message.get("type") != "http.request":
-            return
-        discarded += len(message.get("body", b""))
-        if not message.get("more_body"):
-            return
+
+    async def drain() -> None:
+        nonlocal discarded
+        while discarded < MAX_DISCARDED_BODY_BYTES:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return
+            discarded += len(message.get("body", b""))
+            if not message.get("more_body"):
+                return
+
+    try:
+        await asyncio.wait_for(drain(), LINGER_SECONDS)
+    except asyncio.TimeoutError:
+        pass
 
 
 class RequestBodyLimit:
@@ -154,7 +165,7 @@ class RequestBodyLimit:
         limit = self.limit(scope.get("raw_path") or scope.get("path", ""))
         declared = _content_length(scope.get("headers") or ())
         if declared is not None and declared > limit:
-            await _discard_body(receive)
+            await _discard_body(receive)  # bounded: at most MAX_DISCARDED_BODY_BYTES or LINGER_SECONDS
             await _refuse(send, 413, limit)
             return
         state = {"read": 0, "refused": False, "started": False}
@@ -167,6 +178,8 @@ class RequestBodyLimit:
                 state["read"] += len(message.get("body", b""))
                 if state["read"] > limit:
                     state["refused"] = True
+                    if not state["started"] and message.get("more_body"):
+                        await _discard_body(receive)
                     if not state["started"]:
                         await _refuse(send, 413, limit)
                         state["started"] = True
