@@ -207,6 +207,43 @@ def _error_bytes(exc: BaseException, rid: Any, *, modern: bool) -> bytes:
     return jsonrpc.encode_error(rid, as_mcp_error(exc, modern=modern))
 
 
+async def run_batch(items: list[Any], run_one: Callable[[Any], Awaitable[bytes | None]]) -> list[bytes] | bytes:
+    """A 2025-03-26 batch (the only revision with batches: 2025-06-18 removed them), bounded:
+    at most MAX_BATCH_LENGTH messages (else one -32600 error for the whole batch, nothing run),
+    and responses of at most MAX_BATCH_RESPONSE_BYTES together. Once the responses pass that, the
+    request that passed it and every later one get a -32600 error saying to send them on their
+    own (later ones are not run), so a 1 MB batch of reads cannot make a 43 MB reply. Other
+    requests on this event loop get a turn between the batch's messages. Used by HTTP and stdio."""
+    limit = mcp_settings.MAX_BATCH_LENGTH
+    if len(items) > limit:
+        return _error_bytes(errors.InvalidRequest(
+            f"Invalid request: a batch may hold at most {limit} messages (got {len(items)}); send fewer at a time"),
+            None, modern=False)
+    budget = mcp_settings.MAX_BATCH_RESPONSE_BYTES
+    out: list[bytes] = []
+    used = 0
+    for index, obj in enumerate(items):
+        if index:
+            await asyncio.sleep(0)
+        if used > budget:
+            reply: bytes | None = _batch_overflow(obj, budget) if jsonrpc.request_id_of(obj) is not None else None
+        else:
+            reply = await run_one(obj)
+            if reply is not None and out and used + len(reply) > budget:
+                reply = _batch_overflow(obj, budget)
+                used = budget + 1
+        if reply is not None:
+            used += len(reply)
+            out.append(reply)
+    return out
+
+
+def _batch_overflow(obj: Any, budget: int) -> bytes:
+    return _error_bytes(errors.InvalidRequest(
+        f"Invalid request: the batch's responses passed {budget:,} bytes; send this request on its own"),
+        jsonrpc.request_id_of(obj), modern=False)
+
+
 def _encode_result(rid: Any, result: Any, ctx: RequestContext) -> bytes:
     if ctx.modern and isinstance(result, dict) and "resultType" not in result:
         result = ctx.complete(result)  # every 2026-07-28 result carries resultType
@@ -310,7 +347,9 @@ class Dispatcher:
             if state.version != "2025-03-26" or not obj:
                 return _error_bytes(errors.InvalidRequest("Batches are only allowed at 2025-03-26"), None,
                                     modern=False)
-            out = [r for r in [await self._stdio_one(o, state) for o in obj] if r is not None]
+            out = await run_batch(obj, lambda o: self._stdio_one(o, state))
+            if isinstance(out, bytes):
+                return out
             return jsonrpc.encode_batch(out) if out else None
         return await self._stdio_one(obj, state)
 
@@ -391,15 +430,17 @@ class Dispatcher:
             return error_reply(errors.InvalidRequest(
                 f"Batches are only allowed at 2025-03-26 (session negotiated {session.protocol_version})"))
         ctx = self._legacy_ctx(session, identity)
-        out: list[bytes] = []
-        for obj in items:
+
+        async def one(obj: Any) -> bytes | None:
             try:
                 msg = jsonrpc.classify(obj)
             except errors.McpError as exc:
-                out.append(_error_bytes(exc, jsonrpc.request_id_of(obj), modern=False))
-                continue
-            if msg.is_request:
-                out.append((await self._call(self.legacy_methods, msg, ctx))[0])
+                return _error_bytes(exc, jsonrpc.request_id_of(obj), modern=False)
+            return (await self._call(self.legacy_methods, msg, ctx))[0] if msg.is_request else None
+
+        out = await run_batch(items, one)
+        if isinstance(out, bytes):
+            return Reply(400, out)
         if not out:
             return Reply(202)
         return Reply(200, jsonrpc.encode_batch(out))
