@@ -153,6 +153,17 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The default cache is per process. "throttle" holds the OAuth endpoints' per-address counters
+# (oauth/throttle.py): Redis when REDIS_URL is set, so every worker counts together.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+         "KEY_PREFIX": "registry", "OPTIONS": {"socket_timeout": 0.5, "socket_connect_timeout": 0.5}}
+        if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -338,6 +349,15 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
+# Anonymous OAuth endpoints, per caller address (oauth/throttle.py): registrations per hour; token
+# and revocation requests per minute; wrong client secrets per ten minutes before secrets from
+# that address are no longer checked (429) for the rest of them.
+OAUTH_REGISTRATIONS_PER_HOUR = int(os.environ.get("OAUTH_REGISTRATIONS_PER_HOUR", 20))
+OAUTH_TOKEN_REQUESTS_PER_MINUTE = int(os.environ.get("OAUTH_TOKEN_REQUESTS_PER_MINUTE", 120))
+OAUTH_CLIENT_AUTH_FAILURES = int(os.environ.get("OAUTH_CLIENT_AUTH_FAILURES", 10))
+# Dynamically registered (or metadata-document) clients that no user connected within this many
+# hours are deleted by `manage.py oauth_prune_registrations` (run it daily).
+OAUTH_UNUSED_REGISTRATION_HOURS = int(os.environ.get("OAUTH_UNUSED_REGISTRATION_HOURS", 24))
 # What an OAuth user's MCP client is served when none of their groups has a default
 # (oauth.models.GroupDefault): the production label, every entry.
 OAUTH_DEFAULT_LABEL = os.environ.get("OAUTH_DEFAULT_LABEL", "production")
