@@ -333,6 +333,9 @@ OAUTH2_PROVIDER = {
     # Client ID Metadata Documents: an https URL as client_id, fetched by the toolkit's SSRF-hardened
     # fetcher (https only, public addresses only, no redirects, size and time bounds).
     "CIMD_ENABLED": env_flag("OAUTH_CLIENT_METADATA_DOCUMENTS", True),
+    # The whole fetch within CIMD_FETCH_TIMEOUT_SECONDS (the toolkit's bounds each read only), at most
+    # two at once per host and per address, documents held to the registration rules (oauth/metadata_documents.py).
+    "CIMD_METADATA_FETCHER": "oauth.metadata_documents.BoundedMetadataFetcher",
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
