@@ -322,6 +322,8 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # A reused authorization code revokes the tokens of its first exchange (oauth/validators.py).
+    "OAUTH2_VALIDATOR_CLASS": "oauth.validators.RegistryValidator",
     "ROTATE_REFRESH_TOKEN": True,
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],

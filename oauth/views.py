@@ -183,14 +183,24 @@ class Consent(AuthorizationView):
     def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         # The toolkit refuses "plain" only when it issues the code, after the user consented;
         # refuse it before asking anyone anything (OAuth 2.1 §4.1.1: S256 only here).
-        if request.GET.get("code_challenge_method") == "plain":
+        method = request.GET.get("code_challenge_method")
+        if method == "plain":
             error = {"error": "invalid_request",
                      "description": _('The "plain" PKCE method is not accepted; use "S256".')}
             return self.render_to_response({"error": error, "title": CONNECT_TITLE}, status=400)
+        if request.GET.get("code_challenge") and method != "S256":
+            # A missing method means "plain" (RFC 7636 §4.3), which is refused only once the code
+            # is issued: after the user pressed "Allow". Say so before asking anything.
+            error = {"error": "invalid_request",
+                     "description": _('code_challenge_method must be "S256".')}
+            return self.render_to_response({"error": error, "title": CONNECT_TITLE}, status=400)
+        request.GET = request.GET.copy()
+        # The settings ask for consent every time; a client's approval_prompt=auto would skip
+        # the page whenever the user holds a live token of this client.
+        request.GET["approval_prompt"] = oauth2_settings.REQUEST_APPROVAL_PROMPT
         ours = resource_url(request.scheme, request.get_host())
         asked = request.GET.getlist("resource")
         if not asked:  # RFC 8707 §2: the server may bind a default audience; ours is the only one
-            request.GET = request.GET.copy()
             request.GET["resource"] = ours
         elif any(value != ours for value in asked):
             error = {"error": "invalid_target",
