@@ -12,7 +12,7 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from config.static_files import StaticFiles  # noqa: E402
 
 from django.conf import settings  # noqa: E402
 
@@ -29,7 +29,7 @@ daphne_server.install(daphne_server.Limits(
     head_bytes=settings.MAX_REQUEST_HEAD_BYTES, body_bytes=body_limit,
     head_seconds=settings.REQUEST_HEAD_TIMEOUT_SECONDS, answer=refusal_response))
 application = AtServerStart(
-    RequestHeadLimit(RequestBodyLimit(build_application(ASGIStaticFilesHandler(django_asgi_app))),
+    RequestHeadLimit(RequestBodyLimit(build_application(StaticFiles(django_asgi_app))),
                      settings.MAX_REQUEST_HEAD_BYTES),
     # When serving starts, what is built by then is never collected (config/gc_tuning.py).
     hooks=[tune_for_serving])

@@ -131,3 +131,8 @@ def test_registrations_nobody_used_are_pruned_and_used_or_manual_ones_kept(web, 
     assert set(Application.objects.values_list("pk", flat=True)) == {used.pk, recent.pk, manual.pk}
     call_command("oauth_prune_registrations", "--hours", "0")  # the command; "just now" is unused too
     assert set(Application.objects.values_list("pk", flat=True)) == {used.pk, manual.pk}
+
+
+def test_deeply_nested_metadata_within_the_size_limit_is_refused_not_a_crash(web):
+    response = web.post("/register", b"[" * 8000 + b"]" * 8000, content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
