@@ -58,7 +58,8 @@ MAX_REQUEST_HEAD_BYTES = int(os.environ.get("MAX_REQUEST_HEAD_BYTES", 16 * 1024)
 # Largest request body where no tighter limit applies (admin forms with uploads, the REST API);
 # /mcp, sign-in, OAuth and the import API have their own (config/http_limits.py). Larger: 413.
 MAX_REQUEST_BODY_BYTES = int(os.environ.get("MAX_REQUEST_BODY_BYTES", 32 * 1024 * 1024))
-# Seconds a request line and headers may take to arrive (daphne; 408, or a close when nothing came).
+# Seconds a new connection has to send its request head, and a begun head to complete (daphne; 408,
+# or a close when nothing came).
 REQUEST_HEAD_TIMEOUT_SECONDS = float(os.environ.get("REQUEST_HEAD_TIMEOUT_SECONDS", 10))
 # Origins (https://registry.example.com) allowed to POST forms when they differ from the Host.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")

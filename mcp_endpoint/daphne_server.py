@@ -10,9 +10,9 @@ and daphne (``Server.handle_reply`` and its ``connections``):
 * **body limits**: a ``Content-Length`` over the limit of its path gets "413" before one byte of
   the body is read, and a chunked body as soon as it passes it (Twisted otherwise spools every
   body, whatever its size, to a temporary file before the application sees it);
-* **head timeout**: a request head that has not arrived within the timeout (a new connection,
-  or a kept-alive one between requests) ends the connection, with "408" when part of it came
-  (Twisted's idle timer restarts at every byte, so a client dripping a header line held its
+* **head timeout**: a new connection that has not sent its request head within the timeout,
+  or a head begun and not finished within it, ends the connection, with "408" when part of it
+  came (Twisted's idle timer restarts at every byte, so a client dripping a header line held its
   connection for as long as it liked);
 * **eager writes**: a TCP write with nothing queued goes to the socket at once instead of
   arming the reactor (two ``epoll_ctl`` calls and a loop turn per write; for a notification to
@@ -354,7 +354,6 @@ def _cancel_head_timer(channel: Any) -> None:
 def _start_head_timer(channel: Any) -> None:
     _cancel_head_timer(channel)
     seconds = _current().head_seconds
-    channel._registry_head_bytes = False
     if seconds and seconds > 0:
         channel._registry_head_timer = channel.callLater(seconds, functools.partial(_head_timed_out, channel))
 
@@ -363,14 +362,18 @@ def _head_timed_out(channel: Any) -> None:
     channel.__dict__.pop("_registry_head_timer", None)
     if getattr(channel, "_registry_refused", False) or channel.transport is None:
         return
-    if channel._registry_head_bytes:
+    if getattr(channel, "_registry_head_bytes", False):
         _refuse(channel, 408, _current().head_seconds)  # part of a head came: say why
     else:
         channel._registry_refused = True
-        channel.transport.loseConnection()  # an idle connection: nothing to answer
+        channel.transport.loseConnection()  # a new connection that sent nothing: nothing to answer
 
 
 def _install_head_timeout() -> None:
+    """A new connection must send its first request head within the timeout, and any head, once
+    its first byte came, must be complete within the timeout (a byte now and then does not
+    extend it). A kept-alive connection waiting for its next request is left to Twisted's idle
+    timeout: closing it sooner would break clients that reuse an idle connection without retrying."""
     from twisted.web import http
 
     channel = http.HTTPChannel
@@ -382,21 +385,26 @@ def _install_head_timeout() -> None:
 
     def connectionMade(self: Any) -> None:  # noqa: N802
         original_made(self)
+        self._registry_awaiting_head = True
+        self._registry_head_bytes = False
         _start_head_timer(self)
 
     def dataReceived(self: Any, data: bytes) -> None:  # noqa: N802
-        self._registry_head_bytes = True
+        if self.__dict__.get("_registry_awaiting_head"):
+            if not self.__dict__.get("_registry_head_bytes"):
+                self._registry_head_bytes = True
+                if self.__dict__.get("_registry_head_timer") is None:
+                    _start_head_timer(self)  # the next head on a kept-alive connection has begun
         original_data(self, data)
 
     def allHeadersReceived(self: Any) -> None:  # noqa: N802
         _cancel_head_timer(self)  # the head is here: streams and slow applications are not timed
-        self._registry_head_bytes = False
+        self._registry_awaiting_head = False
         original_all_headers(self)
 
     def requestDone(self: Any, request: Any) -> None:  # noqa: N802
-        # Before the original: it replays pipelined data, which may hold the next head already.
-        if self.persistent:
-            _start_head_timer(self)
+        self._registry_awaiting_head = bool(self.persistent)
+        self._registry_head_bytes = False
         original_done(self, request)
 
     def connectionLost(self: Any, reason: Any) -> None:  # noqa: N802

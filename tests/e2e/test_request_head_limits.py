@@ -163,3 +163,33 @@ def test_daphne_times_out_request_heads_that_do_not_arrive(servers):
     status, _, body = asyncio.run(request(port, "POST", headers=modern_headers("prompts/list"),
                                           json_body=modern_body("prompts/list")))
     assert status == 200  # the server kept serving meanwhile
+
+
+def test_daphne_keeps_an_idle_kept_alive_connection_past_the_head_timeout(servers):
+    """Clients reuse a pooled connection after a pause without retrying: the head timeout times
+    heads, not the wait between requests (Twisted's idle timeout bounds that)."""
+    port = servers["daphne"].port
+    body = json.dumps(modern_body("prompts/list")).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in {**modern_headers("prompts/list"), "Host": "127.0.0.1",
+                                                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                                                 "Content-Length": len(body)}.items())
+    request_bytes = f"POST /mcp HTTP/1.1\r\n{head}\r\n".encode() + body
+
+    async def twice():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        statuses = []
+        for pause in (0, HEAD_TIMEOUT + 1.5):
+            await asyncio.sleep(pause)
+            writer.write(request_bytes)
+            await writer.drain()
+            status = await asyncio.wait_for(reader.readline(), 10)
+            headers = {}
+            while (line := await asyncio.wait_for(reader.readline(), 10)) not in (b"\r\n", b""):
+                name, _, value = line.decode().partition(":")
+                headers[name.strip().lower()] = value.strip()
+            await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 10)
+            statuses.append(int(status.split()[1]))
+        writer.close()
+        return statuses
+
+    assert asyncio.run(twice()) == [200, 200]
