@@ -345,21 +345,50 @@ def _install_body_limits() -> None:
     channel._registry_body_limits = True
 
 
+# Channels waiting for a request head, with their deadline. One sweep a second over the few
+# that are still waiting (most heads arrive in the first read) costs less than a timer per
+# connection: 10,000 streams connecting would otherwise create and cancel 10,000 of them.
+_waiting: dict[Any, float] = {}
+_sweep: list[Any] = []  # the scheduled sweep, if any
+SWEEP_SECONDS = 1.0
+clock: Any = None  # what schedules the sweep and tells the time; None: Twisted's reactor (tests set a Clock)
+
+
+def _scheduler() -> Any:
+    if clock is not None:
+        return clock
+    from twisted.internet import reactor
+
+    return reactor
+
+
 def _cancel_head_timer(channel: Any) -> None:
-    timer = channel.__dict__.pop("_registry_head_timer", None)
-    if timer is not None and timer.active():
-        timer.cancel()
+    _waiting.pop(channel, None)
 
 
 def _start_head_timer(channel: Any) -> None:
-    _cancel_head_timer(channel)
     seconds = _current().head_seconds
-    if seconds and seconds > 0:
-        channel._registry_head_timer = channel.callLater(seconds, functools.partial(_head_timed_out, channel))
+    if not seconds or seconds <= 0:
+        return
+    scheduler = _scheduler()
+    _waiting[channel] = scheduler.seconds() + seconds
+    if not _sweep:
+        _sweep.append(scheduler.callLater(min(SWEEP_SECONDS, seconds), _sweep_heads))
+
+
+def _sweep_heads() -> None:
+    _sweep.clear()
+    scheduler = _scheduler()
+    now = scheduler.seconds()
+    for channel, deadline in list(_waiting.items()):
+        if deadline <= now:
+            _waiting.pop(channel, None)
+            _head_timed_out(channel)
+    if _waiting:
+        _sweep.append(scheduler.callLater(SWEEP_SECONDS, _sweep_heads))
 
 
 def _head_timed_out(channel: Any) -> None:
-    channel.__dict__.pop("_registry_head_timer", None)
     if getattr(channel, "_registry_refused", False) or channel.transport is None:
         return
     if getattr(channel, "_registry_head_bytes", False):
@@ -393,7 +422,7 @@ def _install_head_timeout() -> None:
         if self.__dict__.get("_registry_awaiting_head"):
             if not self.__dict__.get("_registry_head_bytes"):
                 self._registry_head_bytes = True
-                if self.__dict__.get("_registry_head_timer") is None:
+                if self not in _waiting:
                     _start_head_timer(self)  # the next head on a kept-alive connection has begun
         original_data(self, data)
 

@@ -39,10 +39,13 @@ class Recording(http.Request):
 
 
 @pytest.fixture
-def channel():
+def channel(monkeypatch):
     assert all(daphne_server.install(LIMITS).values())
     Recording.processed = []
     clock = Clock()
+    monkeypatch.setattr(daphne_server, "clock", clock)
+    monkeypatch.setattr(daphne_server, "_waiting", {})
+    monkeypatch.setattr(daphne_server, "_sweep", [])
     proto = http.HTTPChannel()
     proto.requestFactory = Recording
     proto.callLater = clock.callLater
