@@ -17,19 +17,17 @@ from config.static_files import StaticFiles  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from config.gc_tuning import tune_for_serving  # noqa: E402
-from config.http_limits import RequestBodyLimit, RequestHeadLimit, body_limit, refusal_response  # noqa: E402
-from config.startup import AtServerStart  # noqa: E402
+from config.http_limits import RequestLimits, body_limit, refusal_response  # noqa: E402
 from mcp_endpoint import daphne_server  # noqa: E402
 from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app registry ready)
 
 # Under daphne, Twisted's HTTP channel refuses oversized heads and bodies and times out heads
 # that do not arrive, and writes go to the socket at once (each with a fallback when Twisted or
-# daphne changed: mcp_endpoint/daphne_server.py). Any other server gets the ASGI layers below.
+# daphne changed: mcp_endpoint/daphne_server.py). Any other server gets the ASGI layer below.
 daphne_server.install(daphne_server.Limits(
     head_bytes=settings.MAX_REQUEST_HEAD_BYTES, body_bytes=body_limit,
     head_seconds=settings.REQUEST_HEAD_TIMEOUT_SECONDS, answer=refusal_response))
-application = AtServerStart(
-    RequestHeadLimit(RequestBodyLimit(build_application(StaticFiles(django_asgi_app))),
-                     settings.MAX_REQUEST_HEAD_BYTES),
+application = RequestLimits(
     # When serving starts, what is built by then is never collected (config/gc_tuning.py).
-    hooks=[tune_for_serving])
+    build_application(StaticFiles(django_asgi_app), on_start=[tune_for_serving]),
+    head_limit=settings.MAX_REQUEST_HEAD_BYTES, body_limit=body_limit)

@@ -61,18 +61,18 @@ async def test_the_first_request_of_a_server_without_lifespan_events_runs_the_st
     """daphne sends no lifespan events: its first connection starts serving."""
     from channels.testing import HttpCommunicator
 
-    from config.startup import AtServerStart
+    from mcp_endpoint.routing import build_application
 
     ran = []
 
-    async def app(scope, receive, send):
+    async def django_app(scope, receive, send):
         await receive()
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    wrapped = AtServerStart(app, hooks=[lambda: ran.append("tuned")])
+    application = build_application(django_app, on_start=[lambda: ran.append("tuned")])
     for _ in range(2):
-        response = await HttpCommunicator(wrapped, "GET", "/").get_response()
+        response = await HttpCommunicator(application, "GET", "/").get_response()
         assert response["status"] == 204
     assert ran == ["tuned"]
 

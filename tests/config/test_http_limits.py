@@ -9,7 +9,7 @@ import json
 import pytest
 from channels.testing import ApplicationCommunicator
 
-from config.http_limits import FORM_BODY_BYTES, RequestBodyLimit, RequestHeadLimit, body_limit
+from config.http_limits import FORM_BODY_BYTES, RequestLimits, body_limit
 
 
 async def inner_app(scope, receive, send):
@@ -33,14 +33,14 @@ async def run(app, scope, chunks=(b"",)):
 
 
 async def test_an_oversized_head_is_answered_431_without_reaching_the_application():
-    start, body = await run(RequestHeadLimit(inner_app, limit=1000),
+    start, body = await run(RequestLimits(inner_app, head_limit=1000),
                             scope_with([(b"mcp-name", b"x" * 1000)]), chunks=(b"a" * 10, b"b" * 10))
     assert start["status"] == 431 and (b"content-type", b"application/json") in start["headers"]
     assert "at most 1,000 bytes" in json.loads(body["body"])["error"]["message"]
 
 
 async def test_a_head_within_the_limit_reaches_the_application():
-    start, body = await run(RequestHeadLimit(inner_app, limit=1000), scope_with([(b"mcp-name", b"x" * 500)]))
+    start, body = await run(RequestLimits(inner_app, head_limit=1000), scope_with([(b"mcp-name", b"x" * 500)]))
     assert start["status"] == 200 and body["body"] == b"inner"
 
 
@@ -73,7 +73,7 @@ def body_scope(path, headers=()):
 
 async def test_a_declared_length_over_the_paths_limit_is_refused_413_before_the_application_starts():
     app = BodyReader()
-    start, body = await run(RequestBodyLimit(app), body_scope("/admin/login/", [(b"content-length", b"300000000")]),
+    start, body = await run(RequestLimits(app), body_scope("/admin/login/", [(b"content-length", b"300000000")]),
                             chunks=(b"u=x&p=y",))
     assert start["status"] == 413 and (b"connection", b"close") in start["headers"]
     assert f"at most {FORM_BODY_BYTES:,} bytes" in json.loads(body["body"])["error"]["message"]
@@ -83,7 +83,7 @@ async def test_a_declared_length_over_the_paths_limit_is_refused_413_before_the_
 async def test_a_chunked_body_is_refused_413_once_it_passes_the_limit_and_the_application_sees_a_disconnect():
     app = BodyReader()
     chunk = b"x" * 32 * 1024
-    start, body = await run(RequestBodyLimit(app, limit=lambda path: 100 * 1024), body_scope("/mcp"),
+    start, body = await run(RequestLimits(app, body_limit=lambda path: 100 * 1024), body_scope("/mcp"),
                             chunks=(chunk,) * 5)
     assert start["status"] == 413 and "at most 102,400 bytes" in json.loads(body["body"])["error"]["message"]
     assert app.saw_disconnect and app.read <= 100 * 1024
@@ -91,7 +91,7 @@ async def test_a_chunked_body_is_refused_413_once_it_passes_the_limit_and_the_ap
 
 async def test_a_body_within_the_limit_reaches_the_application():
     app = BodyReader()
-    start, body = await run(RequestBodyLimit(app, limit=lambda path: 1000), body_scope("/mcp"), chunks=(b"a" * 500,))
+    start, body = await run(RequestLimits(app, body_limit=lambda path: 1000), body_scope("/mcp"), chunks=(b"a" * 500,))
     assert start["status"] == 200 and body["body"] == b"read 500"
 
 
