@@ -12,18 +12,22 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from config.static_files import StaticFiles  # noqa: E402
 
 from django.conf import settings  # noqa: E402
 
-from config.eager_writes import install_eager_writes  # noqa: E402
 from config.gc_tuning import tune_for_serving  # noqa: E402
-from config.http_limits import RequestHeadLimit, install_twisted_limits  # noqa: E402
+from config.http_limits import RequestLimits, body_limit, refusal_response  # noqa: E402
+from mcp_endpoint import daphne_server  # noqa: E402
 from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app registry ready)
 
-# Oversized request heads get 431 with a body under daphne (Twisted) and any other server.
-install_twisted_limits(settings.MAX_REQUEST_HEAD_BYTES)
-install_eager_writes()  # a notification to 1,000 streams: one send each, no reactor round trip
-application = RequestHeadLimit(build_application(ASGIStaticFilesHandler(django_asgi_app)),
-                               settings.MAX_REQUEST_HEAD_BYTES)
-tune_for_serving()  # last: what is built by now is never collected (config/gc_tuning.py)
+# Under daphne, Twisted's HTTP channel refuses oversized heads and bodies and times out heads
+# that do not arrive, and writes go to the socket at once (each with a fallback when Twisted or
+# daphne changed: mcp_endpoint/daphne_server.py). Any other server gets the ASGI layer below.
+daphne_server.install(daphne_server.Limits(
+    head_bytes=settings.MAX_REQUEST_HEAD_BYTES, body_bytes=body_limit,
+    head_seconds=settings.REQUEST_HEAD_TIMEOUT_SECONDS, answer=refusal_response))
+application = RequestLimits(
+    # When serving starts, what is built by then is never collected (config/gc_tuning.py).
+    build_application(StaticFiles(django_asgi_app), on_start=[tune_for_serving]),
+    head_limit=settings.MAX_REQUEST_HEAD_BYTES, body_limit=body_limit)

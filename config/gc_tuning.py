@@ -1,4 +1,5 @@
-"""Garbage-collector settings for a serving process (daphne, uvicorn), applied by config/asgi.py.
+"""Garbage-collector settings for a serving process (daphne, uvicorn), applied when the server
+starts serving (config/asgi.py passes them to the router's ``on_start``), never at import.
 
 A fan-out to thousands of streams allocates many short-lived objects (futures, handles, frames),
 and an older-generation pass walks every object the process holds, Django's start-up objects

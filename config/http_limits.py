@@ -1,35 +1,44 @@
-"""One limit on the size of a request's head (request line and headers), answered with a body.
+"""Limits on a request's head and body, and how a refusal is answered.
 
-Under daphne, Twisted's HTTPChannel drops the connection without a word when one header line is
-longer than its MAX_LENGTH (16 KiB), and answers a bare "400 Bad Request" with no body when all
-lines together pass ``totalHeadersSize``: a client sending a long ``Mcp-Name`` (a resource URI)
-sees a network error, not a reason. Daphne offers no hook for its HTTP channel, so
-:func:`install_twisted_limits` adjusts Twisted's class in the serving process: an oversized head
-is answered "431 Request Header Fields Too Large" and other malformed heads "400 Bad Request",
-both with a JSON-RPC error body and ``Connection: close``.
+A request line plus headers over MAX_REQUEST_HEAD_BYTES gets "431 Request Header Fields Too
+Large"; a body over the limit of its path "413 Payload Too Large", refused on its
+``Content-Length`` before any of it is read, or as soon as a chunked body passes the limit; a
+request head that has not arrived within REQUEST_HEAD_TIMEOUT_SECONDS "408 Request Timeout".
+Every refusal carries a JSON-RPC error body and ``Connection: close``.
 
-Servers that accept bigger heads (uvicorn with httptools takes megabytes) get the same answer
-from :class:`RequestHeadLimit`, the outermost ASGI layer. The limit is MAX_REQUEST_HEAD_BYTES.
+Under daphne, Twisted's HTTP channel enforces them itself (mcp_endpoint/daphne_server.py, from
+the rules here): Twisted would otherwise spool a body of any size to a temporary file before the
+application sees it, and drop an oversized head without a word. Under any other server
+(uvicorn) the outermost ASGI layer :class:`RequestLimits` does it, before Django, which would spool a large body again, reads anything. A request head that
+does not arrive can only be timed by the server: uvicorn has no such timeout (README: what a
+proxy in front must add).
+
+Body limits by path (:func:`body_limit`): ``/mcp`` takes ``MCP_ENDPOINT["MAX_BODY_BYTES"]``
+(1 MiB); the sign-in, OAuth and registration endpoints :data:`FORM_BODY_BYTES`; the import API
+twice ``REGISTRY["MAX_IMPORT_BYTES"]`` (a YAML file inside a JSON string may double in size);
+everything else (admin forms with uploads, the REST API) MAX_REQUEST_BODY_BYTES (32 MiB).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import sys
 from typing import Any
 
 DEFAULT_MAX_REQUEST_HEAD_BYTES = 16 * 1024
-# After refusing a request, how long the rest of it is read and discarded before the connection
-# is dropped, and how much of its body is read at most.
-LINGER_SECONDS = 5.0
+DEFAULT_MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
+DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS = 10.0
+# Sign-in forms, the OAuth endpoints and client registration carry a few fields; RFC 7591
+# metadata is capped lower still by oauth/views.py.
+FORM_BODY_BYTES = 64 * 1024
+_FORM_PATHS = ("/admin/login/", "/oauth/", "/register", "/.well-known/")
+# After refusing a request, how much of its body is read and discarded at most (in memory, never
+# written anywhere), and for how long, before the connection is closed.
 MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024
+LINGER_SECONDS = 5.0
 
-
-def _error_response(status: int, reason: str, message: str) -> bytes:
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii")
-    return head + body
+_REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Payload Too Large",
+            431: "Request Header Fields Too Large"}
 
 
 def too_large_message(limit: int) -> str:
@@ -37,56 +46,71 @@ def too_large_message(limit: int) -> str:
             "together")
 
 
-def install_twisted_limits(limit: int = DEFAULT_MAX_REQUEST_HEAD_BYTES) -> bool:
-    """Make Twisted's HTTP channel answer oversized and malformed request heads with a body.
-    Only where Twisted is already serving (daphne imported it before loading the application);
-    returns whether the channel was adjusted (idempotent)."""
-    http = sys.modules.get("twisted.web.http")
-    if http is None:
-        return False
-    channel = http.HTTPChannel
-    channel.MAX_LENGTH = limit  # one line
-    channel.totalHeadersSize = limit  # all lines of one request head
-    if getattr(channel, "_registry_head_limits", False):
-        return True
-    too_large = _error_response(431, "Request Header Fields Too Large", too_large_message(limit))
-    bad_request = _error_response(400, "Bad Request", "Bad Request: malformed request line or headers")
-    original_line_received = channel.lineReceived
-
-    def refuse(self: Any, response: bytes) -> None:
-        # Answer, then close only our side and read on, discarding: closing a socket with unread
-        # input resets the connection, and the client would lose the answer with it.
-        self.dataReceived = self.lineReceived = lambda *args: None
-        self.transport.write(response)
-        try:
-            self.transport.loseWriteConnection()
-        except (AttributeError, NotImplementedError):
-            self.loseConnection()
-            return
-        from twisted.internet import reactor
-
-        reactor.callLater(LINGER_SECONDS, self.transport.abortConnection)
-
-    def lineReceived(self: Any, line: bytes) -> None:
-        if self._receivedHeaderSize + len(line) > self.totalHeadersSize:
-            refuse(self, too_large)
-            return
-        original_line_received(self, line)
-
-    channel.lineReceived = lineReceived
-    channel.lineLengthExceeded = lambda self, line: refuse(self, too_large)
-    channel._respondToBadRequestAndDisconnect = lambda self: refuse(self, bad_request)
-    channel._registry_head_limits = True
-    return True
+def refusal_message(status: int, limit: float) -> str:
+    if status == 431:
+        return too_large_message(int(limit))
+    if status == 413:
+        return f"Payload Too Large: the body may be at most {int(limit):,} bytes here"
+    if status == 408:
+        return f"Request Timeout: the request line and headers must arrive within {limit:g} seconds"
+    return "Bad Request: malformed request line or headers"
 
 
-class RequestHeadLimit:
-    """ASGI middleware: HTTP requests whose path, query and headers together exceed ``limit``
-    bytes get 431 with a JSON-RPC error body, before any application code sees them."""
+def refusal_body(status: int, limit: float) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": None,
+                       "error": {"code": -32600, "message": refusal_message(status, limit)}}).encode()
 
-    def __init__(self, app: Any, limit: int = DEFAULT_MAX_REQUEST_HEAD_BYTES) -> None:
+
+def refusal_response(status: int, limit: float) -> bytes:
+    """The whole HTTP/1.1 response refusing a request (what Twisted's channel writes)."""
+    body = refusal_body(status, limit)
+    head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Bad Request')}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode("ascii")
+    return head + body
+
+
+def body_limit(path: str | bytes) -> int:
+    """The largest request body accepted for ``path`` (a query string is ignored)."""
+    from django.conf import settings
+
+    if isinstance(path, bytes):
+        path = path.decode("latin-1")
+    path = path.split("?", 1)[0]
+    if path == "/mcp":
+        from mcp_endpoint.settings import mcp_settings
+
+        return int(mcp_settings.MAX_BODY_BYTES)
+    if path.startswith(_FORM_PATHS):
+        return FORM_BODY_BYTES
+    if path.startswith("/api/v1/import/"):
+        return 2 * int(settings.REGISTRY["MAX_IMPORT_BYTES"])
+    return int(getattr(settings, "MAX_REQUEST_BODY_BYTES", DEFAULT_MAX_REQUEST_BODY_BYTES))
+
+
+async def _refuse(send: Any, status: int, limit: float) -> None:
+    body = refusal_body(status, limit)
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestLimits:
+    """ASGI middleware, the outermost layer: a request whose path, query and headers together
+    exceed ``head_limit`` bytes gets 431, one whose body passes :func:`body_limit` of its path
+    413, each with a JSON-RPC error body, before any application code sees it. A declared
+    ``Content-Length`` over the limit is refused at once; a chunked body is counted as the
+    application reads it, and once it passes the limit the client is answered 413 and the
+    application sees the client gone (``http.disconnect``).
+
+    One layer for both (and nothing wrapped for a body of declared length, which the server
+    delivers to the byte): every open stream keeps its layers' frames alive, and two layers with
+    their closures cost 1.8 KiB per idle listener (bench/notify.py, 10,000 listeners)."""
+
+    def __init__(self, app: Any, head_limit: int = DEFAULT_MAX_REQUEST_HEAD_BYTES, body_limit: Any = body_limit) -> None:
         self.app = app
-        self.limit = limit
+        self.head_limit = head_limit
+        self.body_limit = body_limit
 
     def __getattr__(self, name: str) -> Any:
         # The wrapped application's own attributes (the router's mcp_app, ...) stay reachable.
@@ -95,29 +119,85 @@ class RequestHeadLimit:
         return getattr(self.app, name)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            size = len(scope.get("raw_path") or scope.get("path", "").encode()) + len(scope.get("query_string", b""))
-            size += sum(len(name) + len(value) + 4 for name, value in scope.get("headers") or ())
-            if size > self.limit:
-                await _discard_body(receive)
-                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
-                    "code": -32600, "message": too_large_message(self.limit)}}).encode()
-                await send({"type": "http.response.start", "status": 431, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close")]})
-                await send({"type": "http.response.body", "body": body})
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = scope.get("headers") or ()
+        size = len(scope.get("raw_path") or scope.get("path", "").encode()) + len(scope.get("query_string", b""))
+        size += sum(len(name) + len(value) + 4 for name, value in headers)
+        if size > self.head_limit:
+            await _discard_body(receive)  # first: a server closes on our "Connection: close"
+            await _refuse(send, 431, self.head_limit)
+            return
+        limit = self.body_limit(scope.get("raw_path") or scope.get("path", ""))
+        declared = _content_length(headers)
+        if declared is not None:
+            if declared > limit:
+                await _discard_body(receive)  # bounded: at most MAX_DISCARDED_BODY_BYTES or LINGER_SECONDS
+                await _refuse(send, 413, limit)
                 return
-        await self.app(scope, receive, send)
+            await self.app(scope, receive, send)
+            return
+        await _counted(self.app, scope, receive, send, limit)
 
 
 async def _discard_body(receive: Any) -> None:
-    """Read what the client still sends (within bounds), so that answering and closing does not
-    reset a connection whose unread input would make the client lose the answer."""
+    """Read what the client still sends, within bounds of size and time, before answering: servers
+    close the connection once a "Connection: close" answer is out, and closing a socket with
+    unread input resets it, so the client would lose the answer with it."""
     discarded = 0
-    while discarded <= MAX_DISCARDED_BODY_BYTES:
+
+    async def drain() -> None:
+        nonlocal discarded
+        while discarded < MAX_DISCARDED_BODY_BYTES:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return
+            discarded += len(message.get("body", b""))
+            if not message.get("more_body"):
+                return
+
+    try:
+        await asyncio.wait_for(drain(), LINGER_SECONDS)
+    except asyncio.TimeoutError:
+        pass
+
+
+async def _counted(app: Any, scope: dict[str, Any], receive: Any, send: Any, limit: int) -> None:
+    """Run ``app`` on a body of no declared length, refusing it with 413 once it passes ``limit``."""
+    state = {"read": 0, "refused": False, "started": False}
+
+    async def counted_receive() -> dict[str, Any]:
+        if state["refused"]:
+            return {"type": "http.disconnect"}
         message = await receive()
-        if message.get("type") != "http.request":
-            return
-        discarded += len(message.get("body", b""))
-        if not message.get("more_body"):
-            return
+        if message.get("type") == "http.request":
+            state["read"] += len(message.get("body", b""))
+            if state["read"] > limit:
+                state["refused"] = True
+                if not state["started"] and message.get("more_body"):
+                    await _discard_body(receive)
+                if not state["started"]:
+                    await _refuse(send, 413, limit)
+                    state["started"] = True
+                return {"type": "http.disconnect"}
+        return message
+
+    async def guarded_send(message: dict[str, Any]) -> None:
+        if state["refused"]:
+            return  # the 413 is the answer
+        if message.get("type") == "http.response.start":
+            state["started"] = True
+        await send(message)
+
+    await app(scope, counted_receive, guarded_send)
+
+
+def _content_length(headers: Any) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

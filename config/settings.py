@@ -55,6 +55,12 @@ if env_flag("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Largest request line plus headers (bytes); larger requests get 431 (config/http_limits.py).
 MAX_REQUEST_HEAD_BYTES = int(os.environ.get("MAX_REQUEST_HEAD_BYTES", 16 * 1024))
+# Largest request body where no tighter limit applies (admin forms with uploads, the REST API);
+# /mcp, sign-in, OAuth and the import API have their own (config/http_limits.py). Larger: 413.
+MAX_REQUEST_BODY_BYTES = int(os.environ.get("MAX_REQUEST_BODY_BYTES", 32 * 1024 * 1024))
+# Seconds a new connection has to send its request head, and a begun head to complete (daphne; 408,
+# or a close when nothing came).
+REQUEST_HEAD_TIMEOUT_SECONDS = float(os.environ.get("REQUEST_HEAD_TIMEOUT_SECONDS", 10))
 # Origins (https://registry.example.com) allowed to POST forms when they differ from the Host.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -148,6 +154,17 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The default cache is per process. "throttle" holds the OAuth endpoints' per-address counters
+# (oauth/throttle.py): Redis when REDIS_URL is set, so every worker counts together.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+         "KEY_PREFIX": "registry", "OPTIONS": {"socket_timeout": 0.5, "socket_connect_timeout": 0.5}}
+        if REDIS_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -220,6 +237,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # DRF's own parsers, with JSON nested past the recursion limit answered 400 (api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
@@ -315,6 +335,8 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # A reused authorization code revokes the tokens of its first exchange (oauth/validators.py).
+    "OAUTH2_VALIDATOR_CLASS": "oauth.validators.RegistryValidator",
     "ROTATE_REFRESH_TOKEN": True,
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
@@ -326,6 +348,9 @@ OAUTH2_PROVIDER = {
     # Client ID Metadata Documents: an https URL as client_id, fetched by the toolkit's SSRF-hardened
     # fetcher (https only, public addresses only, no redirects, size and time bounds).
     "CIMD_ENABLED": env_flag("OAUTH_CLIENT_METADATA_DOCUMENTS", True),
+    # The whole fetch within CIMD_FETCH_TIMEOUT_SECONDS (the toolkit's bounds each read only), at most
+    # two at once per host and per address, documents held to the registration rules (oauth/metadata_documents.py).
+    "CIMD_METADATA_FETCHER": "oauth.metadata_documents.BoundedMetadataFetcher",
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
@@ -342,6 +367,15 @@ OAUTH2_PROVIDER_REFRESH_TOKEN_MODEL = "oauth2_provider.RefreshToken"
 OAUTH2_PROVIDER_ID_TOKEN_MODEL = "oauth2_provider.IDToken"
 OAUTH2_PROVIDER_GRANT_MODEL = "oauth2_provider.Grant"
 OAUTH2_PROVIDER_DEVICE_GRANT_MODEL = "oauth2_provider.DeviceGrant"
+# Anonymous OAuth endpoints, per caller address (oauth/throttle.py): registrations per hour; token
+# and revocation requests per minute; wrong client secrets per ten minutes before secrets from
+# that address are no longer checked (429) for the rest of them.
+OAUTH_REGISTRATIONS_PER_HOUR = int(os.environ.get("OAUTH_REGISTRATIONS_PER_HOUR", 20))
+OAUTH_TOKEN_REQUESTS_PER_MINUTE = int(os.environ.get("OAUTH_TOKEN_REQUESTS_PER_MINUTE", 120))
+OAUTH_CLIENT_AUTH_FAILURES = int(os.environ.get("OAUTH_CLIENT_AUTH_FAILURES", 10))
+# Dynamically registered (or metadata-document) clients that no user connected within this many
+# hours are deleted by `manage.py oauth_prune_registrations` (run it daily).
+OAUTH_UNUSED_REGISTRATION_HOURS = int(os.environ.get("OAUTH_UNUSED_REGISTRATION_HOURS", 24))
 # What an OAuth user's MCP client is served when none of their groups has a default
 # (oauth.models.GroupDefault): the production label, every entry.
 OAUTH_DEFAULT_LABEL = os.environ.get("OAUTH_DEFAULT_LABEL", "production")

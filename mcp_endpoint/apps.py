@@ -7,11 +7,12 @@ class McpEndpointConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.core import checks
         from django.core.signals import request_finished, request_started
 
         from registry.signals import credentials_changed, registry_changed
 
-        from . import handoff, revocation
+        from . import daphne_server, handoff, revocation
         from .hub import forward_registry_changes
         from .open_files import fit_stream_limits
 
@@ -22,4 +23,6 @@ class McpEndpointConfig(AppConfig):
         # A request's own changes reach the hub once its response is out (mcp_endpoint/handoff.py).
         request_started.connect(handoff.request_started, dispatch_uid="mcp_endpoint.handoff.request_started")
         request_finished.connect(handoff.request_finished, dispatch_uid="mcp_endpoint.handoff.request_finished")
+        # `manage.py check` warns when a daphne/Twisted name the server patches rely on is gone.
+        checks.register(daphne_server.check_patches, checks.Tags.compatibility)
         fit_stream_limits()  # once per process: every stream holds a file descriptor

@@ -26,7 +26,7 @@ from django.http.request import split_domain_port, validate_host
 from oauth.resource import challenge, resource_url
 
 from . import errors, jsonrpc, sse
-from .direct_send import daphne_connection
+from .daphne_server import daphne_connection
 from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
 from .hub import DROP

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors, handlers, jsonrpc, replay, shapes
+from .batches import run_batch
 from .hub import DROP, Listener, StreamLimitReached, session_group
 from .hub import hub as notification_hub
 from .context import Identity, RequestContext
@@ -318,7 +319,9 @@ class Dispatcher:
             if state.version != "2025-03-26" or not obj:
                 return _error_bytes(errors.InvalidRequest("Batches are only allowed at 2025-03-26"), None,
                                     modern=False)
-            out = [r for r in [await self._stdio_one(o, state) for o in obj] if r is not None]
+            out = await run_batch(obj, lambda o: self._stdio_one(o, state))
+            if isinstance(out, bytes):
+                return out
             return jsonrpc.encode_batch(out) if out else None
         return await self._stdio_one(obj, state)
 
@@ -399,19 +402,23 @@ class Dispatcher:
             return error_reply(errors.InvalidRequest(
                 f"Batches are only allowed at 2025-03-26 (session negotiated {session.protocol_version})"))
         ctx = self._legacy_ctx(session, identity)
-        out: list[bytes] = []
         statuses: set[int] = set()
-        for obj in items:
+
+        async def one(obj: Any) -> bytes | None:
             try:
                 msg = jsonrpc.classify(obj)
             except errors.McpError as exc:
-                out.append(_error_bytes(exc, jsonrpc.request_id_of(obj), modern=False))
                 statuses.add(200)
-                continue
-            if msg.is_request:
-                body, err = await self._call(self.legacy_methods, msg, ctx)
-                out.append(body)
-                statuses.add(http_status(err, modern=False))
+                return _error_bytes(exc, jsonrpc.request_id_of(obj), modern=False)
+            if not msg.is_request:
+                return None
+            body, err = await self._call(self.legacy_methods, msg, ctx)
+            statuses.add(http_status(err, modern=False))
+            return body
+
+        out = await run_batch(items, one)
+        if isinstance(out, bytes):
+            return Reply(400, out)
         if not out:
             return Reply(202)
         # 503 only when the outage failed every request of the batch: one answer per batch.

@@ -269,12 +269,23 @@ async def _entry_catalog(ctx: RequestContext, kind: str, key: str) -> Any:
     return catalog
 
 
-async def _content_call(method: Any, *args: Any) -> Any:
-    """Run a catalog read; content not in memory yet is loaded in a worker thread (one read)."""
+async def _content_call(method: Any, *args: Any, off_loop: bool = False) -> Any:
+    """Run a catalog read; content not in memory yet is loaded in a worker thread (one read).
+    ``off_loop``: the whole call runs in a worker thread of its own (long argument checks), so
+    other clients' requests on this event loop are not held up behind it."""
+    if off_loop:
+        return await database_sync_to_async(method, thread_sensitive=False)(*args)
     try:
         return method(*args)
     except catalog.ContentNotLoaded:
         return await database_sync_to_async(method)(*args)
+
+
+def _long_arguments(arguments: dict[str, Any]) -> bool:
+    """Whether checking and rendering these values may take long enough to stall the event loop:
+    any value past the length a patterned argument accepts by default."""
+    return sum(len(value) for value in arguments.values() if isinstance(value, str)) \
+        > argtypes.PATTERN_VALUE_MAX_LENGTH
 
 
 def _str_param(params: dict[str, Any], name: str) -> str:
@@ -371,7 +382,7 @@ async def prompts_get(ctx: RequestContext, params: dict[str, Any]) -> dict[str, 
         specs = await _content_call(catalog.argument_specs, viewer, name)
         arguments, declined = _with_input_responses(specs, arguments, params["inputResponses"])
     try:
-        served = await _content_call(catalog.get_prompt, viewer, name, arguments)
+        served = await _content_call(catalog.get_prompt, viewer, name, arguments, off_loop=_long_arguments(arguments))
     except registry_errors.MissingArguments as exc:
         if declined or not ctx.elicits_forms:
             raise
@@ -573,7 +584,8 @@ async def _tool_get_prompt(ctx: RequestContext, args: dict[str, Any]) -> dict[st
     if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
         return _tool_error("Argument 'arguments' must be an object of string values.")
     catalog = await get_catalog(ctx.identity.label)
-    served = await _content_call(catalog.get_prompt, ctx.identity.viewer, name, arguments)
+    served = await _content_call(catalog.get_prompt, ctx.identity.viewer, name, arguments,
+                                 off_loop=_long_arguments(arguments))
     source.record_fetch(served, ctx.identity.viewer)
     content: list[dict[str, Any]] = []
     if served.result.get("description"):

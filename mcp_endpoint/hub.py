@@ -16,7 +16,7 @@ only if what *it* is served (its label, its scope, its subscribed URIs) actually
 Listeners are queues drained by their own stream loop, so a slow or stuck client never delays
 the others; a queue that overflows closes that one stream. On daphne the hub writes a frame to
 an idle stream itself, and a client whose connection Twisted reports backed up is cut off
-(mcp_endpoint/direct_send.py).
+(mcp_endpoint/daphne_server.py).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - exercised when orjson is absent
     def loads(data: bytes | str) -> Any:
         return json.loads(data)
 
-    _DECODE_ERRORS = (ValueError, UnicodeDecodeError)
+    _DECODE_ERRORS = (ValueError, UnicodeDecodeError, RecursionError)  # deep nesting: a parse error, not a crash
     HAVE_ORJSON = False
 
 

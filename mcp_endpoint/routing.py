@@ -2,21 +2,33 @@
 
 A tiny raw router instead of ProtocolTypeRouter/URLRouter: one string comparison per request
 and no extra scope copying on the hot path.
+
+``on_start``: work for a serving process (the GC tuning, config/gc_tuning.py), run once when the
+server starts serving rather than when config/asgi.py is imported (a test, a script): at the
+lifespan start-up under uvicorn, at the first connection under daphne, which sends no lifespan
+events. Here, not in a layer of its own: every open stream keeps its layers' frames alive.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from .consumers import McpHttpApp
 
 MCP_PATH = "/mcp"
 
 
-def build_application(django_app: Any, *, path: str = MCP_PATH) -> Any:
+def build_application(django_app: Any, *, path: str = MCP_PATH,
+                      on_start: Sequence[Callable[[], None]] = ()) -> Any:
     mcp_app = McpHttpApp()
+    pending = list(on_start)
 
     async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if pending:
+            hooks = pending[:]
+            pending.clear()
+            for hook in hooks:
+                hook()
         kind = scope["type"]
         if kind == "http":
             request_path = scope["path"]

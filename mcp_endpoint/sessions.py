@@ -60,7 +60,11 @@ def check_client_metadata(client_info: dict[str, Any], capabilities: dict[str, A
     both are stored with the session and clientInfo is cached in every process that serves it."""
     limit = int(mcp_settings.MAX_CLIENT_INFO_BYTES)
     for name, value in (("clientInfo", client_info), ("capabilities", capabilities)):
-        size = len(jsonrpc.dumps(value))
+        try:
+            size = len(jsonrpc.dumps(value))
+        except (TypeError, ValueError, RecursionError):  # orjson stops at 254 levels of nesting
+            raise errors.InvalidParams(f"Invalid params: {name} is nested too deeply",
+                                       data={"field": name}) from None
         if size > limit:
             raise errors.InvalidParams(f"Invalid params: {name} is {size:,} bytes as JSON; at most {limit:,} "
                                        "are accepted", data={"field": name, "bytes": size, "limit": limit})

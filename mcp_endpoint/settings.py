@@ -14,6 +14,8 @@ Keys (all optional):
                            (IPv4 address or IPv6 /64); initialize beyond it ends the least recently used
     MAX_ANONYMOUS_SESSIONS live legacy sessions of all anonymous callers together (same rule)
     MAX_CLIENT_INFO_BYTES  largest clientInfo, and largest capabilities, accepted by initialize (JSON bytes)
+    MAX_BATCH_LENGTH       messages in one 2025-03-26 JSON-RPC batch (more: one -32600 error, nothing run)
+    MAX_BATCH_RESPONSE_BYTES  responses of one batch together; past it, the rest get -32600 (not run)
     RESULT_CACHE_SIZE      serialised list pages / resource reads kept per process (entries)
     RESULT_CACHE_BYTES     byte budget of those results per process (default 16 MiB); only the
                            current catalog generation's results are kept
@@ -58,6 +60,8 @@ DEFAULTS: dict[str, Any] = {
     "MAX_SESSIONS_PER_CLIENT": 100,
     "MAX_ANONYMOUS_SESSIONS": 10_000,
     "MAX_CLIENT_INFO_BYTES": 8 * 1024,
+    "MAX_BATCH_LENGTH": 100,
+    "MAX_BATCH_RESPONSE_BYTES": 4 * 1024 * 1024,
     "RESULT_CACHE_SIZE": 4096,
     "RESULT_CACHE_BYTES": 16 * 1024 * 1024,
     "KEEPALIVE_SECONDS": 15.0,

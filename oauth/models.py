@@ -61,3 +61,23 @@ class OAuthConnection(models.Model):
 
     def __str__(self) -> str:
         return self.client.name
+
+
+class ExchangedCode(models.Model):
+    """An authorization code that was exchanged for tokens, kept so that presenting it again
+    revokes them (RFC 6749 §4.1.2: a code used twice was stolen by one of its users). The code
+    itself is not kept, only its SHA-256; rows go once the tokens it gave could have expired."""
+
+    code_checksum = models.CharField(_("code checksum"), max_length=64, unique=True)
+    application = models.ForeignKey("oauth2_provider.Application", on_delete=models.CASCADE, related_name="+",
+                                    verbose_name=_("application"))
+    access_token_checksum = models.CharField(_("access token checksum"), max_length=64, blank=True)
+    token_family = models.UUIDField(_("token family"), null=True, blank=True)
+    exchanged_at = models.DateTimeField(_("exchanged at"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name = _("exchanged authorization code")
+        verbose_name_plural = _("exchanged authorization codes")
+
+    def __str__(self) -> str:
+        return self.code_checksum[:12]

@@ -10,8 +10,8 @@ app_name = "oauth2_provider"  # django-oauth-toolkit reverses its own endpoints 
 
 provider = [
     path("authorize/", views.Consent.as_view(), name="authorize"),
-    path("token/", dot.TokenView.as_view(), name="token"),
-    path("revoke_token/", dot.RevokeTokenView.as_view(), name="revoke-token"),
+    path("token/", views.Token.as_view(), name="token"),
+    path("revoke_token/", views.RevokeToken.as_view(), name="revoke-token"),
     path("register/", views.ClientRegistration.as_view(), name="dcr-register"),
     path("register", views.ClientRegistration.as_view()),
     path("register/<str:client_id>/", views.ClientManagement.as_view(),

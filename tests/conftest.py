@@ -40,6 +40,16 @@ def fresh_catalog():
 
 
 @pytest.fixture(autouse=True)
+def fresh_throttles():
+    """Per-address counters of the OAuth endpoints (oauth/throttle.py) start at zero in each test:
+    every test client calls from 127.0.0.1."""
+    from django.core.cache import caches
+
+    caches["throttle"].clear()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def content_store(tmp_path, settings):
     """Each test stores documents under its own MEDIA_ROOT and starts with an empty content cache."""
     location = tmp_path / "media"

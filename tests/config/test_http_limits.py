@@ -1,4 +1,6 @@
-"""Request-head limits: the ASGI layer and Twisted's HTTP channel both answer 431 with a body."""
+"""Request limits in the ASGI layers (any server but daphne, whose Twisted channel enforces them
+itself: tests/mcp_endpoint/test_daphne_server.py): 431 for an oversized head, 413 for a body over
+its path's limit, each with a JSON-RPC error body."""
 
 from __future__ import annotations
 
@@ -6,10 +8,8 @@ import json
 
 import pytest
 from channels.testing import ApplicationCommunicator
-from twisted.internet.testing import StringTransport
-from twisted.web import http
 
-from config.http_limits import RequestHeadLimit, install_twisted_limits
+from config.http_limits import FORM_BODY_BYTES, RequestLimits, body_limit
 
 
 async def inner_app(scope, receive, send):
@@ -33,44 +33,74 @@ async def run(app, scope, chunks=(b"",)):
 
 
 async def test_an_oversized_head_is_answered_431_without_reaching_the_application():
-    start, body = await run(RequestHeadLimit(inner_app, limit=1000),
+    start, body = await run(RequestLimits(inner_app, head_limit=1000),
                             scope_with([(b"mcp-name", b"x" * 1000)]), chunks=(b"a" * 10, b"b" * 10))
     assert start["status"] == 431 and (b"content-type", b"application/json") in start["headers"]
     assert "at most 1,000 bytes" in json.loads(body["body"])["error"]["message"]
 
 
 async def test_a_head_within_the_limit_reaches_the_application():
-    start, body = await run(RequestHeadLimit(inner_app, limit=1000), scope_with([(b"mcp-name", b"x" * 500)]))
+    start, body = await run(RequestLimits(inner_app, head_limit=1000), scope_with([(b"mcp-name", b"x" * 500)]))
     assert start["status"] == 200 and body["body"] == b"inner"
 
 
-@pytest.fixture
-def channel():
-    assert install_twisted_limits(16 * 1024)
-    proto = http.HTTPChannel()
-    transport = StringTransport()
-    proto.makeConnection(transport)
-    yield proto, transport
-    proto.connectionLost(None)
+class BodyReader:
+    """An application that reads the whole body, as Django and the MCP consumer do."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.read = 0
+        self.saw_disconnect = False
+
+    async def __call__(self, scope, receive, send):
+        self.started = True
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.saw_disconnect = True
+                return
+            self.read += len(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"read %d" % self.read})
 
 
-def test_twisted_answers_one_overlong_header_line_with_431_and_a_body(channel):
-    proto, transport = channel
-    proto.dataReceived(b"POST /mcp HTTP/1.1\r\nHost: x\r\nMcp-Name: " + b"x" * 100 * 1024 + b"\r\n\r\n")
-    reply = transport.value()
-    assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
-    assert b"at most 16,384 bytes" in reply.split(b"\r\n\r\n", 1)[1]
+def body_scope(path, headers=()):
+    return {"type": "http", "method": "POST", "path": path, "raw_path": path.encode(), "query_string": b"",
+            "headers": list(headers)}
 
 
-def test_twisted_answers_many_headers_adding_up_past_the_limit_with_431(channel):
-    proto, transport = channel
-    lines = b"".join(b"X-Pad-%d: %s\r\n" % (n, b"y" * 1000) for n in range(30))
-    proto.dataReceived(b"GET / HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n")
-    assert transport.value().startswith(b"HTTP/1.1 431 ")
+async def test_a_declared_length_over_the_paths_limit_is_refused_413_before_the_application_starts():
+    app = BodyReader()
+    start, body = await run(RequestLimits(app), body_scope("/admin/login/", [(b"content-length", b"300000000")]),
+                            chunks=(b"u=x&p=y",))
+    assert start["status"] == 413 and (b"connection", b"close") in start["headers"]
+    assert f"at most {FORM_BODY_BYTES:,} bytes" in json.loads(body["body"])["error"]["message"]
+    assert not app.started
 
 
-def test_twisted_answers_a_malformed_header_with_400_and_a_body(channel):
-    proto, transport = channel
-    proto.dataReceived(b"GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n")
-    reply = transport.value()
-    assert reply.startswith(b"HTTP/1.1 400 Bad Request\r\n") and b'"error"' in reply
+async def test_a_chunked_body_is_refused_413_once_it_passes_the_limit_and_the_application_sees_a_disconnect():
+    app = BodyReader()
+    chunk = b"x" * 32 * 1024
+    start, body = await run(RequestLimits(app, body_limit=lambda path: 100 * 1024), body_scope("/mcp"),
+                            chunks=(chunk,) * 5)
+    assert start["status"] == 413 and "at most 102,400 bytes" in json.loads(body["body"])["error"]["message"]
+    assert app.saw_disconnect and app.read <= 100 * 1024
+
+
+async def test_a_body_within_the_limit_reaches_the_application():
+    app = BodyReader()
+    start, body = await run(RequestLimits(app, body_limit=lambda path: 1000), body_scope("/mcp"), chunks=(b"a" * 500,))
+    assert start["status"] == 200 and body["body"] == b"read 500"
+
+
+def test_each_path_has_its_own_body_limit(settings):
+    settings.REGISTRY = {**settings.REGISTRY, "MAX_IMPORT_BYTES": 20 * 1024 * 1024}
+    settings.MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
+    assert body_limit("/mcp") == 1024 * 1024
+    assert body_limit(b"/mcp?x=1") == 1024 * 1024
+    for path in ("/admin/login/", "/oauth/token/", "/register", "/oauth/revoke_token/"):
+        assert body_limit(path) == FORM_BODY_BYTES
+    assert body_limit("/api/v1/import/") == 40 * 1024 * 1024
+    assert body_limit("/admin/registry/resourcedocument/1/change/") == 32 * 1024 * 1024

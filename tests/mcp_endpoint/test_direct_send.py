@@ -10,7 +10,7 @@ import pytest
 from daphne.server import Server
 
 from mcp_endpoint.consumers import run_stream_loop
-from mcp_endpoint.direct_send import daphne_connection
+from mcp_endpoint.daphne_server import daphne_connection
 from mcp_endpoint.dispatcher import Stream
 from mcp_endpoint.hub import CLOSE
 from mcp_endpoint.mailbox import Mailbox
@@ -185,7 +185,7 @@ def test_backed_up_is_twisteds_own_back_pressure_on_a_real_http_channel():
     from twisted.internet import tcp
     from twisted.web.http import HTTPChannel
 
-    from mcp_endpoint.direct_send import DaphneConnection
+    from mcp_endpoint.daphne_server import DaphneConnection
 
     class Reactor:
         def addWriter(self, writer):  # noqa: N802 - Twisted's interface

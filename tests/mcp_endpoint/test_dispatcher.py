@@ -148,6 +148,36 @@ async def test_batches_work_for_2025_03_26_sessions(registry_data):
     assert reply.status == 200 and [a["id"] for a in answers] == [1, 2]
 
 
+async def test_a_batch_longer_than_the_limit_is_one_32600_error_and_runs_nothing(registry_data, settings):
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "MAX_BATCH_LENGTH": 5}
+    sid = (await initialize("2025-03-26")).session_id
+    batch = json.dumps([json.loads(rpc("resources/subscribe", {"uri": "test://static-text"}, rid=n))
+                        for n in range(6)]).encode()
+    reply = await dispatcher.post(legacy_headers(sid, "2025-03-26"), batch, anonymous())
+    error = json.loads(reply.body)["error"]
+    assert reply.status == 400 and error["code"] == -32600 and "at most 5 messages (got 6)" in error["message"]
+    from mcp_endpoint.sessions import store as session_store
+
+    assert (await session_store.get(sid, fresh=True)).subscriptions == set()
+
+
+async def test_a_batch_whose_responses_pass_the_byte_limit_answers_the_rest_with_an_error(registry_data, settings):
+    """The review's 1 MB batch of reads made a 43 MB reply; now the responses stop at the limit
+    and each later request is told to come again on its own (it is not run)."""
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "MAX_BATCH_RESPONSE_BYTES": 4000}
+    sid = (await initialize("2025-03-26")).session_id
+    batch = json.dumps([json.loads(rpc("prompts/list", rid=n)) for n in range(40)]
+                       + [json.loads(rpc("notifications/initialized", rid=None))]).encode()
+    reply = await dispatcher.post(legacy_headers(sid, "2025-03-26"), batch, anonymous())
+    answers = json.loads(reply.body)
+    assert reply.status == 200 and [a["id"] for a in answers] == list(range(40))
+    served = [a for a in answers if "result" in a]
+    refused = [a for a in answers if "error" in a]
+    assert served and refused and answers.index(refused[0]) == len(served)  # a prefix is served
+    assert all(a["error"]["code"] == -32600 and "4,000 bytes" in a["error"]["message"] for a in refused)
+    assert len(reply.body) < 4000 + 40 * 200
+
+
 async def test_batches_are_refused_after_2025_03_26(registry_data):
     sid = (await initialize("2025-11-25")).session_id
     batch = json.dumps([json.loads(rpc("ping", rid=1))]).encode()

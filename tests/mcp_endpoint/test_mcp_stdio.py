@@ -93,6 +93,14 @@ async def test_batches_only_at_2025_03_26(registry_data):
     assert replies[1]["error"]["code"] == -32600
 
 
+async def test_stdio_batches_have_the_same_bounds_as_http(registry_data, settings):
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "MAX_BATCH_LENGTH": 3, "MAX_BATCH_RESPONSE_BYTES": 120}
+    replies = await run(lines([{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(4)],
+                              [{"jsonrpc": "2.0", "id": n, "method": "prompts/list"} for n in range(3)]))
+    assert replies[0]["error"]["code"] == -32600 and "at most 3 messages" in replies[0]["error"]["message"]
+    assert [("result" in r, r["id"]) for r in replies[1]] == [(True, 0), (False, 1), (False, 2)]
+
+
 def test_unknown_client_name_is_a_command_error(registry_data):
     with pytest.raises(CommandError):
         call_command("mcp_stdio", client="nobody")

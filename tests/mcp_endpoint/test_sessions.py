@@ -147,6 +147,23 @@ async def test_all_anonymous_sessions_together_are_bounded(settings):
     assert await live(token_session)
 
 
+async def test_deeply_nested_client_info_or_capabilities_are_invalid_params_not_an_internal_error():
+    """orjson stops serialising at 254 levels: an initialize nesting its capabilities deeper was
+    answered -32603 with a traceback in the log."""
+    from mcp_endpoint.errors import InvalidParams
+
+    deep: dict = {}
+    inner = deep
+    for _ in range(300):
+        inner["a"] = {}
+        inner = inner["a"]
+    for info, caps, field in (({"name": "t", "x": deep}, {}, "clientInfo"), ({"name": "t"}, deep, "capabilities")):
+        with pytest.raises(InvalidParams) as caught:
+            await store.create(protocol_version="2025-11-25", client_info=info, client_capabilities=caps, client_id=None)
+        assert caught.value.data["field"] == field and "nested too deeply" in caught.value.message
+    assert await McpSession.objects.acount() == 0
+
+
 async def test_oversized_client_info_or_capabilities_are_refused_and_store_nothing(settings):
     from mcp_endpoint.errors import InvalidParams
 

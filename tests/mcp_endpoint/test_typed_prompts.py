@@ -183,3 +183,36 @@ async def test_bad_argument_reasons_stay_english_whatever_language_is_active(typ
         with translation.override(language):
             _, body = await modern("prompts/get", {"name": "typed-reply", "arguments": BAD}, rid=2)
         assert body["error"] == english["error"]
+
+
+@pytest.fixture
+def long_note(transactional_db):
+    from tests.factories import make_prompt
+
+    publish(make_prompt("long-note", arguments=[{"name": "note", "pattern": r"(\w+\s?){1,50}$",
+                                                  "max_length": 2_000_000}],
+                        messages=[{"role": "user", "kind": "text", "text": "{{ note }}"}]), make_user(None))
+
+
+async def test_a_long_argument_is_checked_off_the_event_loop_and_a_short_one_on_it(long_note, monkeypatch):
+    """A 1 MB value against a pattern must not hold up other clients: its check and render run in
+    a worker thread; everyday values stay on the loop (no thread hop)."""
+    import threading
+
+    from registry import rendering
+
+    threads = []
+    checked = rendering.check_value
+
+    def recording(spec, value, is_resource=None):
+        threads.append(threading.current_thread())
+        return checked(spec, value, is_resource)
+
+    await modern("prompts/get", {"name": "long-note", "arguments": {"note": "warm up"}})  # content loaded
+    monkeypatch.setattr(rendering, "check_value", recording)
+    loop_thread = threading.current_thread()
+    for value in ("a few words", "a" * 1_000_000):
+        reply, body = await modern("prompts/get", {"name": "long-note", "arguments": {"note": value}})
+        assert reply.status == 200, body
+        assert body["result"]["messages"][0]["content"]["text"] == value
+    assert threads[0] is loop_thread and threads[-1] is not loop_thread

@@ -1,5 +1,5 @@
 """Twisted TCP writes go to the socket at once when nothing is queued, and keep Twisted's order,
-buffering and loss handling otherwise."""
+buffering and loss handling otherwise (the eager-writes patch of mcp_endpoint/daphne_server.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 from twisted.internet import tcp
 from twisted.internet.protocol import Protocol
 
-from config.eager_writes import install_eager_writes
+from mcp_endpoint import daphne_server
+
+from .test_daphne_server import LIMITS
 
 
 class RecordingReactor:
@@ -39,7 +41,7 @@ def connection(monkeypatch):
     for name in ("write", "writeSequence"):
         monkeypatch.setattr(tcp.Connection, name, getattr(tcp.Connection, name))
     monkeypatch.setattr(tcp.Connection, "_registry_eager_writes", False, raising=False)
-    assert install_eager_writes()
+    assert daphne_server.install(LIMITS)[daphne_server.EAGER_WRITES]
     ours, peer = socket.socketpair()
     ours.setblocking(False)
     peer.settimeout(2)
@@ -106,7 +108,7 @@ def test_a_write_to_a_lost_connection_is_left_to_twisted_and_raises_nothing(conn
 
 def test_installing_twice_patches_once(connection):
     write = tcp.Connection.write
-    assert install_eager_writes()
+    assert daphne_server.install(LIMITS)[daphne_server.EAGER_WRITES]
     assert tcp.Connection.write is write
 
 
