@@ -37,7 +37,7 @@ from registry import dynamic, warmup
 from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, held_labels, refresh_catalog
 from registry.changes import Change, ChangeBatch
 from registry.consistency import served_fingerprint, stale_keys
-from registry.rollouts import gets_candidate
+from registry.viewer import served_item
 
 from . import layer_health
 from .applied import AppliedIds
@@ -118,10 +118,6 @@ class Listener:
             self.queue.put_nowait(DROP)  # it may reconnect (and a legacy stream resume)
 
 
-def _visible(item: Any, viewer: Viewer) -> bool:
-    return item is not None and viewer.sees(item.tags)
-
-
 def _list_identity(item: Any) -> dict[str, Any]:
     """What resources/list shows of a resource, less what any content edit changes (size, date)."""
     listing = {k: v for k, v in item.listing.items() if k != "size"}
@@ -138,19 +134,10 @@ def _state(item: Any) -> tuple | None:
     return (item.version, item.label, item.tags, running)
 
 
-def _served(item: Any, viewer: Viewer) -> Any:
-    """The item this viewer is actually served (a rollout may hand it the candidate), or None."""
-    if item is None or not viewer.sees(item.tags):
-        return None
-    rollout = getattr(item, "rollout", None)
-    if rollout is not None and gets_candidate(viewer.client_name, item.key, rollout.percent):
-        return rollout.candidate
-    return item
-
-
 def _served_changed(old: Any, new: Any, viewer: Viewer) -> tuple[Any, Any] | None:
-    """(old, new) served items if what this viewer receives differs, else None."""
-    before, after = _served(old, viewer), _served(new, viewer)
+    """(old, new) served items if what this viewer receives differs, else None (served_item: the
+    version a viewer gets, rollouts and the served version's own tags included)."""
+    before, after = served_item(old, viewer), served_item(new, viewer)
     if (before is None and after is None) or (
         before is not None and after is not None and before.version == after.version and before.tags == after.tags
     ):
@@ -158,9 +145,89 @@ def _served_changed(old: Any, new: Any, viewer: Viewer) -> tuple[Any, Any] | Non
     return before, after
 
 
+_KINDS = ("prompt", "resource", "template")
+
+
+class Told:
+    """What a label's listeners were last judged against, entry by entry: the hub's own record.
+
+    A delivery diffs it against the refreshed catalog over the batch's keys and then advances
+    exactly those keys, never the rest. The process's catalog may have been moved on by a
+    rebuild (a list request after another commit) to include a later change; that change's own
+    delivery still finds its key as listeners last heard of it, so nothing is swallowed
+    whatever order rebuilds, refreshes and deliveries run in. The consistency check compares
+    this record, not only the catalog, with what the database serves."""
+
+    def __init__(self, label: str, prompts: dict[str, Any], resources: dict[str, Any],
+                 templates: dict[str, Any]) -> None:
+        self.label = label
+        self.prompt_items = prompts
+        self.resource_items = resources
+        self.templates = templates
+
+    @classmethod
+    def of(cls, catalog: Any) -> Told:
+        return cls(catalog.label, dict(catalog.prompt_items), dict(catalog.resource_items),
+                   {t.uri_template: t for t in catalog.template_items})
+
+    @property
+    def template_items(self) -> list[Any]:
+        return [self.templates[key] for key in sorted(self.templates)]
+
+    def pool(self, kind: str) -> dict[str, Any]:
+        return {"prompt": self.prompt_items, "resource": self.resource_items, "template": self.templates}[kind]
+
+    def copy(self, touched: dict[str, dict[str, None] | None]) -> Told:
+        """A record of just the touched keys (every key of a kind touched as a whole), as they are now."""
+        parts: dict[str, dict[str, Any]] = {kind: {} for kind in _KINDS}
+        for kind, keys in touched.items():
+            pool = self.pool(kind)
+            parts[kind] = dict(pool) if keys is None else {key: pool[key] for key in keys if key in pool}
+        return Told(self.label, parts["prompt"], parts["resource"], parts["template"])
+
+    def advance(self, new: Any, touched: dict[str, dict[str, None] | None]) -> None:
+        """Take `new`'s items for the touched keys of each kind (None: every key of that kind)."""
+        fresh = {"prompt": new.prompt_items, "resource": new.resource_items,
+                 "template": {t.uri_template: t for t in new.template_items} if "template" in touched else {}}
+        for kind, keys in touched.items():
+            pool, source = self.pool(kind), fresh[kind]
+            if keys is None:
+                pool.clear()
+                pool.update(source)
+                continue
+            for key in keys:
+                if key in source:
+                    pool[key] = source[key]
+                else:
+                    pool.pop(key, None)
+
+
+def _pools(record: Any) -> dict[str, dict[str, Any]]:
+    if isinstance(record, Told):
+        return {"prompt": record.prompt_items, "resource": record.resource_items, "template": record.templates}
+    return {"prompt": record.prompt_items, "resource": record.resource_items,
+            "template": {t.uri_template: t for t in record.template_items}}
+
+
+def touched_keys(batch: Iterable[Change]) -> dict[str, dict[str, None] | None]:
+    """Per kind, the keys a batch touches in batch order; None where a bulk change ("*") touches
+    every key of the kind."""
+    out: dict[str, dict[str, None] | None] = {}
+    for change in batch:
+        if change.kind not in _KINDS:
+            continue
+        if change.key == "*":
+            out[change.kind] = None
+            continue
+        keys = out.setdefault(change.kind, {})
+        if keys is not None:
+            keys[change.key] = None
+    return out
+
+
 @dataclass
 class LabelDiff:
-    """What changed for one label between two catalogs, restricted to the batch's keys."""
+    """What changed for one label between what listeners were told and the catalog, over a batch's keys."""
 
     prompts: list[tuple[Any, Any]] = field(default_factory=list)     # (old, new) prompt items
     resources: list[tuple[Any, Any]] = field(default_factory=list)   # (old, new) resource items
@@ -170,40 +237,17 @@ class LabelDiff:
         return not (self.prompts or self.resources or self.templates)
 
 
-def _keys(change: Change, old: Catalog | None, new: Catalog) -> Iterable[str]:
-    """The keys a change touches; "*" (a bulk load) touches every key of its kind."""
-    if change.key != "*":
-        return (change.key,)
-    if change.kind == "prompt":
-        return set(new.prompt_items) | set(old.prompt_items if old else ())
-    if change.kind == "resource":
-        return set(new.resource_items) | set(old.resource_items if old else ())
-    return {t.uri_template for t in new.template_items} | {t.uri_template for t in (old.template_items if old else ())}
-
-
-def diff_catalogs(old: Catalog | None, new: Catalog, batch: Iterable[Change]) -> LabelDiff:
+def diff_catalogs(old: Any, new: Any, batch: Iterable[Change]) -> LabelDiff:
+    """`old` (what listeners were told: a Told, or a catalog) against `new`, over the keys of `batch`."""
     diff = LabelDiff()
-    old_templates = {t.uri_template: t for t in old.template_items} if old else {}
-    new_templates = {t.uri_template: t for t in new.template_items}
-    done: set[tuple[str, str]] = set()
-    for change in batch:
-        for key in _keys(change, old, new):
-            if (change.kind, key) in done:
-                continue
-            done.add((change.kind, key))
-            if change.kind == "prompt":
-                pair = (old.prompt_items.get(key) if old else None, new.prompt_items.get(key))
-                target = diff.prompts
-            elif change.kind == "resource":
-                pair = (old.resource_items.get(key) if old else None, new.resource_items.get(key))
-                target = diff.resources
-            elif change.kind == "template":
-                pair = (old_templates.get(key), new_templates.get(key))
-                target = diff.templates
-            else:
-                continue
+    before = _pools(old) if old is not None else {kind: {} for kind in _KINDS}
+    after = _pools(new)
+    targets = {"prompt": diff.prompts, "resource": diff.resources, "template": diff.templates}
+    for kind, keys in touched_keys(batch).items():
+        for key in (sorted(set(before[kind]) | set(after[kind])) if keys is None else keys):
+            pair = (before[kind].get(key), after[kind].get(key))
             if _state(pair[0]) != _state(pair[1]):
-                target.append(pair)
+                targets[kind].append(pair)
     return diff
 
 
@@ -275,7 +319,7 @@ class Hub:
         self.listeners: set[Listener] = set()
         self.budgets: Counter[Any] = Counter()  # open streams per budget key, kept by _add/_remove
         self.held: set[int] = set()  # change ids committed by a request still being answered here
-        self.catalogs: dict[str, Catalog] = {}
+        self.told: dict[str, Told] = {}  # per label with listeners: what they were last judged against
         self.ids = AppliedIds()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.tasks: list[asyncio.Task] = []
@@ -343,10 +387,12 @@ class Hub:
                 f"a client may hold at most {mcp_settings.MAX_STREAMS_PER_CLIENT} open streams; close some first")
         await self.start()
         label = listener.viewer.label
-        if label not in self.catalogs:
+        if label not in self.told:
             # Built in the background (registry/warmup.py), so list pages read meanwhile are not
-            # queued behind the build in the database executor.
-            self.catalogs[label] = await asyncio.shield(asyncio.wrap_future(warmup.warm(label)))
+            # queued behind the build in the database executor. Kept (and advanced by every
+            # delivery) from now on, so later listeners of the label are judged on the same record.
+            catalog = await asyncio.shield(asyncio.wrap_future(warmup.warm(label)))
+            self.told.setdefault(label, Told.of(catalog))
         if listener.session_id is not None:  # one delivering GET stream per legacy session
             for other in [l for l in self.listeners if l.session_id == listener.session_id]:
                 self._remove(other)
@@ -493,7 +539,7 @@ class Hub:
         # Every label this process serves from memory, streams or not: a worker answering only
         # requests keeps its catalogs current by the changed keys (a few queries) instead of
         # leaving them stale for a full rebuild on the next request (about 0.85 s at 20k+20k).
-        labels = {l.viewer.label for l in self.listeners} | set(self.catalogs) | held_labels()
+        labels = {l.viewer.label for l in self.listeners} | set(self.told) | held_labels()
         for label in sorted(labels):
             new = await database_sync_to_async(refresh_catalog)(label, [(c.kind, c.key) for c in batch])
             await self._fan_out(label, new, batch, position)
@@ -514,10 +560,17 @@ class Hub:
                 await asyncio.sleep(0)
 
     def _offers(self, label: str, new: Catalog, batch: list[Change], position: int) -> Iterator[Listener]:
-        """Offer each of `label`'s listeners what it should hear of `batch`; yields after each one."""
-        old = self.catalogs.get(label)
-        self.catalogs[label] = new
-        diff = diff_catalogs(old, new, batch)
+        """Offer each of `label`'s listeners what it should hear of `batch`; yields after each one.
+
+        Judged on what the label's listeners were last told (`Told`) against `new` over the
+        batch's keys; those keys of the record then advance to `new`, and no others."""
+        told = self.told.get(label)
+        if told is None:
+            return  # no listener of this label was ever here: nothing to judge
+        diff = diff_catalogs(told, new, batch)
+        touched = touched_keys(batch)
+        before = told.copy(touched)  # dynamic resources judge visibility before and after
+        told.advance(new, touched)
         # Listeners that want the same things judge alike: decide once per kind of listener.
         decided: dict[tuple, list[tuple[str, dict[str, Any] | None]]] = {}
         for listener in [l for l in self.listeners if l.viewer.label == label]:
@@ -525,7 +578,7 @@ class Hub:
             notes = decided.get(interest)
             if notes is None:
                 notes = [] if diff.empty() else notifications_for(listener, diff, new)
-                notes += [(RESOURCE_UPDATED, {"uri": uri}) for uri in dynamic_updates(listener, old, new, batch)]
+                notes += [(RESOURCE_UPDATED, {"uri": uri}) for uri in dynamic_updates(listener, before, new, batch)]
                 decided[interest] = notes
             for method, params in notes:
                 frame = listener.render(method, params)
@@ -542,10 +595,12 @@ class Hub:
         assert self.lock is not None
         stale_total = 0
         async with self.lock:
-            for label in sorted({l.viewer.label for l in self.listeners} | set(self.catalogs)):
+            for label in sorted({l.viewer.label for l in self.listeners} | set(self.told)):
                 served = await database_sync_to_async(served_fingerprint)(label)
                 current = cached_catalog(label) or await database_sync_to_async(refresh_catalog)(label, [])
-                stale = stale_keys(current, served)
+                # Both the catalog served from and what listeners were last told must agree.
+                told = self.told.get(label)
+                stale = sorted(set(stale_keys(current, served)) | set(stale_keys(told, served) if told else ()))
                 if not stale:
                     continue
                 stale_total += len(stale)

@@ -26,6 +26,7 @@ from channels.db import database_sync_to_async
 from registry import dynamic
 from registry.catalog import Viewer, catalog_for
 from registry.models import PRODUCTION
+from registry.viewer import may_differ_by_client, served_item
 
 from . import jsonrpc
 from .settings import mcp_settings
@@ -74,18 +75,16 @@ def changed_since(last_event_id: str, viewer: Viewer, uris: set[str]) -> list[No
         if label and label not in (viewer.label, PRODUCTION):
             continue  # another label moved; this viewer is not served from it
         if kind == "prompt":
-            item = catalog.prompt_items.get(key)
-            prompts = prompts or item is None or viewer.sees(item.tags)
+            prompts = prompts or _maybe_served(catalog.prompt_items.get(key), viewer)
         elif kind == "resource":
-            item = catalog.resource_items.get(key)
-            if item is not None and not viewer.sees(item.tags):
+            if not _maybe_served(catalog.resource_items.get(key), viewer):
                 continue
             resources = resources or list_changed
             for uri in (sorted(uris) if key == "*" else [key] if key in uris else []):
                 updated[uri] = None
         elif kind == "template":
             template = templates.get(key)
-            if template is not None and not viewer.sees(template.tags):
+            if not _maybe_served(template, viewer):
                 continue
             resources = True
             for uri in sorted(uris):
@@ -100,6 +99,12 @@ def changed_since(last_event_id: str, viewer: Viewer, uris: set[str]) -> list[No
         notes.append((RESOURCES_CHANGED, None))
     notes.extend((RESOURCE_UPDATED, {"uri": uri}) for uri in updated)
     return notes
+
+
+def _maybe_served(item: Any, viewer: Viewer) -> bool:
+    """Whether a change of this entry may concern the viewer: gone since (so perhaps served before),
+    served now, or running a rollout the viewer could be served either side of."""
+    return item is None or served_item(item, viewer) is not None or may_differ_by_client(item, viewer)
 
 
 def _maybe_seen(catalog: Any, viewer: Viewer, kind: str, key: str) -> bool:

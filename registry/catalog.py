@@ -38,10 +38,11 @@ from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, Unknown
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
-from registry.rollouts import gets_candidate
+from registry.buckets import gets_candidate
 from registry.listing import listing_of
 from registry.snapshots import canonical_json, materialise, materialise_block, read_content
 from registry.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
+from registry.viewer import Viewer, may_differ_by_client, served_item
 
 MAX_COMPLETIONS = 100
 
@@ -49,19 +50,6 @@ try:  # several times faster than the stdlib decoder, and it shares repeated key
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
     _loads = json.loads
-
-
-@dataclass(frozen=True)
-class Viewer:
-    """Who is reading: decides the label served and which entries are visible."""
-
-    label: str = PRODUCTION
-    scope_tags: frozenset[str] = frozenset()  # empty: sees everything
-    client_id: int | None = None
-    client_name: str = ""
-
-    def sees(self, tags: frozenset[str]) -> bool:
-        return not self.scope_tags or bool(self.scope_tags & tags)
 
 
 @dataclass(frozen=True)
@@ -200,9 +188,13 @@ def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
     return _shared(frozenset(listing.get("tags") or ()))
 
 
-def _pick(rows: Iterable[_Row], label: str) -> dict[int, _Row]:
-    """Per entry, the row of `label` if present, else the production row."""
-    chosen: dict[int, _Row] = {}
+def pick_served(rows: Iterable[Any], label: str) -> dict[int, Any]:
+    """The label fallback rule: per entry, its row of `label` if present, else its production row.
+
+    `rows` are label rows of `label` and production (anything with ``entry_id`` and ``name``).
+    The catalog and the consistency check pick with this; the cold pages say the same in SQL
+    (catalog_pages._served), and a test holds the three to one answer."""
+    chosen: dict[int, Any] = {}
     for row in rows:
         if row.entry_id not in chosen or row.name == label:
             chosen[row.entry_id] = row
@@ -320,21 +312,15 @@ class Catalog:
     # ---------------------------------------------------------------- rollouts
     def personalised(self, viewer: Viewer) -> bool:
         """Whether this viewer's results may differ from other viewers' with the same label and scope."""
-        return bool(viewer.client_name) and any(viewer.sees(item.tags) for item in self.rolled_out)
+        return bool(viewer.client_name) and any(may_differ_by_client(item, viewer) for item in self.rolled_out)
 
     def variant(self, viewer: Viewer) -> tuple[str, ...]:
         """Keys of the rolled-out entries this viewer gets the candidate of: add it to per-viewer cache keys."""
         if not viewer.client_name:
             return ()
         return tuple(f"{item.key}@v{item.rollout.candidate.version}" for item in self.rolled_out
-                     if viewer.sees(item.tags) and gets_candidate(viewer.client_name, item.key, item.rollout.percent))
-
-    def _for(self, viewer: Viewer, item: Any) -> Any:
-        """The item this viewer is served: the rollout's candidate when the viewer's bucket is in it."""
-        rollout = item.rollout
-        if rollout is not None and gets_candidate(viewer.client_name, item.key, rollout.percent):
-            return rollout.candidate
-        return item
+                     if may_differ_by_client(item, viewer)
+                     and gets_candidate(viewer.client_name, item.key, item.rollout.percent))
 
     def served_to(self, viewer: Viewer) -> list[dict[str, Any]]:
         """Which version of each visible entry this viewer is served now (for the admin's client page)."""
@@ -343,9 +329,9 @@ class Catalog:
                             ("resource", (self.resource_items[k] for k in sorted(self.resource_items))),
                             ("template", iter(self.template_items))):
             for item in items:
-                if not viewer.sees(item.tags):
+                served = served_item(item, viewer)
+                if served is None:
                     continue
-                served = self._for(viewer, item)
                 rows.append({
                     "kind": kind, "key": item.key, "version": served.version, "label": item.label,
                     "label_version": item.version, "in_rollout": served is not item,
@@ -356,10 +342,11 @@ class Catalog:
     # ---------------------------------------------------------------- lists
     def _list(self, kind: str, viewer: Viewer, items: Iterable[Any]) -> list[dict[str, Any]]:
         if self.rolled_out and self.personalised(viewer):
-            return [self._for(viewer, item).listing for item in items if viewer.sees(item.tags)]
+            return [served.listing for served in (served_item(item, viewer) for item in items) if served is not None]
         key = (kind, viewer.scope_tags)
         cached = self._lists.get(key)
         if cached is None:
+            # Anonymous, or no rollout this viewer could see: served_item is the label's version.
             cached = self._with_dynamic(kind, [item.listing for item in items if viewer.sees(item.tags)])
             self._lists[key] = cached
         return cached
@@ -391,10 +378,10 @@ class Catalog:
 
     # ---------------------------------------------------------------- single entries
     def prompt(self, viewer: Viewer, name: str) -> PromptItem:
-        item = self.prompt_items.get(name) if isinstance(name, str) else None
-        if item is None or not viewer.sees(item.tags):
+        item = served_item(self.prompt_items.get(name) if isinstance(name, str) else None, viewer)
+        if item is None:
             raise UnknownPrompt(str(name))
-        return self._for(viewer, item) if item.rollout is not None else item
+        return item
 
     def get_prompt(self, viewer: Viewer, name: str, arguments: Mapping[str, Any] | None) -> Served:
         item = self.prompt(viewer, name)
@@ -415,8 +402,7 @@ class Catalog:
         match); judged on the metadata alone, so it loads no content."""
         if not isinstance(uri, str):
             return False
-        item = self.resource_items.get(uri) or self.resource_items.get(lookup_uri(uri))
-        if item is not None and viewer.sees(item.tags):
+        if served_item(self.resource_items.get(uri) or self.resource_items.get(lookup_uri(uri)), viewer) is not None:
             return True
         try:
             validate_uri(uri)
@@ -425,14 +411,15 @@ class Catalog:
             if provided is not None:
                 return provided[0].exists(self, viewer, provided[1])
             for template in self.template_items:
-                if viewer.sees(template.tags) and self._for(viewer, template).matcher.match(key) is not None:
+                served = served_item(template, viewer)
+                if served is not None and served.matcher.match(key) is not None:
                     return True
         except (InvalidUri, InvalidArguments):
             return False
         return False
 
     def _resource_uris(self, viewer: Viewer) -> list[str]:
-        return [uri for uri in sorted(self.resource_items) if viewer.sees(self.resource_items[uri].tags)]
+        return [uri for uri in sorted(self.resource_items) if served_item(self.resource_items[uri], viewer) is not None]
 
     def read_resource(self, viewer: Viewer, uri: str) -> Served:
         if not isinstance(uri, str):
@@ -441,20 +428,18 @@ class Catalog:
         if item is None:
             uri = lookup_uri(uri)  # another spelling of a stored URI (case, escapes, an IRI's raw characters)
             item = self.resource_items.get(uri)
-        if item is not None and viewer.sees(item.tags):
-            if item.rollout is not None:
-                item = self._for(viewer, item)
+        item = served_item(item, viewer)
+        if item is not None:
             return Served({"contents": [materialise(item.ref, _load_stored)]}, "resource", uri, item.version,
                           item.label)
         validate_uri(uri)
         found = self._dynamic(uri)
         if found is not None:
             return self._read_dynamic(viewer, uri, *found)
-        for template in self.template_items:
-            if not viewer.sees(template.tags):
+        for listed in self.template_items:
+            template = served_item(listed, viewer)
+            if template is None:
                 continue
-            if template.rollout is not None:
-                template = self._for(viewer, template)
             variables = template.matcher.match(uri)
             if variables is None:
                 continue
@@ -490,8 +475,8 @@ class Catalog:
 
     def template(self, viewer: Viewer, uri_template: str) -> TemplateItem | None:
         for item in self.template_items:
-            if item.uri_template == uri_template and viewer.sees(item.tags):
-                return self._for(viewer, item) if item.rollout is not None else item
+            if item.uri_template == uri_template:
+                return served_item(item, viewer)
         return None
 
     # ---------------------------------------------------------------- completion
@@ -520,12 +505,12 @@ class Catalog:
                                           value)
             if template is None:
                 resource = self.resource_items.get(lookup_uri(uri) if isinstance(uri, str) else uri)
-                if resource is not None and viewer.sees(resource.tags):
+                if served_item(resource, viewer) is not None:
                     return _complete_from((), value)
                 raise UnknownResource(str(uri))
             pool = list(template.suggestions.get(argument_name, ()))
             for resource_uri, resource in self.resource_items.items():
-                if viewer.sees(resource.tags):  # a resource's URI is the same in every version
+                if served_item(resource, viewer) is not None:  # a resource's URI is the same in every version
                     try:
                         found = template.matcher.match(resource_uri)
                     except Exception:
@@ -606,7 +591,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         wanted.setdefault(kind, set()).add(key)
     partial = entry_ids is not None
     if partial:
-        rolled = _rollout_entries(names)
+        rolled = rollout_entries(names)
         entry_ids = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
                      for kind, ids in {**{k: () for k in rolled}, **entry_ids}.items()}
     elif base is None:
@@ -635,7 +620,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
 
     def items(kind: str, model: Any) -> Iterable[tuple[str, Any]]:
         keys = read_keys.setdefault(kind, {})
-        for row in _pick(rows(model, kind), label).values():
+        for row in pick_served(rows(model, kind), label).values():
             item = _ITEM_BUILDERS[kind](row)
             keys[row.entry_id] = item.key
             yield item.key, item
@@ -660,7 +645,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
                    rolled_out=rolled_out, partial=partial)
 
 
-def _rollout_entries(names: list[str]) -> dict[str, set[int]]:
+def rollout_entries(names: list[str]) -> dict[str, set[int]]:
     """Per kind, the entries with a rollout running on one of `names` (one small query)."""
     out: dict[str, set[int]] = {}
     for kind, entry_id in Rollout.objects.filter(label__in=names).values_list("entry_kind", "entry_id"):

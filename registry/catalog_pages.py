@@ -76,19 +76,25 @@ def entry_catalog(label: str, kind: str, key: str, viewer: Viewer) -> Catalog | 
     if not ids:
         return None
     part = catalog.read_entries(label, {kind: ids})
-    item = (part.prompt_items if kind == "prompt" else part.resource_items).get(key)
-    if item is None or not viewer.sees(item.tags):
+    served = catalog.served_item((part.prompt_items if kind == "prompt" else part.resource_items).get(key), viewer)
+    if served is None:
         return None
-    served = (item, item.rollout.candidate) if item.rollout is not None else (item,)
-    if kind == "prompt" and any(i.resource_arguments for i in served):
+    if kind == "prompt" and served.resource_arguments:
         return None
     return part
 
 
 def first_visible(label: str, kind: str, viewer: Viewer, after: str | None, count: int) -> list[int]:
     """Entry ids of the first `count` entries of `kind` (prompt, resource) that `viewer` sees and
-    whose served key sorts after `after`, in key order; fewer when the list ends sooner."""
+    whose served key sorts after `after`, in key order; fewer when the list ends sooner.
+
+    Entries with a rollout running are left out: `catalog.read_entries` adds every one of them
+    anyway, and whether this viewer sees one depends on the version it is served (the rollout's
+    candidate, with its own tags, or the label's), which `catalog.served_item` decides there."""
     rows = _served(label, kind)
+    rolled = catalog.rollout_entries([label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]).get(kind)
+    if rolled:
+        rows = rows.exclude(entry_id__in=sorted(rolled))
     if after is not None:
         rows = rows.filter(sort_key__gt=after)
     rows = rows.order_by("sort_key", "entry_id")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from registry.catalog import pick_served
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 
 # (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
@@ -26,19 +27,21 @@ def served_fingerprint(label: str) -> Fingerprint:
     """What the database says `label` serves, in the catalog's terms (sync; four small queries)."""
     names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
     out: Fingerprint = {}
+    keys: dict[tuple[str, int], str] = {}  # (kind, entry id) -> the key its item is served under
     for kind, model, key_field in _MODELS:
-        chosen: dict[int, tuple[str, int, str]] = {}
         rows = (model.objects.filter(name__in=names, entry__archived_at__isnull=True)
                 .order_by("entry_id", "name")
-                .values_list("entry_id", "name", key_field, "version__number"))
-        for entry_id, name, key, number in rows:
-            if entry_id not in chosen or name == label:
-                chosen[entry_id] = (name, number, key)
-        for name, number, key in chosen.values():
-            out[(kind, key)] = (number, name, None)
-    for kind, key, rollout_label, candidate, percent in Rollout.objects.filter(label__in=names).values_list(
-            "entry_kind", "entry_key", "label", "candidate_version", "percent"):
-        served = out.get((kind, key))
+                .values_list("entry_id", "name", key_field, "version__number", named=True))
+        for entry_id, row in pick_served(rows, label).items():
+            key = row[2]
+            out[(kind, key)] = (row.version__number, row.name, None)
+            keys[(kind, entry_id)] = key
+    # Rollouts by entry id, as the catalog attaches them: the row's entry_key is the draft's name
+    # when the rollout began, not necessarily the key the label serves.
+    for kind, entry_id, rollout_label, candidate, percent in Rollout.objects.filter(label__in=names).values_list(
+            "entry_kind", "entry_id", "label", "candidate_version", "percent"):
+        key = keys.get((kind, entry_id))
+        served = out.get((kind, key)) if key is not None else None
         if served is None or served[1] != rollout_label or served[0] == candidate:
             continue
         out[(kind, key)] = served[:2] + ((percent, candidate),)

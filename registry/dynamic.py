@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from registry.errors import UnknownPrompt, UnknownResource
 from registry.uris import UriTemplateMatcher
+from registry.viewer import served_item
 
 # render(catalog, viewer, params, uri) -> the resource's contents items (each with uri and mimeType)
 Render = Callable[[Any, Any, Mapping[str, str], str], list[dict[str, Any]]]
@@ -136,14 +137,15 @@ def affected_uris(uris: Iterable[str], kind: str, key: str) -> list[str]:
 
 # ------------------------------------------------------------------------------ helpers
 def visible(catalog: Any, viewer: Any, kind: str, key: str) -> bool:
-    """Whether `viewer` is served entry (kind, key) by `catalog` (scope by the served version's tags)."""
+    """Whether `viewer` is served entry (kind, key) by `catalog` (scope by the served version's tags,
+    a rollout's candidate included: registry.catalog.served_item)."""
     if kind == "prompt":
         item = catalog.prompt_items.get(key)
     elif kind == "resource":
         item = catalog.resource_items.get(key)
     else:
         item = next((t for t in catalog.template_items if t.uri_template == key), None)
-    return item is not None and viewer.sees(item.tags)
+    return served_item(item, viewer) is not None
 
 
 def _when(value: Any) -> str:

@@ -50,17 +50,6 @@ from registry.models.reviews import rollout_diff
 User = services.User
 
 
-def stable_bucket(client_name: str, entry_key: str) -> int:
-    """0-99 for this client and entry; depends on nothing but the two strings."""
-    digest = hashlib.sha256(f"{client_name}\x00{entry_key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % 100
-
-
-def gets_candidate(client_name: str, entry_key: str, percent: int) -> bool:
-    """Whether a client is in the rollout's share; anonymous callers ('' name) never are."""
-    return bool(client_name) and stable_bucket(client_name, entry_key) < percent
-
-
 def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:
     return Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).first()
 

@@ -15,7 +15,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection, transaction
 
-from mcp_endpoint.hub import PROMPTS_CHANGED, Hub, Listener
+from mcp_endpoint.hub import PROMPTS_CHANGED, Hub, Listener, Told
 from mcp_endpoint.settings import mcp_settings
 from registry import services
 from registry.catalog import Viewer, catalog_for
@@ -112,7 +112,7 @@ async def test_a_long_transaction_committing_after_a_short_one_is_never_skipped(
     assert not failures, failures
 
     async def all_served():
-        catalog = hub.catalogs["production"]
+        catalog = hub.told["production"]
         return all(catalog.prompt_items[p.name].version == 2 for p in prompts)
 
     try:
@@ -137,9 +137,9 @@ async def test_a_catalog_that_missed_a_change_is_rebuilt_and_announced_by_the_co
     top = await database_sync_to_async(lambda: ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True)
                                        .first())()
     hub.ids.done(hub.ids.claim(range(hub.ids.top + 1, top + 1)))
-    assert hub.catalogs["production"].prompt_items["greet"].version == 1
+    assert hub.told["production"].prompt_items["greet"].version == 1
     assert await hub.check_consistency() == 1
-    assert hub.catalogs["production"].prompt_items["greet"].version == 2
+    assert hub.told["production"].prompt_items["greet"].version == 2
     assert heard(listener) == [(PROMPTS_CHANGED, None)]
     served = await database_sync_to_async(catalog_for)("production")
     assert served.prompt_items["greet"].version == 2

@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 from mcp_endpoint import handlers
 from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
-from mcp_endpoint.hub import RESOURCE_UPDATED, Hub, Listener
+from mcp_endpoint.hub import RESOURCE_UPDATED, Hub, Listener, Told
 from mcp_endpoint.jsonrpc import RawJSON
 from registry import changes, dynamic, services
 from registry.catalog import Viewer, load_catalog
@@ -85,7 +85,7 @@ def test_a_publish_updates_subscribers_of_recent_changes_that_see_the_entry():
     publish(make_prompt("other"))
     hub = Hub()
     changes.bump_generation()
-    hub.catalogs["production"] = load_catalog("production")
+    hub.told["production"] = Told.of(load_catalog("production"))
     subscriber = Listener(Viewer(), render, uris={RECENT})
     in_scope = Listener(Viewer(scope_tags=frozenset({"billing"})), render, uris={RECENT})
     out_of_scope = Listener(Viewer(scope_tags=frozenset({"ops"})), render, uris={RECENT})
@@ -110,7 +110,7 @@ async def test_a_committed_publish_reaches_a_recent_changes_subscriber_through_t
     hub = Hub()
     hub.loop = asyncio.get_running_loop()
     hub.lock = asyncio.Lock()
-    hub.catalogs["production"] = await database_sync_to_async(load_catalog)("production")
+    hub.told["production"] = Told.of(await database_sync_to_async(load_catalog)("production"))
     listener = Listener(Viewer(), render, prompts=False, resources=False, uris={RECENT})
     hub.listeners.add(listener)
 

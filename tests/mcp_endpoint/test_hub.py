@@ -14,13 +14,14 @@ from mcp_endpoint.hub import (
     RESOURCES_CHANGED,
     Hub,
     Listener,
+    Told,
     diff_catalogs,
     notifications_for,
 )
 from registry import changes, services
 from registry.catalog import Viewer, load_catalog
 from registry.changes import Change
-from registry.models import PromptMessage, Resource
+from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template
 
 
@@ -149,7 +150,7 @@ async def test_hub_delivers_each_change_once_whichever_way_it_arrives():
     hub.loop = asyncio.get_running_loop()
     hub.lock = asyncio.Lock()
     listener = Listener(Viewer(), render)
-    hub.catalogs["production"] = await database_sync_to_async(load_catalog)("production")
+    hub.told["production"] = Told.of(await database_sync_to_async(load_catalog)("production"))
     hub.listeners.add(listener)
 
     def change_prompt():
@@ -165,7 +166,8 @@ async def test_hub_delivers_each_change_once_whichever_way_it_arrives():
 
 @pytest.mark.django_db
 def test_rollout_notifies_only_clients_whose_served_version_changes():
-    from registry.rollouts import gets_candidate, set_rollout
+    from registry.buckets import gets_candidate
+    from registry.rollouts import set_rollout
 
     prompt = make_prompt("greet")
     publish(prompt)
@@ -226,7 +228,7 @@ async def test_a_failed_refresh_is_retried_and_never_leaves_a_stale_catalog(monk
     hub = Hub()
     hub.loop, hub.lock = asyncio.get_running_loop(), asyncio.Lock()
     listener = Listener(Viewer(), render)
-    hub.catalogs["production"] = await database_sync_to_async(load_catalog)("production")
+    hub.told["production"] = Told.of(await database_sync_to_async(load_catalog)("production"))
     hub.listeners.add(listener)
 
     def change_prompt():
@@ -297,7 +299,7 @@ async def test_a_large_fan_out_lets_the_event_loop_run_other_work_between_slices
     prompt = await database_sync_to_async(make_prompt)("greet")
     await database_sync_to_async(publish)(prompt)
     hub = Hub()
-    hub.catalogs["production"] = await database_sync_to_async(fresh)()
+    hub.told["production"] = Told.of(await database_sync_to_async(fresh)())
     listeners = [Listener(Viewer(), render) for _ in range(FANOUT_SLICE * 2 + 1)]
     hub.listeners.update(listeners)
     await database_sync_to_async(PromptMessage.objects.filter(prompt=prompt).update)(text="New {{ topic }}")
@@ -318,7 +320,7 @@ async def test_a_large_fan_out_lets_the_event_loop_run_other_work_between_slices
 async def test_stream_budgets_are_counted_as_streams_open_and_end():
     """The per-client limit reads a counter (a scan of every stream per registration is quadratic)."""
     hub = Hub()
-    hub.catalogs["production"] = object()  # no catalog load needed for this check
+    hub.told["production"] = object()  # no catalog load needed for this check
     hub.start = _no_start  # type: ignore[method-assign]
     first, second = Listener(Viewer(), render, owner="token-a"), Listener(Viewer(), render, owner="token-a")
     other = Listener(Viewer(), render, owner="token-b")
@@ -415,3 +417,80 @@ async def test_a_catalog_built_while_a_change_is_delivered_is_not_refreshed_into
         catalog_module._read = real_read
     served = cached_catalog("production")
     assert served is None or served.prompt_items["greet"].version == 2
+
+
+# ------------------------------------------------------------ rebuilds racing deliveries
+
+
+async def _hub_listening(**listener):
+    hub = Hub()
+    hub.loop = asyncio.get_running_loop()
+    hub.lock = asyncio.Lock()
+    hub.told["production"] = Told.of(await database_sync_to_async(fresh)())
+    heard_by = Listener(Viewer(), render, **listener)
+    hub.listeners.add(heard_by)
+    return hub, heard_by
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_full_rebuild_between_two_commits_and_the_first_delivery_swallows_neither():
+    """Two commits, then a list request's full rebuild (which reads both), then each commit's
+    delivery: the second delivery refreshes a catalog that already holds its change, and must
+    still announce it, since listeners were never told."""
+    def setup():
+        for uri in ("docs://one", "docs://two"):
+            publish(make_resource(uri, text="v1"))
+    await database_sync_to_async(setup)()
+    hub, listener = await _hub_listening(uris={"docs://one", "docs://two"})
+
+    def change(uri, text):
+        Resource.objects.filter(uri=uri).update(text=text)
+        publish(Resource.objects.get(uri=uri))
+
+    await database_sync_to_async(change)("docs://one", "v2 of one")
+    await database_sync_to_async(change)("docs://two", "v2 of two")
+    await database_sync_to_async(fresh)()  # the rebuild: bump_generation() and load_catalog, both commits in
+    await hub.process([Change(20_001, "resource", "docs://one", "production", False)])
+    await hub.process([Change(20_002, "resource", "docs://two", "production", False)])
+    assert heard(listener) == [(RESOURCE_UPDATED, {"uri": "docs://one"}), (RESOURCE_UPDATED, {"uri": "docs://two"})]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_prompt_change_a_rebuild_read_before_the_previous_delivery_is_still_announced():
+    def setup():
+        publish(make_prompt("alpha"))
+        publish(make_prompt("beta"))
+    await database_sync_to_async(setup)()
+    hub, listener = await _hub_listening()
+
+    def change(name):
+        prompt = Prompt.objects.get(name=name)
+        PromptMessage.objects.filter(prompt=prompt).update(text=f"New {name} {{{{ topic }}}}")
+        publish(prompt)
+
+    await database_sync_to_async(change)("alpha")
+    await database_sync_to_async(change)("beta")
+    await database_sync_to_async(fresh)()  # rebuilt after beta's commit, before alpha's delivery
+    await hub.process([Change(20_011, "prompt", "alpha", "production", True)])
+    await hub.process([Change(20_012, "prompt", "beta", "production", True)])
+    assert heard(listener) == [(PROMPTS_CHANGED, None), (PROMPTS_CHANGED, None)]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_consistency_check_compares_what_listeners_were_told_not_only_the_catalog():
+    """A change whose delivery never came (a gap given up on) while a rebuild already holds it:
+    the catalog agrees with the database, what listeners were told does not."""
+    await database_sync_to_async(lambda: publish(make_prompt("greet")))()
+    hub, listener = await _hub_listening()
+
+    def change():
+        prompt = Prompt.objects.get(name="greet")
+        PromptMessage.objects.filter(prompt=prompt).update(text="Changed {{ topic }}")
+        publish(prompt)
+
+    await database_sync_to_async(change)()
+    await database_sync_to_async(fresh)()
+    assert await hub.check_consistency() == 1
+    assert heard(listener) == [(PROMPTS_CHANGED, None)]
+    assert await hub.check_consistency() == 0  # told and served agree now: nothing more
+    assert heard(listener) == []

@@ -12,7 +12,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry import reviews, rollouts, services
+from registry import buckets, reviews, rollouts, services
 from registry.clients import hash_token
 from registry.errors import ReviewClosed
 from registry.models import (
@@ -999,7 +999,7 @@ def test_publisher_starts_a_rollout_and_the_page_shows_progress(client, publishe
     [progress] = page.context["progress"]
     assert progress["expected_new"] + progress["expected_old"] == 20
     assert progress["expected_new"] == sum(1 for i in range(20)
-                                           if rollouts.gets_candidate(f"agent-{i}", "greet", 30))
+                                           if buckets.gets_candidate(f"agent-{i}", "greet", 30))
     assert (progress["observed_new"], progress["observed_old"]) == (["agent-1"], ["agent-2"])
     assert "v2 to 30% of clients" in page.text
     assert client.get(url("rollout_changelist")).status_code == 200
@@ -1031,8 +1031,8 @@ def test_client_page_shows_what_the_client_receives_now_including_its_rollout_bu
     prompt = _two_version_prompt()
     rollouts.set_rollout(prompt, label="staging", version_number=2, percent=50, acting_user=publisher)
     names = [f"bot-{i}" for i in range(40)]
-    inside = next(n for n in names if rollouts.gets_candidate(n, "greet", 50))
-    outside = next(n for n in names if not rollouts.gets_candidate(n, "greet", 50))
+    inside = next(n for n in names if buckets.gets_candidate(n, "greet", 50))
+    outside = next(n for n in names if not buckets.gets_candidate(n, "greet", 50))
     client_for(client, publisher)
     for name, version, note in ((inside, 2, "in the rollout"), (outside, 1, "not in the rollout")):
         mcp_client, _ = create_client(name=name, label="staging")

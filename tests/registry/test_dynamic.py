@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from registry import changes, dynamic, reviews, rollouts, services
+from registry import buckets, changes, dynamic, reviews, rollouts, services
 from registry.catalog import Viewer, catalog_for
 from registry.errors import UnknownResource
 from registry.models import PromptMessage
@@ -224,8 +224,8 @@ def test_versions_whose_tags_do_not_admit_the_client_are_left_out_of_its_history
 def _client_names(prompt_name, percent):
     """A client name inside a rollout of `percent` and one outside it."""
     names = [f"client-{n}" for n in range(200)]
-    inside = next(n for n in names if rollouts.gets_candidate(n, prompt_name, percent))
-    outside = next(n for n in names if not rollouts.gets_candidate(n, prompt_name, percent))
+    inside = next(n for n in names if buckets.gets_candidate(n, prompt_name, percent))
+    outside = next(n for n in names if not buckets.gets_candidate(n, prompt_name, percent))
     return inside, outside
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import changes, reviews, rollouts
+from registry import buckets, changes, reviews, rollouts
 from registry.catalog import Viewer, catalog_for
 from registry.errors import ApprovalRequired, InvalidRollout, PublishPermissionDenied
 from registry.models import AuditEntry, ChangeLogEntry, PromptMessage, ReviewRequest, Rollout
@@ -34,14 +34,14 @@ def served_version(name: str, label: str = "production") -> int:
 
 
 def test_stable_bucket_is_0_to_99_and_does_not_depend_on_the_process():
-    values = [rollouts.stable_bucket(f"client-{i}", "greet") for i in range(200)]
+    values = [buckets.stable_bucket(f"client-{i}", "greet") for i in range(200)]
     assert all(0 <= v <= 99 for v in values)
     # Fixed values: SHA-256 of the two strings, not Python's per-process randomised hash().
-    assert (rollouts.stable_bucket("support-bot", "greet"), rollouts.stable_bucket("a", "docs://x")) == (59, 6)
+    assert (buckets.stable_bucket("support-bot", "greet"), buckets.stable_bucket("a", "docs://x")) == (59, 6)
 
 
 def test_anonymous_callers_are_never_in_a_rollout():
-    assert not rollouts.gets_candidate("", "greet", 100 - 1)
+    assert not buckets.gets_candidate("", "greet", 100 - 1)
 
 
 # ----------------------------------------------------------------------------- the split
@@ -84,8 +84,8 @@ def test_lists_get_reads_and_served_version_follow_the_clients_bucket(publisher)
     release(prompt, note="v3", labels=())
     rollouts.set_rollout(prompt, label="staging", version_number=3, percent=50, acting_user=publisher)
     catalog = catalog_for("staging")
-    inside = next(n for n in (f"c{i}" for i in range(100)) if rollouts.gets_candidate(n, "greet", 50))
-    outside = next(n for n in (f"c{i}" for i in range(100)) if not rollouts.gets_candidate(n, "greet", 50))
+    inside = next(n for n in (f"c{i}" for i in range(100)) if buckets.gets_candidate(n, "greet", 50))
+    outside = next(n for n in (f"c{i}" for i in range(100)) if not buckets.gets_candidate(n, "greet", 50))
     assert catalog.personalised(client(inside, "staging")) and catalog.personalised(client(outside, "staging"))
     assert catalog.prompts(client(inside, "staging"))[0]["description"] == "Described in v3"
     assert catalog.prompts(client(outside, "staging"))[0]["description"] == "A prompt for tests"
@@ -109,7 +109,7 @@ def test_resources_and_templates_are_rolled_out_too(publisher):
         rollouts.set_rollout(entry, label="staging", version_number=2, percent=100 - 1, acting_user=publisher)
     catalog = catalog_for("staging")
     inside = next(n for n in (f"c{i}" for i in range(200))
-                  if rollouts.gets_candidate(n, "docs://guide", 99) and rollouts.gets_candidate(n, "items://{id}", 99))
+                  if buckets.gets_candidate(n, "docs://guide", 99) and buckets.gets_candidate(n, "items://{id}", 99))
     read = catalog.read_resource(client(inside, "staging"), "docs://guide")
     assert (read.result["contents"][0]["text"], read.version) == ("new", 2)
     templated = catalog.read_resource(client(inside, "staging"), "items://7")
@@ -308,7 +308,7 @@ def test_a_rollout_begun_after_the_draft_was_renamed_reaches_its_clients(publish
     prompt.name = "hello"  # the draft only
     prompt.save()
     rollouts.set_rollout(prompt, label="staging", version_number=2, percent=99, acting_user=publisher)
-    inside = next(n for n in (f"c{i}" for i in range(100)) if rollouts.gets_candidate(n, "greet", 99))
+    inside = next(n for n in (f"c{i}" for i in range(100)) if buckets.gets_candidate(n, "greet", 99))
     viewer = client(inside, "staging")
     forget_catalogs()
     whole = load_catalog("staging")
