@@ -25,6 +25,7 @@ from api.drafts import PromptSerializer, ResourceSerializer, TemplateSerializer
 from api.filters import EntryFilterSerializer, filter_entries, validated_params
 from api.permissions import ModelPermissions, ReadModelPermission
 from api.versions import (
+    PublishedVersionSerializer,
     LabelSerializer,
     MoveLabelRequestSerializer,
     NoteSerializer,
@@ -33,7 +34,7 @@ from api.versions import (
     VersionSerializer,
     VersionSummarySerializer,
 )
-from registry import services
+from registry import reviews, services
 from registry.drafts import lock_draft
 from registry.errors import ContentMissing
 from registry.kinds import KINDS
@@ -160,14 +161,20 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return Response(LabelSerializer(entry.labels.select_related("version"), many=True).data)
 
     # ---------------------------------------------------------------------------- release actions
-    @extend_schema(request=PublishRequestSerializer, responses={201: VersionSerializer})
+    @extend_schema(request=PublishRequestSerializer, responses={201: PublishedVersionSerializer})
     @action(detail=True, methods=["post"])
     def publish(self, request: Request, **kwargs: Any) -> Response:
         entry = self.get_object()
         params = _valid(PublishRequestSerializer, request)
-        version = services.publish(entry, acting_user=request.user, note=params["note"], labels=params["labels"],
-                                   override_reason=params.get("override_reason") or None)
-        return Response(VersionSerializer(version).data, status=status.HTTP_201_CREATED)
+        override_reason = params.get("override_reason") or None
+        if not params.get("request_review"):
+            version = services.publish(entry, acting_user=request.user, note=params["note"], labels=params["labels"],
+                                       override_reason=override_reason)
+            return Response(VersionSerializer(version).data, status=status.HTTP_201_CREATED)
+        version, filed = reviews.publish_or_request(entry, acting_user=request.user, note=params["note"],
+                                                    labels=params["labels"], override_reason=override_reason)
+        version.review_requests = [review.pk for review in filed]
+        return Response(PublishedVersionSerializer(version).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=MoveLabelRequestSerializer, responses=LabelSerializer)
     @action(detail=True, methods=["post"], url_path="move-label")

@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 
 from api.parsers import JSONParser
 from registry.importer import ImportFailed, ImportReport, export_yaml, import_documents
-from registry.validation import max_document_bytes
+from registry.conf import max_document_bytes
 
 ENTRY_MODELS = ("prompt", "resource", "resourcetemplate")
 

@@ -26,6 +26,12 @@ class VersionSerializer(VersionSummarySerializer):
     snapshot = serializers.JSONField(help_text="Exactly what clients receive from this version (MCP shape).")
 
 
+class PublishedVersionSerializer(VersionSerializer):
+    review_requests = serializers.ListField(
+        child=serializers.IntegerField(), required=False,
+        help_text="With request_review: the review requests filed for the protected labels not moved.")
+
+
 class RolloutStateSerializer(serializers.Serializer):
     candidate_version = serializers.IntegerField()
     percent = serializers.IntegerField()
@@ -55,6 +61,10 @@ class PublishRequestSerializer(OverrideMixin):
         child=serializers.CharField(max_length=40, validators=[label_name_validator]), default=[PRODUCTION],
         help_text="Labels to point at the new version (default [production]; [] publishes without moving any).",
     )
+    request_review = serializers.BooleanField(
+        default=False, help_text="For each protected label you may not move (no override reason), file a review "
+        "request for the new version instead of refusing the publish (409 approval_required); the response lists "
+        "them in `review_requests`.")
 
 
 class MoveLabelRequestSerializer(OverrideMixin):

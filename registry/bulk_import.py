@@ -31,6 +31,7 @@ from django.db import connection, models
 from django.utils import timezone
 
 from registry import content, services
+from registry.audit import User, audit_row, write_audit_rows
 from registry.changes import record_changes, service_scope
 from registry.drafts import (
     PROMPT_FIELDS,
@@ -45,7 +46,7 @@ from registry.drafts import (
 )
 from registry.errors import ContentTooLarge, RegistryError
 from registry.kinds import KINDS
-from registry.listing import listing_of
+from registry.listing import list_changed, listing_of
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -61,10 +62,9 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.base import label_name_validator, served_key_of
-from registry.signals import audits_recorded
 from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of
 from registry.uris import normalize_uri, normalize_uri_template
-from registry.validation import max_upload_bytes
+from registry.conf import max_upload_bytes
 
 CHUNK = 500  # rows per statement / keys per IN (...)
 _FIELDS = {"prompt": PROMPT_FIELDS, "resource": RESOURCE_FIELDS, "template": TEMPLATE_FIELDS}
@@ -101,13 +101,9 @@ def _chunks(items: list[Any]) -> Iterable[list[Any]]:
         yield items[start:start + CHUNK]
 
 
-def _audit(entry: VersionedEntry, action: str, acting_user: services.User, actor: str, **fields: Any) -> AuditEntry:
-    """The row `services.write_audit` would insert (unsaved)."""
-    return AuditEntry(actor=acting_user if getattr(acting_user, "pk", None) else None, actor_name=actor,
-                      action=action, entry_kind=entry.kind, entry_key=entry.key, entry_id=entry.pk,
-                      label=fields.get("label", ""), from_version=fields.get("from_version"),
-                      to_version=fields.get("to_version"), changes=fields.get("changes") or [],
-                      note=fields.get("note", ""))
+def _audit(entry: VersionedEntry, action: str, acting_user: User, actor: str, **fields: Any) -> AuditEntry:
+    """The row `audit.write_audit` would insert (unsaved; written with the others in bulk)."""
+    return audit_row(entry=entry, action=action, acting_user=acting_user, actor=actor, **fields)
 
 
 def _update_rows(model: type[models.Model], rows: list[models.Model], names: list[str]) -> None:
@@ -130,7 +126,7 @@ class BulkWriter:
     """Collects one kind's draft saves and publishes in memory; `flush` writes them."""
 
     def __init__(self, kind: str, entries: Iterable[VersionedEntry], *, labels_wanted: Mapping[int, list[str]],
-                 publish: bool, note: str, acting_user: services.User, actor: str,
+                 publish: bool, note: str, acting_user: User, actor: str,
                  override_reason: str | None) -> None:
         self.kind = kind
         self.spec = KINDS[kind]
@@ -295,7 +291,7 @@ class BulkWriter:
                 move.changes = diff_from(row.version_id)
                 before = snapshots.get(row.version_id) if row.version_id is not None else None
                 changes.append((self.kind, plan.entry.key, row.name,
-                                self.kind == "prompt" or services._list_changed(before, after)))
+                                list_changed(self.kind, before, after)))
         return changes
 
     def move_label_later(self, entry: VersionedEntry, label: str, version_number: int, *, location: str) -> None:
@@ -311,8 +307,7 @@ class BulkWriter:
                 self._write_drafts()
                 changes = self._fill_diffs()
                 self._write_publishes()
-                rows = AuditEntry.objects.bulk_create(self.audits, batch_size=CHUNK)
-                audits_recorded.send(sender=AuditEntry, entries=rows)
+                write_audit_rows(self.audits, batch_size=CHUNK)
                 if changes:
                     record_changes(changes)
         for entry, label, number, location in self.later_moves:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
-from registry import argtypes, changes, content_cache, dynamic
+from registry import changes, content_cache, dynamic
 from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout

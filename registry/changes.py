@@ -1,18 +1,22 @@
-"""Recording changes to served content and announcing them once, after commit.
+"""The change log: recording changes to served content, announcing them once after commit,
+and reading them back (catch-up, gaps, replay, pruning).
 
-Every change is written to the change log inside the changing transaction. One callback per
-transaction is registered with `transaction.on_commit`; all changes of that transaction join
-its batch, so fifty changed entries make one announcement, and a rolled-back transaction's
-callback is discarded by Django together with its batch.
+Every change is written to the change log inside the changing transaction by `record_change`
+(one row) or, for the bulk importer that writes around the models, `record_changes`. Who calls
+them is one rule: the model-save receivers (registry.receivers) record every save that changes
+what clients are served (label moves, rollouts, archiving, deletions), whatever made it (a
+service, the admin, an import, a shell); the services save models and audit, and record nothing
+themselves, so no change is recorded twice.
 
-A change is recorded both by the service that makes it and by the model-save receivers
-(registry.receivers), so that changes made outside the services (shell, scripts) are not
-missed. `record_change` therefore keeps one row per (kind, key, label) per service call: a
-second record of the same change reuses the first row (raising its list_changed flag when
-needed), so one service call still writes one row and makes one announcement.
+Changes are announced together per recording scope: a service's transaction
+(`service_transaction`, `recording(service=True)`) or a receiver's own (`recording()`), each an
+atomic block that registers one `transaction.on_commit` batch when it opens; inner scopes join
+the outer one. A rolled-back block takes its registration with it, and the scope ends with the
+block, so no batch outlives its transaction; no Django internals are read. A change recorded
+outside any scope is announced on its own (after commit, or at once in autocommit).
 
-`service_transaction` marks the services' transactions: receivers write an audit row (actor
-"database") only for changes made outside it, since the services audit their own changes.
+`in_service()` tells the receivers that a service audits its own changes (they write an audit
+row, actor "database", only for changes made outside one).
 """
 
 from __future__ import annotations
@@ -20,13 +24,16 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from datetime import timedelta
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, TypeVar
 
 from django.db import transaction
+from django.utils import timezone
 
+from registry.conf import registry_settings
 from registry.models import ChangeLogEntry
 from registry.signals import registry_changed
 
@@ -72,129 +79,90 @@ def bump_generation() -> int:
         return _generation
 
 
-def _pending_batch() -> ChangeBatch:
-    connection = transaction.get_connection()
-    for _sids, func, _robust in connection.run_on_commit:
-        if isinstance(func, ChangeBatch) and not func.sent:
-            return func
-    batch = ChangeBatch()
-    transaction.on_commit(batch)
-    return batch
+@dataclass
+class _Scope:
+    service: bool  # a service: it audits its own changes
+    batch: ChangeBatch
 
 
-def _already_recorded(recorded: dict[tuple[str, str, str], Change], key: tuple[str, str, str],
-                      list_changed: bool) -> Change | None:
-    """The change this service call already recorded for `key`, if its row still exists.
+_scope: ContextVar[_Scope | None] = ContextVar("registry_recording_scope", default=None)
+F = TypeVar("F", bound=Callable[..., Any])
 
-    The row is checked because a rolled-back savepoint removes it while the Change is still
-    remembered."""
-    existing = recorded.get(key)
-    if existing is None:
-        return None
-    rows = ChangeLogEntry.objects.filter(pk=existing.id)
-    if existing.list_changed or not list_changed:
-        return existing if rows.exists() else None
-    if not rows.update(list_changed=True):
-        return None
-    upgraded = replace(existing, list_changed=True)
-    batch = _pending_batch()
-    batch.changes = [upgraded if c.id == existing.id else c for c in batch.changes]
-    recorded[key] = upgraded
-    return upgraded
+
+@contextmanager
+def recording(*, service: bool = False, durable: bool = False, savepoint: bool = True) -> Iterator[None]:
+    """An atomic block whose recorded changes are announced together after it commits.
+
+    Inside another scope it joins that one (and its batch), and counts as a service if either is;
+    `savepoint=False` joins without a savepoint (a receiver: its rows fail or commit with the save)."""
+    outer = _scope.get()
+    if outer is not None:
+        token = _scope.set(_Scope(True, outer.batch)) if service and not outer.service else None
+        try:
+            with transaction.atomic(durable=durable, savepoint=savepoint):
+                yield
+        finally:
+            if token is not None:
+                _scope.reset(token)
+        return
+    with transaction.atomic(durable=durable, savepoint=savepoint):
+        batch = ChangeBatch()
+        transaction.on_commit(batch)  # registered at this block's own level: an inner rollback keeps it
+        token = _scope.set(_Scope(service, batch))
+        try:
+            yield
+        finally:
+            _scope.reset(token)
 
 
 def record_change(*, kind: str, key: str, label: str = "", list_changed: bool = False) -> Change:
-    """Write one change-log row and add it to this transaction's announcement.
-
-    Within one service call, a change of the same (kind, key, label) is recorded once."""
-    recorded = _service_changes.get()
-    in_transaction = transaction.get_connection().in_atomic_block
-    if recorded is not None and in_transaction:
-        existing = _already_recorded(recorded, (kind, key, label), list_changed)
-        if existing is not None:
-            return existing
+    """Write one change-log row and add it to this scope's announcement."""
     row = ChangeLogEntry.objects.create(entry_kind=kind, entry_key=key, label=label, list_changed=list_changed)
     change = Change(row.pk, kind, key, label, list_changed)
-    if in_transaction:
-        _pending_batch().changes.append(change)
-        if recorded is not None:
-            recorded[(kind, key, label)] = change
-    else:
-        announce(ChangeBatch([change]))
+    _announce_after_commit([change])
     return change
 
 
 def record_changes(items: list[tuple[str, str, str, bool]]) -> list[Change]:
-    """`record_change` for many (kind, key, label, list_changed) at once: one INSERT per batch of rows.
-
-    For a bulk writer inside a service transaction; a change this service call recorded already
-    goes through `record_change` (which keeps it to one row)."""
-    recorded = _service_changes.get()
-    if not transaction.get_connection().in_atomic_block or recorded is None:
-        raise RuntimeError("record_changes runs inside a service transaction (changes.service_scope + atomic).")
-    fresh = [item for item in items if (item[0], item[1], item[2]) not in recorded]
-    again = [item for item in items if (item[0], item[1], item[2]) in recorded]
+    """`record_change` for many (kind, key, label, list_changed) at once: one INSERT per batch of rows
+    (the bulk importer, which writes labels around the models, records its own changes here)."""
     rows = ChangeLogEntry.objects.bulk_create(
         [ChangeLogEntry(entry_kind=kind, entry_key=key, label=label, list_changed=listed)
-         for kind, key, label, listed in fresh], batch_size=500)
+         for kind, key, label, listed in items], batch_size=500)
     made = [Change(row.pk, row.entry_kind, row.entry_key, row.label, row.list_changed) for row in rows]
-    _pending_batch().changes.extend(made)
-    for change in made:
-        recorded[(change.kind, change.key, change.label)] = change
-    return made + [record_change(kind=k, key=key, label=label, list_changed=listed) for k, key, label, listed in again]
+    _announce_after_commit(made)
+    return made
 
 
-# Set for the duration of the outermost service call: the changes it recorded, by (kind, key, label).
-_service_changes: ContextVar[dict[tuple[str, str, str], Change] | None] = ContextVar(
-    "registry_service_changes", default=None
-)
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-# Instance attribute a service sets on a release label it is saving, having read what the label
-# served before: the label receivers then leave the row to the service (which records and
-# audits the move itself) instead of re-reading the stored row, the entry and the old version.
-SERVICE_SAVE = "_registry_service_save"
-
-
-@contextmanager
-def service_save(instance: Any) -> Iterator[None]:
-    """Saves of `instance` inside this block are the running service's own (see SERVICE_SAVE)."""
-    setattr(instance, SERVICE_SAVE, True)
-    try:
-        yield
-    finally:
-        delattr(instance, SERVICE_SAVE)
-
-
-def saved_by_service(instance: Any) -> bool:
-    """Whether a running service marked this instance's save as its own (registry.receivers)."""
-    return in_service() and getattr(instance, SERVICE_SAVE, False)
+def _announce_after_commit(made: list[Change]) -> None:
+    scope = _scope.get()
+    if scope is not None:
+        scope.batch.changes.extend(made)
+    elif transaction.get_connection().in_atomic_block:
+        transaction.on_commit(ChangeBatch(list(made)))
+    else:
+        announce(ChangeBatch(list(made)))
 
 
 def in_service() -> bool:
     """Whether the current code runs inside a registry service (which audits its own changes)."""
-    return _service_changes.get() is not None
+    scope = _scope.get()
+    return scope is not None and scope.service
 
 
-@contextmanager
-def service_scope() -> Iterator[None]:
-    """Mark the enclosed code as a service that records and audits its own changes (see module doc)."""
-    token = _service_changes.set({}) if _service_changes.get() is None else None
-    try:
-        yield
-    finally:
-        if token is not None:
-            _service_changes.reset(token)
+def service_scope(*, durable: bool = False) -> Any:
+    """`recording(service=True)` without a savepoint of its own: the enclosed block is a service that
+    audits its own changes, inside the transaction it runs in (a bulk writer's)."""
+    return recording(service=True, durable=durable, savepoint=False)
 
 
 def service_transaction(func: F) -> F:
-    """`transaction.atomic` for a service, marking its duration so receivers leave auditing to it
-    and its changes are recorded once each."""
+    """Run a service in its own recording scope: receivers leave auditing to it, its changes are
+    announced together after commit."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with service_scope(), transaction.atomic():
+        with recording(service=True):
             return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -208,3 +176,36 @@ def announce(batch: ChangeBatch) -> None:
     for receiver, response in registry_changed.send_robust(sender=ChangeBatch, batch=batch):
         if isinstance(response, Exception):
             log.error("registry_changed receiver %r failed: %r", receiver, response)
+
+
+# ------------------------------------------------------------------------------------ reading it back
+def recent_ids(window: int) -> tuple[int, list[int]]:
+    """The newest change-log id and the ids present in the ``window`` below it."""
+    top = ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    present = list(ChangeLogEntry.objects.filter(id__gt=top - window).values_list("id", flat=True))
+    return top, present
+
+
+def _change(row: ChangeLogEntry) -> Change:
+    return Change(row.id, row.entry_kind, row.entry_key, row.label, row.list_changed)
+
+
+def changes_after(after_id: int, limit: int = 5000) -> list[Change]:
+    """The changes after ``after_id`` in id order, at most ``limit``."""
+    return [_change(r) for r in ChangeLogEntry.objects.filter(id__gt=after_id).order_by("id")[:limit]]
+
+
+def changes_wanted(after_id: int, gaps: list[int]) -> list[Change]:
+    """Rows after ``after_id`` (at most 5,000 per call) and the rows of any ``gaps`` now present
+    (ids are not commit order: a long transaction commits its low ids after shorter ones)."""
+    found = changes_after(after_id)
+    for start in range(0, len(gaps), 500):
+        found.extend(_change(r) for r in ChangeLogEntry.objects.filter(id__in=gaps[start:start + 500]))
+    return sorted(found, key=lambda c: c.id)
+
+
+def prune_change_log() -> int:
+    """Delete rows older than CHANGE_LOG_RETENTION_SECONDS (registry.conf); returns how many."""
+    cutoff = timezone.now() - timedelta(seconds=float(registry_settings.CHANGE_LOG_RETENTION_SECONDS))
+    deleted, _ = ChangeLogEntry.objects.filter(created_at__lt=cutoff).delete()
+    return deleted

@@ -18,7 +18,7 @@ from django.utils import timezone
 from registry.changes import service_transaction
 from registry.catalog import Viewer
 from registry.models import AuditAction, McpClient
-from registry.services import actor_name, write_audit
+from registry.audit import actor_name, write_audit
 
 TOKEN_PREFIX = "mcpr_"
 TOKEN_CACHE_S = 5.0

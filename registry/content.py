@@ -31,6 +31,7 @@ from typing import Iterable
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
+from registry.storage.objects import ContentObject
 from registry.errors import ContentMissing, StorageUnavailable
 
 STORAGE_ALIAS = "registry"
@@ -66,8 +67,6 @@ def object_name(sha256: str) -> str:
 
 def put(data: bytes) -> Stored:
     """Store `data` unless an intact copy is there already, record it, and return its reference."""
-    from registry.models import ContentObject
-
     data = bytes(data)
     ref = Stored(sha256_of(data), len(data))
     _ensure_stored(storage(), ref.sha256, data)
@@ -77,8 +76,6 @@ def put(data: bytes) -> Stored:
 
 def put_many(blobs: Iterable[bytes]) -> None:
     """`put` for many objects: the same storage writes, and the records in a few queries."""
-    from registry.models import ContentObject
-
     by_sha = {sha256_of(bytes(data)): bytes(data) for data in blobs}
     backend = storage()
     for sha, data in by_sha.items():
@@ -121,8 +118,6 @@ def check_stored(shas: Iterable[str]) -> None:
 
     For references a publish copies from an existing draft (their bytes were stored earlier):
     a version is never published over a damaged object."""
-    from registry.models import ContentObject
-
     wanted = list(dict.fromkeys(shas))
     sizes: dict[str, int] = {}
     for start in range(0, len(wanted), 500):

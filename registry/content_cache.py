@@ -17,14 +17,13 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Hashable
 
-from django.conf import settings
+from registry.conf import registry_settings
 
-DEFAULT_BUDGET = 64 * 1024 * 1024
 ENTRY_FRACTION = 8
 
 
 def budget_bytes() -> int:
-    return int(settings.REGISTRY.get("CONTENT_CACHE_BYTES", DEFAULT_BUDGET))
+    return int(registry_settings.CONTENT_CACHE_BYTES)
 
 
 class ContentCache:

@@ -35,9 +35,9 @@ from registry.snapshot_schema import (
     Messages,
     Schema,
     Table,
-    choice_labels,
     schema_of,
 )
+from registry.schema_labels import binary_label, choice_labels, label_text
 from registry.snapshots import DIFF_DOCUMENT_LIMIT, DIFF_TEXT_LIMIT, Loader, TooLargeToDiff
 
 # ----------------------------------------------------------------------------------- display data
@@ -277,7 +277,7 @@ def humanise(key: str) -> str:
 def field_label(kind: str, key: str) -> str:
     """The form label of a snapshot key of `kind` (e.g. 'mimeType' -> 'Mime type'), else a humanised key."""
     found = schema_of(kind).field_for(key) if kind in SCHEMAS else None
-    return found.label_text if found is not None else humanise(key)
+    return label_text(found) if found is not None else humanise(key)
 
 
 # ------------------------------------------------------------------------------------ documents
@@ -561,7 +561,7 @@ def _document_change(field: Field, old: Document | None, new: Document | None,
     if load is not None:  # only a changed document is read, and only on a page that shows it
         old, new = (_with_text(doc, load) if doc is not None else None for doc in (old, new))
     present = [doc for doc in (old, new) if doc is not None]
-    label = field.label_text if not any(doc.binary for doc in present) else field.binary_label()
+    label = label_text(field) if not any(doc.binary for doc in present) else binary_label(field)
     if all(doc.text is not None for doc in present):
         change = FieldChange(_change_key(field), label, _status(old, new), display(old), display(new))
         change.words = word_diff(old.text if old else None, new.text if new else None)
@@ -577,7 +577,7 @@ def _field_change(field: Field | None, key: str, old: Any, new: Any, *, label: s
         return _document_change(field, old, new, load)
     if old == new or (display(old, key=key, field=field).missing and display(new, key=key, field=field).missing):
         return None
-    label = label or (field.label_text if field is not None else humanise(key))
+    label = label or (label_text(field) if field is not None else humanise(key))
     change = FieldChange(key, label, _status(old, new), display(old, key=key, field=field),
                          display(new, key=key, field=field))
     if (change.status == "changed" and (_is_long(old) or _is_long(new))
@@ -671,7 +671,7 @@ def _table(table: Table, old: Any, new: Any, partial: bool) -> TableChange | Non
     if not any_change:
         return None
     return TableChange(table.key, gettext(table.heading), gettext(table.singular),
-                       [column.label_text for column in columns], rows)
+                       [label_text(column) for column in columns], rows)
 
 
 def _message_key(message: dict[str, Any]) -> str:

@@ -29,13 +29,15 @@ from typing import Any, Iterable, Mapping
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry import content, services
+from registry import content
+from registry.audit import User, actor_name, write_audit
 from registry.argtypes import plain_number
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
 from registry.rendering import normalise_newlines
 from registry.models import (
     AuditAction,
+    AuditEntry,
     Prompt,
     PromptArgument,
     PromptMessage,
@@ -342,9 +344,9 @@ def save_draft(
     if entry.pk is not None:
         lock_draft(entry, expected_revision=expected_revision)
         before_snapshot = snapshot_of(entry)
-    entry.updated_by = actor or services.actor_name(acting_user)
+    entry.updated_by = actor or actor_name(acting_user)
     apply_data(entry, data)
-    row = services.record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=actor, note=note)
+    row = record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=actor, note=note)
     return row.changes if row is not None else []
 
 
@@ -459,9 +461,9 @@ def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: An
         raise RegistryError(f"{entry.key} has no version {version_number}.")
     lock_draft(entry)
     before = snapshot_of(entry)
-    entry.updated_by = services.actor_name(acting_user)
+    entry.updated_by = actor_name(acting_user)
     apply_snapshot(entry, version.snapshot)
-    services.write_audit(
+    write_audit(
         entry=entry, action=AuditAction.RESTORE_DRAFT, acting_user=acting_user, note=note,
         from_version=version.number, changes=diff_snapshots(before, snapshot_of(entry)),
     )
@@ -490,3 +492,28 @@ def normalised(data: Mapping[str, Any]) -> dict[str, Any]:
     if "variables" in out:
         out["variables"] = sorted(out["variables"], key=lambda v: v["name"])
     return out
+
+
+def record_draft_change(
+    entry: VersionedEntry,
+    *,
+    before: dict[str, Any] | None,
+    acting_user: User,
+    actor: str | None = None,
+    note: str = "",
+) -> AuditEntry | None:
+    """Audit an edit of the working copy (call inside the saving transaction). Drafts announce nothing."""
+    after = snapshot_of(entry)
+    changes = diff_snapshots(before, after)
+    if before is not None and not changes:
+        return None
+    return write_audit(
+        entry=entry, action=AuditAction.CREATE if before is None else AuditAction.EDIT,
+        acting_user=acting_user, actor=actor, note=note, changes=changes,
+    )
+
+
+def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_user: User, note: str = "") -> AuditEntry:
+    """Audit the deletion of a never-published entry (published ones are archived instead)."""
+    return write_audit(entry=entry, action=AuditAction.DELETE, acting_user=acting_user, note=note,
+                       changes=diff_snapshots(snapshot, None))

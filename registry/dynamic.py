@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from registry.audit import without_names
+from registry.conf import registry_settings
 from registry.errors import UnknownPrompt, UnknownResource
 from registry.uris import UriTemplateMatcher
 from registry.viewer import served_item
@@ -181,9 +183,7 @@ def _both(uri: str, markdown: str, data: Any) -> list[dict[str, Any]]:
 
 def names_shown() -> bool:
     """Whether MCP clients see who published and approved (REGISTRY["SHOW_NAMES_TO_CLIENTS"], default off)."""
-    from django.conf import settings
-
-    return bool(getattr(settings, "REGISTRY", {}).get("SHOW_NAMES_TO_CLIENTS", False))
+    return bool(registry_settings.SHOW_NAMES_TO_CLIENTS)
 
 
 def _served(catalog: Any, viewer: Any) -> dict[tuple[str, str], Mapping[str, Any]]:
@@ -211,7 +211,6 @@ def _versions(kind: str, wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, i
 
 
 def _note(note: str) -> str:
-    from registry.reviews import without_names
 
     return note if names_shown() else without_names(note)
 

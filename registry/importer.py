@@ -23,6 +23,8 @@ from django.db import transaction
 from django.db.models import Max, Prefetch
 
 from registry import services
+from registry.audit import User
+from registry.changes import recording
 from registry.bulk_import import BulkWriter
 from registry.drafts import draft_data, normalised, save_draft
 from registry.errors import RegistryError
@@ -151,7 +153,7 @@ def import_documents(
     publish: bool = False,
     note: str = "",
     dry_run: bool = False,
-    acting_user: services.User = None,
+    acting_user: User = None,
     source: str | None = None,
     base_dir: Path | None = None,
     override_reason: str | None = None,
@@ -179,7 +181,7 @@ def import_documents(
     label = documents[0].source if len(documents) == 1 else (source or str(path_or_data))
     report = ImportReport(label, dry_run, publish, side_files=side_files)
     try:
-        with transaction.atomic(durable=True):
+        with recording(durable=True):  # one announcement for the whole import, after commit
             problems: list[str] = []
             for kind in ORDER:
                 kind_specs = [s for s in specs if s.kind == kind]
@@ -207,7 +209,7 @@ _CHUNK = 500  # keys per IN (...) query, well below every backend's parameter li
 
 
 def _writer(kind: str, specs: list[EntrySpec], known: "_Known", *, publish: bool, note: str,
-            acting_user: services.User, override_reason: str | None) -> BulkWriter:
+            acting_user: User, override_reason: str | None) -> BulkWriter:
     entries = [e for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None]
     wanted = {e.pk: spec.labels for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None}
     return BulkWriter(kind, entries, labels_wanted=wanted, publish=publish, note=note, acting_user=acting_user,
@@ -270,7 +272,7 @@ class _Known:
         return known
 
 
-def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: services.User, source: str,
+def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
                   problems: list[str], override_reason: str | None = None,
                   known: _Known | None = None, writer: BulkWriter | None = None) -> EntryOutcome | None:
     kind = KINDS[spec.kind]
@@ -323,7 +325,7 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: ser
 
 
 def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, note: str,
-             acting_user: services.User, override_reason: str | None = None,
+             acting_user: User, override_reason: str | None = None,
              newest: tuple[int, int, str] | None = None, writer: BulkWriter | None = None) -> None:
     """Publish the draft if it differs from the newest version, else point the file's labels at that.
 

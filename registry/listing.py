@@ -19,10 +19,22 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from registry import argtypes
-from registry.snapshot_schema import schema_of
+from registry.snapshot_schema import SCHEMAS, schema_of
 from registry.snapshots import resource_content
 
 LISTING_VERSION = 1
+# Snapshot keys whose change changes a list item (announced as list_changed): what the item shows
+# (the snapshot schema's `listed`), the arguments it lists, and the tags that decide who sees it.
+LIST_FIELDS = tuple(dict.fromkeys([*(key for schema in SCHEMAS.values() for key in schema.listed),
+                                   "arguments", "tags"]))
+
+
+def list_changed(kind: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> bool:
+    """Whether serving `after` instead of `before` (snapshots; None: not served) changes what a list
+    shows: always for prompts (their list items carry their arguments' words), else by LIST_FIELDS."""
+    if kind == "prompt" or before is None or after is None:
+        return True
+    return any(before.get(f) != after.get(f) for f in LIST_FIELDS)
 
 
 def _pick(snapshot: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:

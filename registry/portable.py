@@ -84,7 +84,7 @@ from registry.models.prompts import argument_name_validator, prompt_name_validat
 from registry.rendering import placeholders_in
 from registry.snapshot_schema import schema_of
 from registry.uris import parse_uri_template, validate_uri
-from registry.validation import max_document_bytes, max_upload_bytes
+from registry.conf import max_document_bytes, max_upload_bytes
 from registry.yamlbuild import EventBuilder
 
 # libyaml's reader, when PyYAML was built with it (the pure-Python one otherwise).

@@ -1,9 +1,9 @@
 """Model-signal receivers: every change to what clients are served is recorded, whoever makes it.
 
-The services (registry.services, rollouts, reviews, drafts) record and audit their own
-changes. An operator in `manage.py shell` (`label.version = v1; label.save()`) or a script
-saving models directly bypasses them; these receivers catch such saves and deletes of the
-models that decide what clients receive, in the same transaction:
+These receivers are the one recorder of the change log: every save and delete of the models
+that decide what clients receive is recorded here, in the same transaction, whoever made it (the
+services, the admin, an operator in `manage.py shell` with `label.version = v1; label.save()`, a
+script); the services audit their own changes, and these receivers audit the rest:
 
 - release labels: created, moved (version changed) or deleted;
 - versions: inserted outside a service (a hand-made publish; nothing is served until a label
@@ -14,10 +14,9 @@ models that decide what clients receive, in the same transaction:
   after commit, so the new scope applies at once in this process (other processes within
   registry.clients.TOKEN_CACHE_S).
 
-Each records a change-log row (registry.changes.record_change keeps one row per entry and
-label per service call, so a service call that also triggers these receivers still writes one
-row and makes one announcement) and, only outside a service (changes.in_service), an audit
-row with actor "database". Fixture loading (raw=True) is ignored: loaddata restores state
+Each records a change-log row (registry.changes.record_change; inside a service it joins the
+service's announcement) and, only outside a service (changes.in_service), an audit row with
+actor "database". Fixture loading (raw=True) is ignored: loaddata restores state
 as it was recorded elsewhere.
 
 Bulk QuerySet.update() sends no signals, so it is refused on the guarded fields
@@ -36,10 +35,10 @@ from typing import Any
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 
-from registry.changes import in_service, record_change, saved_by_service
+from registry.audit import write_audit
+from registry.changes import in_service, record_change, recording
 from registry.models import (
     AuditAction,
-    AuditEntry,
     McpClient,
     Prompt,
     PromptLabel,
@@ -55,7 +54,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.reviews import rollout_diff
-from registry.services import LIST_FIELDS
+from registry.listing import list_changed
 from registry.signals import served_rows_bulk_created
 from registry.snapshots import diff_snapshots
 
@@ -69,11 +68,12 @@ BEFORE = "_registry_stored"  # instance attribute: the stored row's relevant val
 
 
 def _together(receiver: Any) -> Any:
-    """Run a receiver in one transaction: in autocommit (a shell) its change row, audit row and
-    announcement then go together, and the announcement waits for the commit."""
+    """Run a receiver in a recording scope: in autocommit (a shell) its change row, audit row and
+    announcement go together and the announcement waits for the commit; inside a service it joins
+    the service's scope and announcement."""
 
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        with transaction.atomic(savepoint=False):
+        with recording(savepoint=False):
             receiver(*args, **kwargs)
 
     wrapper.__name__ = wrapper.__qualname__ = receiver.__name__
@@ -85,9 +85,8 @@ def _audit(entry_kind: str, entry_key: str, entry_id: int | None, action: str, *
     """An audit row for a change made outside the services (they audit their own)."""
     if in_service():
         return
-    AuditEntry.objects.create(actor_name=DATABASE_ACTOR, action=action, entry_kind=entry_kind,
-                              entry_key=entry_key, entry_id=entry_id, note=fields.pop("note", OUTSIDE_NOTE),
-                              **fields)
+    write_audit(actor=DATABASE_ACTOR, action=action, entry_kind=entry_kind, entry_key=entry_key, entry_id=entry_id,
+                note=fields.pop("note", OUTSIDE_NOTE), **fields)
 
 
 def _stored(sender: Any, instance: Any, fields: tuple[str, ...], update_fields: Any) -> dict[str, Any] | None:
@@ -99,24 +98,19 @@ def _stored(sender: Any, instance: Any, fields: tuple[str, ...], update_fields: 
     return sender._base_manager.filter(pk=instance.pk).values(*fields).first()
 
 
-def _list_changed(kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:
-    """Whether a label move changes clients' lists (the services use the same rule)."""
-    if kind == "prompt" or before is None or after is None:
-        return True
-    return any(before.get(f) != after.get(f) for f in LIST_FIELDS)
-
-
 # ----------------------------------------------------------------------------------------- labels
 def label_saving(sender: Any, instance: ReleaseLabel, raw: bool = False, update_fields: Any = None,
                  **kwargs: Any) -> None:
-    if not raw and not saved_by_service(instance):
-        setattr(instance, BEFORE, _stored(sender, instance, ("version_id", "name"), update_fields))
+    if not raw:
+        # What it served before, in one read: the move's list_changed and audit need the old version.
+        setattr(instance, BEFORE, _stored(sender, instance, ("version_id", "name", "version__number",
+                                                             "version__snapshot"), update_fields))
 
 
 @_together
 def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = False, **kwargs: Any) -> None:
-    if raw or saved_by_service(instance):
-        return  # a service moving the label records and audits the move itself
+    if raw:
+        return
     stored = getattr(instance, BEFORE, None)
     if not created and stored is None:
         return  # only other fields were saved
@@ -132,13 +126,15 @@ def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = 
                from_version=version.number, note=f"Renamed the label '{renamed_from}' to '{instance.name}'. "
                + OUTSIDE_NOTE)
         before_id = None
-    before = type(version)._base_manager.filter(pk=before_id).first() if before_id else None
-    before_snapshot = before.snapshot if before else None
+    before_number = stored["version__number"] if before_id else None
+    before_snapshot = stored["version__snapshot"] if before_id else None
     record_change(kind=entry.kind, key=entry.key, label=instance.name,
-                  list_changed=_list_changed(entry.kind, before_snapshot, version.snapshot))
-    backwards = before is not None and version.number < before.number
+                  list_changed=list_changed(entry.kind, before_snapshot, version.snapshot))
+    if in_service():
+        return  # the service audits the move itself
+    backwards = before_number is not None and version.number < before_number
     _audit(entry.kind, entry.key, entry.pk, AuditAction.ROLLBACK if backwards else AuditAction.LABEL_MOVE,
-           label=instance.name, from_version=before.number if before else None, to_version=version.number,
+           label=instance.name, from_version=before_number, to_version=version.number,
            changes=diff_snapshots(before_snapshot, version.snapshot))
 
 

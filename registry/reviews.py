@@ -18,7 +18,8 @@ finds the label moved: the label never ends up in a state nobody approved.
 
 from __future__ import annotations
 
-import re
+from typing import Any
+
 
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
@@ -26,6 +27,7 @@ from django.utils import timezone
 
 from registry.changes import service_transaction
 from registry import services
+from registry.audit import User, actor_name, approval_note, write_audit
 from registry.errors import (
     InvalidEntry,
     InvalidRollout,
@@ -42,7 +44,6 @@ from registry.models.base import label_name_validator
 from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
 from registry.validation import validate_entry
 
-User = services.User
 
 
 def can_request(user: User, entry: VersionedEntry) -> bool:
@@ -51,6 +52,28 @@ def can_request(user: User, entry: VersionedEntry) -> bool:
         return True
     model_name = kind_of(entry).entry_model._meta.model_name
     return bool(user.is_active and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry)))
+
+
+@service_transaction
+def publish_or_request(
+    entry: VersionedEntry,
+    *,
+    acting_user: User,
+    note: str,
+    labels: list[str],
+    override_reason: str | None = None,
+) -> tuple[Any, list[ReviewRequest]]:
+    """Publish the draft and move the labels the user may move; for each protected one (unless an
+    override reason is given) file a review request for the new version instead. The admin's
+    Publish page and the REST API's `publish` with `request_review` both release through this.
+
+    Returns the version published and the requests filed (one per held label)."""
+    held = [] if override_reason else [name for name in labels if services.is_protected(entry, name)]
+    version = services.publish(entry, acting_user=acting_user, note=note,
+                               labels=[name for name in labels if name not in held], override_reason=override_reason)
+    filed = [request_publication(entry, acting_user=acting_user, note=note, label=name, version_number=version.number)
+             for name in held]
+    return version, filed
 
 
 def can_decide(user: User, review: ReviewRequest) -> bool:
@@ -87,7 +110,7 @@ def request_publication(
     if not can_request(acting_user, entry):
         raise PublishPermissionDenied(_("%(user)s may not change %(kind)ss, so may not request their publication "
                                         "either.")
-                                      % {"user": services.actor_name(acting_user), "kind": entry.kind})
+                                      % {"user": actor_name(acting_user), "kind": entry.kind})
     note = (note or "").strip()
     if not note:
         raise InvalidEntry([_("A note is required: say what should be released and why.")])
@@ -130,28 +153,15 @@ def request_publication(
         entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
         content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,
         requested_by=acting_user if getattr(acting_user, "pk", None) else None,
-        requested_by_name=services.actor_name(acting_user), note=note,
+        requested_by_name=actor_name(acting_user), note=note,
     )
     before = entry.versions.filter(number=base).first() if base is not None else None  # type: ignore[attr-defined]
-    services.write_audit(
+    write_audit(
         entry=entry, action=AuditAction.REVIEW_REQUESTED, acting_user=acting_user, label=label,
         note=f"Review #{review.pk} ({review.what}): {note}", from_version=base, to_version=version_number,
         changes=diff_snapshots(before.snapshot if before else None, target.snapshot if target else snapshot),
     )
     return review
-
-
-def approval_note(note: str, requester: str, approver: str, review_pk: int) -> str:
-    """The change note of a version an approval publishes (or a move it makes): who asked, who approved."""
-    return f"{note} (requested by {requester}, approved by {approver} in review #{review_pk})"
-
-
-_APPROVAL_NAMES = re.compile(r" \(requested by .*, approved by .* in review #(\d+)\)\Z", re.DOTALL)
-
-
-def without_names(note: str) -> str:
-    """A change note without the people `approval_note` named: '... (approved in review #3)'."""
-    return _APPROVAL_NAMES.sub(r" (approved in review #\1)", note)
 
 
 def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> VersionedEntry:
@@ -179,7 +189,7 @@ def _lock_pending(review: ReviewRequest) -> ReviewRequest:
 def _close(review: ReviewRequest, status: str, acting_user: User, comment: str) -> None:
     review.status = status
     review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
-    review.decided_by_name = services.actor_name(acting_user)
+    review.decided_by_name = actor_name(acting_user)
     review.decision_comment = comment
     review.decided_at = timezone.now()
     review.save()
@@ -206,13 +216,13 @@ def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> R
                             "new review of the current draft.") % {"pk": locked.pk, "key": entry.key})
     reference = f"review #{locked.pk}"
     requester = locked.requested_by
-    services.write_audit(
+    write_audit(
         entry=entry, action=AuditAction.REVIEW_APPROVED, acting_user=acting_user, label=locked.label,
         note=f"Approved review #{locked.pk} by {locked.requested_by_name} ({locked.what})"
              + (f": {comment}" if comment else ""),
         from_version=current, to_version=locked.version_number,
     )
-    note = approval_note(locked.note, locked.requested_by_name, services.actor_name(acting_user), locked.pk)
+    note = approval_note(locked.note, locked.requested_by_name, actor_name(acting_user), locked.pk)
     version_number = locked.version_number
     if version_number is None:
         latest = services.latest_version(entry)
@@ -246,7 +256,7 @@ def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewR
     entry = _decide_checks(review, acting_user, "reject")
     locked = _lock_pending(review)
     _close(locked, ReviewStatus.REJECTED, acting_user, comment)
-    services.write_audit(entry=entry, action=AuditAction.REVIEW_REJECTED, acting_user=acting_user,
+    write_audit(entry=entry, action=AuditAction.REVIEW_REJECTED, acting_user=acting_user,
                          label=locked.label, note=f"Rejected review #{locked.pk} ({locked.what}): {comment}",
                          from_version=locked.base_version, to_version=locked.version_number)
     return locked
@@ -261,7 +271,7 @@ def withdraw(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
     entry = entry_of(locked)
     _close(locked, ReviewStatus.WITHDRAWN, acting_user, "")
     if entry is not None:
-        services.write_audit(entry=entry, action=AuditAction.REVIEW_WITHDRAWN, acting_user=acting_user,
+        write_audit(entry=entry, action=AuditAction.REVIEW_WITHDRAWN, acting_user=acting_user,
                              label=locked.label, note=f"Withdrew review #{locked.pk} ({locked.what})",
                              from_version=locked.base_version, to_version=locked.version_number)
     return locked

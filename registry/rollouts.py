@@ -40,14 +40,14 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
 from registry import services
-from registry.changes import record_change, service_transaction
+from registry.audit import User, actor_name, write_audit
+from registry.changes import service_transaction
 from registry.errors import InvalidRollout, RolloutConflict
 from registry.kinds import kind_of
 from registry.models import AuditAction, Rollout, VersionedEntry
 from registry.models.base import label_name_validator, served_key_of
 from registry.models.reviews import rollout_diff
 
-User = services.User
 
 
 def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:
@@ -152,7 +152,7 @@ def set_rollout(
     before = (existing.candidate_version, existing.percent) if existing else (None, 0)
 
     def audit(after: tuple[int | None, int], what: str, *, was: tuple[int | None, int] = before) -> None:
-        services.write_audit(
+        write_audit(
             entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, label=label,
             note=f"{what}" + (f": {note}" if note else ""),
             from_version=current.version.number, to_version=version.number,
@@ -164,7 +164,6 @@ def set_rollout(
             return None
         existing.delete()
         audit((None, 0), f"Aborted the rollout of v{existing.candidate_version} on '{label}'")
-        record_change(kind=entry.kind, key=entry.key, label=label, list_changed=True)
         return None
 
     if current.version.number == version.number:
@@ -214,7 +213,7 @@ def set_rollout(
     rollout.authority = authority[:200]
     rollout.note = note
     rollout.updated_by = acting_user if getattr(acting_user, "pk", None) else None
-    rollout.updated_by_name = services.actor_name(acting_user)
+    rollout.updated_by_name = actor_name(acting_user)
     rollout.save()
     if existing is None:
         what = f"Started rolling out v{version.number} on '{label}' to {percent}% of clients"
@@ -223,5 +222,4 @@ def set_rollout(
     else:
         what = f"Rollout of v{version.number} on '{label}' now at {percent}% of clients"
     audit((version.number, percent), what)
-    record_change(kind=entry.kind, key=entry.key, label=label, list_changed=True)
     return rollout

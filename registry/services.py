@@ -1,10 +1,10 @@
 """Write side: every publish, label move, rollback, archive and audited draft change.
 
-Each service runs in one transaction together with its audit row and its change-log row,
-checks the acting user's permission itself (so the admin, the API, imports and any crafted
-request meet the same rule), and leaves announcements to `changes` (after commit). Each runs as
-a `changes.service_transaction`, so the model-save receivers (registry.receivers) that also
-see its saves leave the auditing to it and its change-log rows are not doubled.
+Each service runs in one transaction together with its audit rows, checks the acting user's
+permission itself (so the admin, the API, imports and any crafted request meet the same rule),
+and saves the models; the model-save receivers (registry.receivers) record what the saves change
+in the change log, as they do for every save, and `changes` announces it after commit. Each
+runs as a `changes.service_transaction`, so the receivers leave the auditing to it.
 `acting_user=None` means a trusted operator at the command line.
 
 Protected labels (four eyes). `_point_label` is the one place a label moves or is created.
@@ -38,15 +38,15 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
-from django.conf import settings
 from django.utils.translation import gettext as _
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 
 from registry import label_history
-from registry.changes import record_change, service_save, service_transaction
+from registry.audit import User, actor_name, write_audit
+from registry.conf import registry_settings
+from registry.changes import service_transaction
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -59,7 +59,6 @@ from registry.kinds import kind_of
 from registry.models import (
     PRODUCTION,
     AuditAction,
-    AuditEntry,
     EntryVersion,
     ReleaseLabel,
     ReviewRequest,
@@ -69,28 +68,12 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator
 from registry.models.reviews import rollout_diff
-from registry.signals import audit_recorded
 from registry.listing import listing_of
-from registry.snapshot_schema import SCHEMAS
 from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
 from registry.validation import validate_entry
 
-User = AbstractBaseUser | AnonymousUser | None
-
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"
-
-# Snapshot keys whose change changes a list item (announced as list_changed): what the item shows
-# (the snapshot schema's `listed`), the arguments it lists, and the tags that decide who sees it.
-LIST_FIELDS = tuple(dict.fromkeys([*(key for schema in SCHEMAS.values() for key in schema.listed),
-                                   "arguments", "tags"]))
-
-
-def actor_name(user: User, fallback: str = "command line") -> str:
-    if user is None:
-        return fallback
-    return user.get_username() or "anonymous"
-
 
 def can_publish(user: User, entry: VersionedEntry) -> bool:
     if user is None:
@@ -115,7 +98,7 @@ def can_override(user: User) -> bool:
 
 def protected_label_names() -> frozenset[str]:
     """Labels that are created protected (settings.REGISTRY["PROTECTED_LABELS"], default production)."""
-    return frozenset(getattr(settings, "REGISTRY", {}).get("PROTECTED_LABELS", [PRODUCTION]))
+    return frozenset(registry_settings.PROTECTED_LABELS)
 
 
 def is_protected(entry: VersionedEntry, label: str) -> bool:
@@ -179,47 +162,12 @@ def authorise_protected(
     return f"override: {reason}"
 
 
-def write_audit(
-    *,
-    entry: VersionedEntry,
-    action: str,
-    acting_user: User,
-    actor: str | None = None,
-    note: str = "",
-    label: str = "",
-    from_version: int | None = None,
-    to_version: int | None = None,
-    changes: list[dict[str, Any]] | None = None,
-) -> AuditEntry:
-    row = AuditEntry.objects.create(
-        actor=acting_user if getattr(acting_user, "pk", None) else None,
-        actor_name=actor or actor_name(acting_user),
-        action=action,
-        entry_kind=entry.kind,
-        entry_key=entry.key,
-        entry_id=entry.pk,
-        label=label,
-        from_version=from_version,
-        to_version=to_version,
-        changes=changes or [],
-        note=note,
-    )
-    audit_recorded.send(sender=AuditEntry, entry=row)  # inside the transaction; see registry.signals
-    return row
-
-
 def latest_version(entry: VersionedEntry) -> EntryVersion | None:
     return entry.versions.order_by("-number").first()  # type: ignore[attr-defined]
 
 
 def _lock(entry: VersionedEntry) -> VersionedEntry:
     return type(entry).objects.select_for_update().get(pk=entry.pk)
-
-
-def _list_changed(before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool:
-    if before is None or after is None:
-        return True
-    return any(before.get(f) != after.get(f) for f in LIST_FIELDS)
 
 
 @service_transaction
@@ -303,18 +251,13 @@ def _point_label(
     current.entry = entry  # type: ignore[attr-defined]  # no re-read of the locked entry
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
-    with service_save(current):  # this function records and audits the move below; the receivers need not
-        current.save()
+    current.save()  # recorded in the change log by registry.receivers, as every label save is
     if action is None:
         action = AuditAction.ROLLBACK if before is not None and version.number < before.number else AuditAction.LABEL_MOVE
     write_audit(
         entry=entry, action=action, acting_user=acting_user, actor=actor, note=note, label=label,
         from_version=before.number if before else None, to_version=version.number,
         changes=diff_snapshots(before.snapshot if before else None, version.snapshot),
-    )
-    record_change(
-        kind=entry.kind, key=entry.key, label=label,
-        list_changed=entry.kind == "prompt" or _list_changed(before.snapshot if before else None, version.snapshot),
     )
     _supersede_reviews(entry, label, version, acting_user=acting_user, actor=actor)
     return current
@@ -514,30 +457,4 @@ def set_archived(entry: VersionedEntry, *, archived: bool, acting_user: User, no
     entry.save(update_fields=["archived_at", "updated_at"])
     write_audit(entry=entry, action=AuditAction.ARCHIVE if archived else AuditAction.UNARCHIVE,
                 acting_user=acting_user, note=note)
-    record_change(kind=entry.kind, key=entry.key, list_changed=True)
     return entry
-
-
-def record_draft_change(
-    entry: VersionedEntry,
-    *,
-    before: dict[str, Any] | None,
-    acting_user: User,
-    actor: str | None = None,
-    note: str = "",
-) -> AuditEntry | None:
-    """Audit an edit of the working copy (call inside the saving transaction). Drafts announce nothing."""
-    after = snapshot_of(entry)
-    changes = diff_snapshots(before, after)
-    if before is not None and not changes:
-        return None
-    return write_audit(
-        entry=entry, action=AuditAction.CREATE if before is None else AuditAction.EDIT,
-        acting_user=acting_user, actor=actor, note=note, changes=changes,
-    )
-
-
-def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_user: User, note: str = "") -> AuditEntry:
-    """Audit the deletion of a never-published entry (published ones are archived instead)."""
-    return write_audit(entry=entry, action=AuditAction.DELETE, acting_user=acting_user, note=note,
-                       changes=diff_snapshots(snapshot, None))

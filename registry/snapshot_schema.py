@@ -19,18 +19,17 @@ shows the document as one thing (its text, or its size, type and hash), never tw
 Inline `text`/`blob`/`data` parts are the shape of audit records and of snapshots written before
 the content store; they are parts of the same document.
 
-Labels are those of the admin's edit forms (`form` names "FormClass.field" in registry/forms.py),
-so the diff speaks the editor's words; `label` is for keys no form field shows. No database
-access; the forms and models are imported only when a label is asked for.
+A field names its label by the admin's edit form field (`form`: "FormClass.field") or by its
+own text (`label`, for keys no form field shows); the admin turns them into words
+(registry/schema_labels.py), so this module knows nothing of forms. No database access.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, Iterator
 
-from django.utils.translation import get_language, gettext, gettext_noop
+from django.utils.translation import gettext_noop
 
 # How a value compares and reads in a diff.
 VALUE = "value"  # a short value as it is (names, URIs, numbers)
@@ -53,14 +52,6 @@ class Field:
     portable: tuple[str, ...] = ()  # its keys in the prompts-as-code YAML
     parts: tuple[str, ...] = ()  # DOCUMENT: the keys of the reference inside `key`
     binary_form: str = ""  # DOCUMENT: the form field labelling it when it holds bytes (an upload)
-
-    @property
-    def label_text(self) -> str:
-        """The label in the active language."""
-        return _label_in(self.form, self.label, get_language())
-
-    def binary_label(self) -> str:
-        return _label_in(self.binary_form or self.form, self.label, get_language())
 
     def covers(self, path: str) -> bool:
         """Whether snapshot key `path` (relative to the schema's mapping) belongs to this field."""
@@ -143,34 +134,6 @@ class Schema:
                 return self.messages.field_for(inner)
             return None
         return self.field_for(path)
-
-
-@cache
-def _label_in(form: str, label: str, language: str | None) -> str:
-    if form:
-        from registry import forms  # the words editors see; imported late so this module imports alone
-
-        form_name, field_name = form.split(".")
-        form_field = getattr(forms, form_name).base_fields.get(field_name)
-        if form_field is not None and form_field.label:
-            return str(form_field.label)
-    return gettext(label) if label else ""
-
-
-def choice_labels(name: str) -> dict[str, str]:
-    """Coded values of choice set `name` -> their labels in the active language."""
-    return _choice_labels_in(name, get_language())
-
-
-@cache
-def _choice_labels_in(name: str, language: str | None) -> dict[str, str]:
-    from registry.models import ArgumentType
-    from registry.models.prompts import ContentKind, MessageRole
-    from registry.models.resources import Audience
-
-    choices = {"role": MessageRole, "content_type": ContentKind, "argument_type": ArgumentType,
-               "audience": Audience}[name].choices
-    return {value: str(label) for value, label in choices if value}
 
 
 # ------------------------------------------------------------------------------------ the kinds

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.utils.translation import gettext as _
 
 from registry.argtypes import spec_problems
@@ -19,6 +18,7 @@ from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 from registry.rendering import placeholders_in
 from registry.snapshots import snapshot_argument
+from registry.conf import max_upload_bytes
 from registry.uris import template_variable_names, validate_uri
 
 
@@ -60,15 +60,6 @@ class DraftReport:
     @property
     def ok(self) -> bool:
         return not self.errors
-
-
-def max_upload_bytes() -> int:
-    return int(settings.REGISTRY.get("MAX_UPLOAD_BYTES", 5 * 1024 * 1024))
-
-
-def max_document_bytes() -> int:
-    """Largest prompts-as-code YAML file read (command line and API): parsing holds it all in memory."""
-    return int(settings.REGISTRY.get("MAX_IMPORT_BYTES", 20 * 1024 * 1024))
 
 
 def check_size(size: int, where: str, report: DraftReport, what: str = "file", *, place: str = "") -> None:

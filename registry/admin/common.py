@@ -191,7 +191,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         obj = form.instance
         # changeform_view runs in one transaction, so the audit row commits with the edit.
-        services.record_draft_change(obj, before=getattr(obj, "_registry_before", None), acting_user=request.user)
+        drafts.record_draft_change(obj, before=getattr(obj, "_registry_before", None), acting_user=request.user)
         warnings = list(getattr(form, "registry_warnings", []))
         for formset in formsets:
             warnings.extend(getattr(formset, "registry_warnings", []))
@@ -216,7 +216,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     def delete_model(self, request, obj):
         if obj.versions.exists():
             raise PermissionDenied(self._archive_hint(obj))
-        services.record_deletion(obj, snapshot=snapshot_of(obj), acting_user=request.user)
+        drafts.record_deletion(obj, snapshot=snapshot_of(obj), acting_user=request.user)
         super().delete_model(request, obj)
 
     def delete_queryset(self, request, queryset):
@@ -461,17 +461,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
     def _publish_or_request(self, request: HttpRequest, obj: VersionedEntry,
                             form: PublishForm) -> tuple[EntryVersion, list[ReviewRequest]]:
         """Publish; protected labels are moved only with the override, else a review request is filed for each."""
-        labels = form.chosen_labels()
-        note = form.cleaned_data["note"]
-        override_reason = form.cleaned_data.get("override_reason")
-        held = [] if override_reason else [name for name in labels if services.is_protected(obj, name)]
-        with transaction.atomic():
-            version = services.publish(obj, acting_user=request.user, note=note,
-                                       labels=[name for name in labels if name not in held],
-                                       override_reason=override_reason)
-            filed = [reviews.request_publication(obj, acting_user=request.user, note=note, label=name,
-                                                 version_number=version.number) for name in held]
-        return version, filed
+        return reviews.publish_or_request(obj, acting_user=request.user, note=form.cleaned_data["note"],
+                                          labels=form.chosen_labels(),
+                                          override_reason=form.cleaned_data.get("override_reason"))
 
     def _report_publish(self, request: HttpRequest, obj: VersionedEntry, version: EntryVersion,
                         form: PublishForm, filed: list[ReviewRequest]) -> None:

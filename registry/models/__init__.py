@@ -2,7 +2,7 @@
 
 from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
-from registry.models.content import ContentObject
+from registry.storage.objects import ContentObject
 from registry.models.clients import FetchCounter, McpClient
 from registry.models.preferences import EditorPreference
 from registry.models.prompts import (

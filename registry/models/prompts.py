@@ -7,7 +7,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
-from registry.models.content import StoredBytesMixin
+from registry.storage.stored_bytes import StoredBytesMixin
 
 prompt_name_validator = RegexValidator(
     r"^[A-Za-z0-9_.\-]{1,128}$",

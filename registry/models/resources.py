@@ -9,7 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from registry.errors import InvalidUri
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
-from registry.models.content import StoredBytesMixin
+from registry.storage.stored_bytes import StoredBytesMixin
 from registry.uris import normalize_uri, normalize_uri_template, parse_uri_template, validate_uri
 
 

@@ -243,6 +243,21 @@ def test_a_superusers_plain_publish_to_production_is_refused_without_approval(as
     assert not Prompt.objects.get(name="greet").versions.exists()  # the version was rolled back too
 
 
+def test_publish_with_request_review_moves_what_it_may_and_files_a_review_for_each_protected_label(as_publisher):
+    """The admin's Publish page and the API release through one service (reviews.publish_or_request)."""
+    from registry.models import ReviewRequest
+
+    make_prompt("greet")
+    response = as_publisher.post("/api/v1/prompts/greet/publish/", {
+        "note": "new greeting", "labels": ["staging", "production"], "request_review": True}, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["number"] == 1 and body["labels"] == ["staging"]
+    review = ReviewRequest.objects.get()
+    assert body["review_requests"] == [review.pk]
+    assert (review.label, review.version_number, review.status) == ("production", 1, "pending")
+
+
 def test_a_superuser_may_override_with_a_reason_and_it_is_audited(as_superuser):
     make_prompt("greet")
     response = as_superuser.post("/api/v1/prompts/greet/publish/",

@@ -12,7 +12,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry import buckets, reviews, rollouts, services
+from registry import buckets, drafts, reviews, rollouts, services
 from registry.clients import hash_token
 from registry.errors import ReviewClosed
 from registry.models import (
@@ -768,7 +768,7 @@ def test_versions_and_labels_are_read_only_in_the_admin(client, publisher):
 
 def test_audit_log_is_read_only_even_for_superusers(client, editor):
     make_prompt()
-    services.record_draft_change(Prompt.objects.get(), before=None, acting_user=editor)
+    drafts.record_draft_change(Prompt.objects.get(), before=None, acting_user=editor)
     entry = AuditEntry.objects.get()
     client_for(client, make_user(None))
     assert client.get(url("auditentry_add")).status_code == 403
@@ -784,7 +784,7 @@ def test_audit_log_is_read_only_even_for_superusers(client, editor):
 
 def _two_audit_entries(editor, publisher):
     prompt = make_prompt(name="alpha")
-    services.record_draft_change(prompt, before=None, acting_user=editor)
+    drafts.record_draft_change(prompt, before=None, acting_user=editor)
     services.publish(prompt, acting_user=publisher, note="go", labels=["staging"])
 
 
@@ -959,7 +959,7 @@ def test_preview_argument_named_like_a_page_parameter_does_not_collide(client, e
 
 def test_csv_export_defuses_spreadsheet_formulas(client, editor, auditor):
     prompt = make_prompt()
-    services.record_draft_change(prompt, before=None, acting_user=editor, note="=HYPERLINK(\"http://x\")")
+    drafts.record_draft_change(prompt, before=None, acting_user=editor, note="=HYPERLINK(\"http://x\")")
     response = client_for(client, auditor).get(url("auditentry_export", "csv"))
     [row] = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert row["note"] == "'=HYPERLINK(\"http://x\")"
@@ -1113,7 +1113,7 @@ def _restore_page(client, prompt):
 
 
 def _audit_page(client, prompt):
-    services.record_draft_change(prompt, before=prompt.versions.get().snapshot, acting_user=None, actor="test")
+    drafts.record_draft_change(prompt, before=prompt.versions.get().snapshot, acting_user=None, actor="test")
     entry = AuditEntry.objects.filter(entry_id=prompt.pk, action="edit").latest("id")
     return client.get(url("auditentry_change", entry.pk))
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from registry import content, reviews, services, snapshots
+from registry import content, drafts, reviews, services, snapshots
 from registry.models import AuditEntry, PromptArgument, Resource
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_user, release
 
@@ -185,7 +185,7 @@ def test_a_type_change_names_both_types_in_the_review_page(client, editor, publi
     client.force_login(publisher)
     page = client.get(url("reviewrequest_change", review.pk))
     assert "Text (any, may span lines)" in page.text and "Single line of text" in page.text
-    services.record_draft_change(typed, before=typed.versions.get().snapshot, acting_user=make_user("Editors"))
+    drafts.record_draft_change(typed, before=typed.versions.get().snapshot, acting_user=make_user("Editors"))
     entry = AuditEntry.objects.filter(action="edit").latest("id")
     assert "Argument 2 type changed" in client.get(url("auditentry_changelist")).text  # the record keeps positions
     assert client.get(url("auditentry_change", entry.pk)).status_code == 200

@@ -184,9 +184,9 @@ from django.conf import settings
 settings.configure(STORAGES={"registry": {"BACKEND": "django.core.files.storage.FileSystemStorage",
                                           "OPTIONS": {"location": sys.argv[1]}}})
 django.setup()
-stub = types.ModuleType("registry.models")
+stub = types.ModuleType("registry.storage.objects")
 stub.ContentObject = types.SimpleNamespace(objects=types.SimpleNamespace(get_or_create=lambda **kw: None))
-sys.modules["registry.models"] = stub
+sys.modules["registry.storage.objects"] = stub
 from registry import content
 data = bytes(range(256)) * 700 + b"tail"
 if sys.argv[2] == "full":

@@ -138,13 +138,20 @@ def test_a_service_archive_makes_one_change_row_and_one_audit_row():
 
 
 @pytest.mark.django_db
-def test_a_service_rollout_makes_one_change_row_per_step_and_no_database_audit():
+def test_a_service_rollout_is_recorded_by_the_receivers_alone_and_audited_by_the_service():
+    """The receivers are the one recorder: the rollout's start (its row saved) and its completion
+    (the label moved, the rollout row deleted) each leave change rows for the label, and the
+    service's own audit rows are the only ones (no "database" rows)."""
     prompt = two_versions()
     services.move_label(prompt, label="staging", version_number=1, acting_user=None)
     before = ChangeLogEntry.objects.count()
     rollouts.set_rollout(prompt, label="staging", version_number=2, percent=10, acting_user=None)
+    assert list(ChangeLogEntry.objects.filter(id__gt=before).values_list("entry_key", "label")) == [
+        (prompt.name, "staging")]
     rollouts.set_rollout(prompt, label="staging", version_number=2, percent=100, acting_user=None)
-    assert ChangeLogEntry.objects.count() == before + 2
+    assert set(ChangeLogEntry.objects.filter(id__gt=before).values_list("entry_key", "label")) == {
+        (prompt.name, "staging")}
+    assert ChangeLogEntry.objects.filter(id__gt=before).count() == 3  # start; label move and rollout end
     assert not AuditEntry.objects.filter(actor_name="database").exists()
 
 

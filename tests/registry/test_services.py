@@ -1,6 +1,6 @@
 import pytest
 
-from registry import services
+from registry import drafts, services
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -183,17 +183,16 @@ def test_draft_edits_are_audited_with_a_field_diff_and_announce_nothing(editor):
     before = snapshot_of(prompt)
     prompt.description = "Sharper"
     prompt.save()
-    row = services.record_draft_change(prompt, before=before, acting_user=editor)
+    row = drafts.record_draft_change(prompt, before=before, acting_user=editor)
     assert row.action == "edit" and row.actor == editor
     assert row.changes == [{"field": "description", "before": "A prompt for tests", "after": "Sharper"}]
     assert ChangeLogEntry.objects.count() == 0
-    assert services.record_draft_change(prompt, before=snapshot_of(prompt), acting_user=editor) is None
+    assert drafts.record_draft_change(prompt, before=snapshot_of(prompt), acting_user=editor) is None
 
 
 @pytest.mark.django_db(transaction=True)
-def test_changes_are_announced_once_per_transaction_after_commit(publisher):
-    from django.db import transaction
-
+def test_changes_are_announced_once_per_recording_scope_after_commit(publisher):
+    from registry.changes import recording
     from registry.signals import registry_changed
 
     batches = []
@@ -204,7 +203,7 @@ def test_changes_are_announced_once_per_transaction_after_commit(publisher):
     registry_changed.connect(receiver, dispatch_uid="test-receiver")
     try:
         prompts = [make_prompt() for _ in range(5)]
-        with transaction.atomic():
+        with recording():
             for prompt in prompts:
                 services.publish(prompt, acting_user=publisher, note="bulk", labels=STAGING)
             assert batches == []
@@ -212,6 +211,59 @@ def test_changes_are_announced_once_per_transaction_after_commit(publisher):
         assert {c.key for c in batches[0].changes} == {p.name for p in prompts}
     finally:
         registry_changed.disconnect(dispatch_uid="test-receiver")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_services_in_someone_elses_transaction_are_announced_after_it_commits_and_not_after_a_rollback(publisher):
+    """A plain transaction.atomic() around several services: each service's changes are announced
+    once it commits (no batching across them is promised there: registry.changes.recording is
+    the way to ask for one announcement), and nothing when it rolls back."""
+    from django.db import transaction
+
+    from registry.signals import registry_changed
+
+    batches = []
+    registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-plain", weak=False)
+    try:
+        prompts = [make_prompt() for _ in range(3)]
+        with transaction.atomic():
+            for prompt in prompts:
+                services.publish(prompt, acting_user=publisher, note="one by one", labels=STAGING)
+            assert batches == []
+        assert sorted(c.key for b in batches for c in b.changes) == sorted(p.name for p in prompts)
+        batches.clear()
+        with pytest.raises(RuntimeError), transaction.atomic():
+            services.publish(make_prompt(), acting_user=publisher, note="undone", labels=STAGING)
+            raise RuntimeError("rolled back")
+        assert batches == []
+    finally:
+        registry_changed.disconnect(dispatch_uid="test-plain")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_inner_rollback_caught_inside_a_service_scope_loses_no_later_change(publisher):
+    """The scope's batch is registered at the scope's own level, so a savepoint rolled back inside
+    it (its first change included) cannot take the announcement of later changes with it."""
+    from django.db import transaction
+
+    from registry.changes import recording
+    from registry.signals import registry_changed
+
+    batches = []
+    registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-inner", weak=False)
+    try:
+        first, second = make_prompt(), make_prompt()
+        with recording():
+            try:
+                with transaction.atomic():
+                    services.publish(first, acting_user=publisher, note="undone", labels=STAGING)
+                    raise RuntimeError("savepoint rolled back")
+            except RuntimeError:
+                pass
+            services.publish(second, acting_user=publisher, note="kept", labels=STAGING)
+        assert second.name in {c.key for b in batches for c in b.changes}
+    finally:
+        registry_changed.disconnect(dispatch_uid="test-inner")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -235,15 +287,16 @@ def test_rolled_back_transaction_announces_nothing(publisher):
 
 
 @pytest.mark.django_db
-def test_publish_schedules_exactly_one_announcement_on_commit(publisher, django_capture_on_commit_callbacks):
-    from registry.changes import ChangeBatch
+def test_publishes_in_one_recording_scope_schedule_exactly_one_announcement_on_commit(
+        publisher, django_capture_on_commit_callbacks):
+    from registry.changes import ChangeBatch, recording
     from registry.signals import registry_changed
 
     heard = []
     registry_changed.connect(lambda sender, batch, **kw: heard.append(batch), dispatch_uid="capture", weak=False)
     try:
         prompts = [make_prompt() for _ in range(3)]
-        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        with django_capture_on_commit_callbacks(execute=False) as callbacks, recording():
             for prompt in prompts:
                 services.publish(prompt, acting_user=publisher, note="v1", labels=("staging",))
         batches = [c for c in callbacks if isinstance(c, ChangeBatch)]
@@ -258,9 +311,9 @@ def test_publish_schedules_exactly_one_announcement_on_commit(publisher, django_
 @pytest.mark.django_db(transaction=True)  # commits as in production (no test-wide transaction)
 def test_one_publish_of_a_resource_to_production_takes_a_fixed_small_number_of_queries():
     """Pins the single publish path's queries (issue 10): the lock, the newest version, the
-    content check, version + audit rows, the label and its move (no re-read of the stored label,
-    the entry or the old version by the label receivers), rollouts, change log, reviews, and
-    one read of the active webhooks for the transaction's three audit rows."""
+    content check, version + audit rows, the label and its move, the label receiver's one read
+    of what the label served before (it records every move, the service's included), rollouts,
+    change log, reviews, and one read of the active webhooks for the transaction's three audit rows."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -273,7 +326,7 @@ def test_one_publish_of_a_resource_to_production_takes_a_fixed_small_number_of_q
     sql = [q["sql"] for q in captured.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
     assert sum("webhooks_webhook" in q for q in sql) == 1, "\n".join(sql)
     assert not any("registry_changelogentry" in q and q.startswith("SELECT") for q in sql)
-    assert len(sql) == 14, "\n".join(sql)  # 20 before: 3 label re-reads, a change-log check, 2 webhook reads
+    assert len(sql) == 15, "\n".join(sql)  # 20 before: 3 label re-reads, a change-log check, 2 webhook reads
     assert list(AuditEntry.objects.filter(entry_key="docs://pinned").order_by("id").values_list("action", flat=True)) == [
         "publish", "override", "label_move", "publish", "override", "label_move"]
     assert ChangeLogEntry.objects.filter(entry_key="docs://pinned").count() == 2

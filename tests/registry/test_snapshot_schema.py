@@ -17,6 +17,7 @@ import pytest
 from django.utils.translation import gettext
 
 from registry import diffview, listing, portable
+from registry.schema_labels import binary_label, label_text
 from registry.snapshot_schema import DOCUMENT, SCHEMAS, leaf_paths, schema_of
 from registry.snapshots import diff_loader, diff_snapshots, snapshot_of
 from tests.factories import make_complete_entries
@@ -73,9 +74,9 @@ def _other(path: str, value: Any) -> Any:
 def _labels(kind: str, path: str) -> set[str]:
     field = schema_of(kind).covered(path)
     assert field is not None
-    labels = {field.label_text.lower()}
+    labels = {label_text(field).lower()}
     if field.shows == DOCUMENT:
-        labels.add(field.binary_label().lower())
+        labels.add(binary_label(field).lower())
     table = schema_of(kind).table(path.partition("[")[0])
     if table is not None and path.endswith(f"].{table.identity}"):  # a renamed row is one removed, one added
         labels.add(gettext(table.singular).lower())

@@ -25,14 +25,13 @@ import time
 from typing import Any, Callable
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
-from registry.changes import record_change, service_scope
+from registry.audit import write_audit
+from registry.changes import service_scope
 from registry.kinds import KINDS
 from registry.models import (
     PRODUCTION,
     AuditAction,
-    AuditEntry,
     Prompt,
     PromptArgument,
     PromptMessage,
@@ -102,9 +101,9 @@ def _summarise(kind: str, keys: list[str], note: str) -> None:
     if not keys:
         return
     span = keys[0] if len(keys) == 1 else f"{keys[0]} … {keys[-1]}"
-    AuditEntry.objects.create(actor_name=ACTOR, action=AuditAction.PUBLISH, entry_kind=kind,
-                              entry_key=f"{span} ({len(keys)} new)", to_version=1, label=PRODUCTION, note=note)
-    record_change(kind=kind, key="*", label=PRODUCTION, list_changed=True)
+    # The production labels' bulk_create is recorded in the change log by registry.receivers ("*").
+    write_audit(actor=ACTOR, action=AuditAction.PUBLISH, entry_kind=kind, entry_key=f"{span} ({len(keys)} new)",
+                to_version=1, label=PRODUCTION, note=note)
 
 
 def synthetic_prompts(n: int, seed: int) -> list[tuple[str, str, str, str]]:
@@ -253,7 +252,7 @@ class Command(BaseCommand):
         ]
         added = {}
         # It audits and records its own summary rows, like a service: one per kind.
-        with service_scope(), transaction.atomic(durable=True):
+        with service_scope(durable=True):
             for label, step in steps:
                 added[label] = step()
         elapsed = time.monotonic() - started

@@ -1,35 +1,10 @@
-"""What the content store holds: one row per stored byte string, keyed by its SHA-256."""
+"""Draft rows whose bytes live in the content store: the row keeps only their hash and size."""
 
 from __future__ import annotations
 
-from django.db import models
-from django.utils.translation import gettext_lazy as _
-
-
-class ContentObject(models.Model):
-    """A write-once object in the registry storage (`blobs/ab/<sha256>`).
-
-    The row is written after the bytes, so a row always has its bytes unless storage lost
-    them (`manage.py registry_check` finds that). Rows are never deleted by the application:
-    versions reference them for ever.
-    """
-
-    sha256 = models.CharField(_("sha256"), max_length=64, primary_key=True)
-    size = models.PositiveBigIntegerField(_("size"))
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-
-    class Meta:
-        verbose_name = _("content object")
-        verbose_name_plural = _("content objects")
-        ordering = ["created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.sha256[:12]} ({self.size} bytes)"
-
-    def delete(self, *args, **kwargs):  # type: ignore[override]
-        from registry.errors import ImmutableVersionError
-
-        raise ImmutableVersionError("Stored content is write-once and is never deleted.")
+from registry import content
+from registry.conf import max_upload_bytes
+from registry.errors import ContentTooLarge
 
 
 class StoredBytesMixin:
@@ -50,16 +25,12 @@ class StoredBytesMixin:
         pending = self.__dict__.get("_stored_bytes")
         if pending is not None and pending[0] == self.data_sha256:
             return pending[1]
-        from registry import content
-
         raw = content.read(self.data_sha256)
         self.__dict__["_stored_bytes"] = (self.data_sha256, raw, False)
         return raw
 
     @data.setter
     def data(self, value: object) -> None:
-        from registry import content
-
         if isinstance(value, content.Stored):
             self.data_sha256, self.data_size = value.sha256, value.size
             self.__dict__.pop("_stored_bytes", None)
@@ -81,10 +52,6 @@ class StoredBytesMixin:
         pending = self.__dict__.get("_stored_bytes")
         if pending is None or not pending[2] or pending[0] != self.data_sha256:
             return
-        from registry import content
-        from registry.errors import ContentTooLarge
-        from registry.validation import max_upload_bytes
-
         if len(pending[1]) > max_upload_bytes():
             raise ContentTooLarge(len(pending[1]), max_upload_bytes())
         content.put(pending[1])

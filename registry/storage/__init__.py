@@ -1,0 +1,1 @@
+"""The content store: write-once bytes under their SHA-256, their ledger rows, the served-content cache."""
