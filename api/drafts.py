@@ -33,7 +33,7 @@ from registry.models import (
 from registry.models.base import label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
-from registry.uris import normalize_uri
+from registry.formats.uris import normalize_uri
 from registry.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
 
 class TextAsGiven(serializers.CharField):

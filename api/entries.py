@@ -39,7 +39,7 @@ from registry.drafts import lock_draft
 from registry.errors import ContentMissing
 from registry.kinds import KINDS
 from registry.snapshots import with_content
-from registry.uris import lookup_uri, normalize_uri_template
+from registry.formats.uris import lookup_uri, normalize_uri_template
 from registry.models import Prompt, Resource, ResourceTemplate
 
 
@@ -230,7 +230,7 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
 
 
 def stored_key(key_field: str, value: str) -> str:
-    """URIs and URI templates are stored normalised (registry.uris): look them up the same way."""
+    """URIs and URI templates are stored normalised (registry.formats.uris): look them up the same way."""
     if key_field == "uri":
         return lookup_uri(value)
     if key_field == "uri_template":

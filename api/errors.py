@@ -3,7 +3,7 @@
 403 no right to do it (publish, approve...), 409 the registry's state forbids it now (approval
 missing, stale review, nothing to publish, a damaged stored document), 400 the request itself is
 wrong, 503 a dependency is down (the database, the content store: full, read-only, unreachable;
-registry/outages.py), so clients retry. Every answer under /api/ is JSON with a `code`, also a
+registry/storage/outages.py), so clients retry. Every answer under /api/ is JSON with a `code`, also a
 failure raised outside a view (a middleware reading the session during a database outage) and
 an unexpected one (500): `failure` answers for the project's handler500 (config/errors.py).
 """
@@ -22,7 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from registry import errors
-from registry.outages import Outage, outage_of
+from registry.storage.outages import Outage, outage_of
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 5

@@ -2,7 +2,7 @@
 
 Programs get JSON: the REST API under /api/ (`detail` and `code`; api/errors.py) and the OAuth
 endpoints they call (RFC 6749 error objects; oauth/views.py), 503 while a dependency is down
-(registry/outages.py) so they retry rather than give up. People get Django's own page.
+(registry/storage/outages.py) so they retry rather than give up. People get Django's own page.
 """
 
 from __future__ import annotations

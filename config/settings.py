@@ -201,7 +201,7 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # Documents (resource bytes and text, images, audio) are stored once, content-addressed, in the
-# storage named "registry" (registry/content.py): the filesystem under MEDIA_ROOT by default, an
+# storage named "registry" (registry/storage/blobs.py): the filesystem under MEDIA_ROOT by default, an
 # S3-compatible bucket when REGISTRY_S3_BUCKET is set (AWS_S3_ENDPOINT_URL for MinIO/Ceph/...;
 # credentials from the usual AWS_* variables or the instance role, as boto3 finds them).
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT") or BASE_DIR / "media")

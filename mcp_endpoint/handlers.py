@@ -18,7 +18,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from registry import argtypes, catalog, catalog_pages, clients, fetches, uris, warmup
+from registry import catalog, catalog_pages, clients, fetches, warmup
+from registry.formats import argtypes, uris
 from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
 
@@ -193,8 +194,8 @@ def authenticate_stdio(client_name: str | None) -> Identity:
 
 
 def translate_outage(exc: BaseException) -> errors.McpError | None:
-    """A dependency outage (database, content store; registry/outages.py) -> -32603 with HTTP 503."""
-    from registry.outages import outage_of
+    """A dependency outage (database, content store; registry/storage/outages.py) -> -32603 with HTTP 503."""
+    from registry.storage.outages import outage_of
 
     outage = outage_of(exc)
     return None if outage is None else errors.ServiceUnavailable(outage.message)

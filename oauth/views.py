@@ -57,7 +57,7 @@ def failure(request: HttpRequest, exc: BaseException | None) -> JsonResponse | N
     """The project's handler500 for the endpoints programs call (token, revocation, registration,
     metadata): an OAuth JSON error (RFC 6749 §5.2 shape), `temporarily_unavailable` with 503 while
     the database is down, `server_error` otherwise; None for the consent pages (HTML)."""
-    from registry.outages import outage_of
+    from registry.storage.outages import outage_of
 
     if not request.path.startswith(MACHINE_PATHS):
         return None

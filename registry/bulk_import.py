@@ -30,7 +30,8 @@ from typing import Any, Iterable, Mapping
 from django.db import connection, models
 from django.utils import timezone
 
-from registry import content, services
+from registry import services
+from registry.storage import blobs as content
 from registry.audit import User, audit_row, write_audit_rows
 from registry.changes import record_changes, service_scope
 from registry.drafts import (
@@ -63,7 +64,7 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator, served_key_of
 from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of
-from registry.uris import normalize_uri, normalize_uri_template
+from registry.formats.uris import normalize_uri, normalize_uri_template
 from registry.conf import max_upload_bytes
 
 CHUNK = 500  # rows per statement / keys per IN (...)

@@ -6,7 +6,7 @@ descriptions, argument schemas, URIs, template matchers, content hashes and size
 from each version's small `listing` column (registry/listing.py), so building it never loads
 message bodies or documents and its size does not grow with them. What `prompts/get` and
 `resources/read` return is loaded on demand into the one bounded per-process content cache
-(registry/content_cache.py): a hot entry costs no query, a cold one one read. On the event
+(registry/storage/cache.py): a hot entry costs no query, a cold one one read. On the event
 loop a cold read raises ContentNotLoaded so the caller repeats it in a worker thread. Any committed change
 (local or caught up from another process) bumps `changes.generation()`, which retires the
 cached catalog; the next request rebuilds it (in the background, registry/warmup.py; list pages are
@@ -33,15 +33,16 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
-from registry import changes, content_cache, dynamic
+from registry import changes, dynamic
+from registry.storage import cache as content_cache
 from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
-from registry.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
-from registry.buckets import gets_candidate
+from registry.formats.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
+from registry.formats.buckets import gets_candidate
 from registry.listing import listing_of
 from registry.snapshots import canonical_json, materialise, materialise_block, read_content
-from registry.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
+from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
 from registry.viewer import Viewer, may_differ_by_client, served_item
 
 MAX_COMPLETIONS = 100

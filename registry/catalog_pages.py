@@ -30,7 +30,7 @@ from registry import catalog, dynamic
 from registry.catalog import Catalog, Viewer
 from registry.kinds import KINDS
 from registry.models import PRODUCTION
-from registry.uris import lookup_uri
+from registry.formats.uris import lookup_uri
 
 try:
     from orjson import loads as _loads

@@ -11,7 +11,7 @@ exporter and "restore draft from vN" in the admin:
     template: {uri_template, name, title, description, mime_type, tags, audience, priority, body,
                variables: [{name, description, suggestions: [str]}]}
 
-Bytes are `bytes` (or None, or a `registry.content.Stored` reference to bytes already in the
+Bytes are `bytes` (or None, or a `registry.storage.blobs.Stored` reference to bytes already in the
 content store: restoring a version copies nothing); a message that embeds or links a registry resource names it by
 URI in `resource_uri`. `apply_*` set the keys present in `data` and leave the others alone;
 a list given for arguments, messages or variables replaces the child rows in order.
@@ -29,12 +29,12 @@ from typing import Any, Iterable, Mapping
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry import content
+from registry.storage import blobs as content
 from registry.audit import User, actor_name, write_audit
-from registry.argtypes import plain_number
+from registry.formats.argtypes import plain_number
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
-from registry.rendering import normalise_newlines
+from registry.formats.rendering import normalise_newlines
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -47,12 +47,12 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.snapshots import diff_snapshots, snapshot_of
-from registry.uris import normalize_uri
+from registry.formats.uris import normalize_uri
 
 PROMPT_FIELDS = ("name", "title", "description")
 RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")
 TEMPLATE_FIELDS = ("uri_template", "name", "title", "description", "mime_type", "audience", "priority", "body")
-# An argument's type and bounds, with the values an untyped argument has (see registry/argtypes.py).
+# An argument's type and bounds, with the values an untyped argument has (see registry/formats/argtypes.py).
 ARGUMENT_TYPE_DEFAULTS: dict[str, Any] = {"type": "text", "choices": [], "min_length": None, "max_length": None,
                                           "pattern": "", "minimum": None, "maximum": None}
 ARGUMENT_FIELDS = ("name", "title", "description", "required", "default", "suggestions", *ARGUMENT_TYPE_DEFAULTS)

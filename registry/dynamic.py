@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Mapping
 from registry.audit import without_names
 from registry.conf import registry_settings
 from registry.errors import UnknownPrompt, UnknownResource
-from registry.uris import UriTemplateMatcher
+from registry.formats.uris import UriTemplateMatcher
 from registry.viewer import served_item
 
 # render(catalog, viewer, params, uri) -> the resource's contents items (each with uri and mimeType)

@@ -156,7 +156,7 @@ class StorageUnavailable(Exception):
 
     Not a RegistryError: callers that collect RegistryErrors as problems with the request (the
     importer, the admin's forms) must not report an outage as bad input; it reaches the front
-    end, which answers it as a temporary outage (registry/outages.py)."""
+    end, which answers it as a temporary outage (registry/storage/outages.py)."""
 
     def __init__(self, operation: str, detail: str, *, reason: str = "unavailable") -> None:
         self.message = f"The content store could not {operation} ({reason.replace('_', '-')}): {detail}"

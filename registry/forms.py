@@ -30,10 +30,10 @@ from registry.models import (
     ResourceTemplate,
     TemplateVariable,
 )
-from registry.argtypes import BOUNDS, spec_problems
+from registry.formats.argtypes import BOUNDS, spec_problems
 from registry.models import ArgumentType
 from registry.models.base import label_name_validator
-from registry.rendering import normalise_newlines, placeholder_lines
+from registry.formats.rendering import normalise_newlines, placeholder_lines
 from registry.snapshots import snapshot_argument
 from registry.validation import (
     max_upload_bytes,
@@ -197,7 +197,7 @@ class PromptForm(EntryForm):
         labels = labels_for(fields)
 
 
-# Bound fields of the argument form, by the snapshot key registry/argtypes.py uses for them.
+# Bound fields of the argument form, by the snapshot key registry/formats/argtypes.py uses for them.
 ARGUMENT_BOUND_FIELDS = {"choices": "choices", "minLength": "min_length", "maxLength": "max_length",
                          "pattern": "pattern", "minimum": "minimum", "maximum": "maximum"}
 

@@ -42,7 +42,7 @@ from registry.portable import (
     read_entries,
 )
 from registry.snapshots import content_hash, snapshot_of
-from registry.uris import normalize_uri, normalize_uri_template
+from registry.formats.uris import normalize_uri, normalize_uri_template
 from registry.validation import validate_entry
 
 ACTOR = "registry_import"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from registry import content
+from registry.storage import blobs as content
 from registry.kinds import KINDS
 from registry.models import ContentObject, PromptMessage, Resource, ReviewRequest, VersionedEntry
 

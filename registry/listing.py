@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from registry import argtypes
+from registry.formats import argtypes
 from registry.snapshot_schema import SCHEMAS, schema_of
 from registry.snapshots import resource_content
 

@@ -77,13 +77,13 @@ from typing import Any, Callable, Iterable, Mapping
 import yaml
 from django.core.exceptions import ValidationError
 
-from registry import argtypes
+from registry.formats import argtypes
 from registry.errors import InvalidUri, RegistryError, TemplateSyntaxError
 from registry.models.base import PRODUCTION, label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
-from registry.rendering import placeholders_in
+from registry.formats.rendering import placeholders_in
 from registry.snapshot_schema import schema_of
-from registry.uris import parse_uri_template, validate_uri
+from registry.formats.uris import parse_uri_template, validate_uri
 from registry.conf import max_document_bytes, max_upload_bytes
 from registry.yamlbuild import EventBuilder
 
@@ -563,7 +563,7 @@ def _check_template(value: str) -> None:
 
 # ------------------------------------------------------------------------------------------ entries
 def _argument_type(c: _Checker, a: Mapping[str, Any], path: Path_) -> dict[str, Any]:
-    """An argument's type and bounds, in draft-data vocabulary (see registry/argtypes.py).
+    """An argument's type and bounds, in draft-data vocabulary (see registry/formats/argtypes.py).
 
     Only what the file gives is returned, so an untyped argument reads exactly as before types
     existed; the draft writer fills in the rest (text, no bounds)."""
@@ -620,7 +620,7 @@ def _argument_default(c: _Checker, a: Mapping[str, Any], path: Path_, kind: str)
 
 
 def _spec(argument: Mapping[str, Any]) -> dict[str, Any]:
-    """Draft-data argument -> the snapshot spec registry/argtypes.py checks."""
+    """Draft-data argument -> the snapshot spec registry/formats/argtypes.py checks."""
     spec = {"name": argument["name"], "type": argument.get("type", argtypes.TEXT), "default": argument["default"],
             "suggestions": argument["suggestions"]}
     for key, spec_key in (("choices", "choices"), ("min_length", "minLength"), ("max_length", "maxLength"),

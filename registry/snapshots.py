@@ -7,7 +7,7 @@ it is reviewed, published, diffed and audited like any other, and a draft's tags
 
 Documents are not inside it: a resource, an embedded resource or an image/audio block carries
 a reference to the content store instead, `{"sha256", "size", "encoding": "text"|"base64"}`
-(registry/content.py), so a version row stays small while its content hash still changes
+(registry/storage/blobs.py), so a version row stays small while its content hash still changes
 whenever the bytes do. `materialise` turns a reference back into the MCP `text`/`blob` item.
 """
 
@@ -19,8 +19,9 @@ import json
 import re
 from typing import Any, Callable, Mapping
 
-from registry import argtypes, content
-from registry.content_cache import ContentCache
+from registry.formats import argtypes
+from registry.storage import blobs as content
+from registry.storage.cache import ContentCache
 from registry.errors import ContentMissing
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from registry.argtypes import spec_problems
+from registry.formats.argtypes import spec_problems
 from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
-from registry.rendering import placeholders_in
+from registry.formats.rendering import placeholders_in
 from registry.snapshots import snapshot_argument
 from registry.conf import max_upload_bytes
-from registry.uris import template_variable_names, validate_uri
+from registry.formats.uris import template_variable_names, validate_uri
 
 
 class Problem(str):

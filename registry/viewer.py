@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from registry.buckets import gets_candidate
+from registry.formats.buckets import gets_candidate
 from registry.models.base import PRODUCTION
 
 

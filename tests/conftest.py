@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from registry import changes, content_cache, fetches, warmup
+from registry import changes, fetches, warmup
+from registry.storage import cache as content_cache
 from tests.factories import grant, make_user
 
 

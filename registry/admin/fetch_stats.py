@@ -17,7 +17,7 @@ from django.utils import timezone
 from registry.catalog import Viewer, load_catalog
 from registry.kinds import kind_of
 from registry.models import PRODUCTION, FetchCounter, McpClient, Rollout, VersionedEntry
-from registry.buckets import gets_candidate, stable_bucket
+from registry.formats.buckets import gets_candidate, stable_bucket
 
 RECENT_HOURS = 24
 

@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
-from registry import argtypes
+from registry.formats import argtypes
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.forms import (
     PromptArgumentForm,
@@ -26,7 +26,7 @@ from registry.forms import (
     live_forms,
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
-from registry.rendering import render_prompt
+from registry.formats.rendering import render_prompt
 from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
 from registry.validation import registry_resource_exists
 

@@ -16,10 +16,10 @@ from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry.errors import RegistryError
 from registry.forms import ResourceForm, ResourceTemplateForm, TemplateVariableForm, TemplateVariableFormSet
 from registry.models import Resource, ResourceTemplate, TemplateVariable
-from registry.rendering import render_body
+from registry.formats.rendering import render_body
 from registry.errors import ContentMissing
 from registry.snapshots import Payloads, draft_loader, materialise, resource_content, snapshot_of
-from registry.uris import UriTemplateMatcher, validate_uri
+from registry.formats.uris import UriTemplateMatcher, validate_uri
 
 TEXT_PREVIEW_CHARS = 2000
 

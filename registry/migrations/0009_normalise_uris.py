@@ -1,4 +1,4 @@
-"""Resource URIs and URI templates are stored RFC 3986-normalised (registry.uris).
+"""Resource URIs and URI templates are stored RFC 3986-normalised (registry.formats.uris).
 
 Existing rows are rewritten to their normalised form (an IRI's raw characters percent-encoded,
 scheme and host lower-cased, escapes upper-cased, `https://host` -> `https://host/`). Where two
@@ -31,7 +31,7 @@ def _normalise(apps, model_name, field, normalise, kind):
 
 
 def forwards(apps, schema_editor):
-    from registry.uris import lookup_uri, normalize_uri_template
+    from registry.formats.uris import lookup_uri, normalize_uri_template
 
     _normalise(apps, "Resource", "uri", lookup_uri, "resource")
     _normalise(apps, "ResourceTemplate", "uri_template", normalize_uri_template, "template")

@@ -1,4 +1,4 @@
-"""Resource versions list their URI normalised (registry.uris.lookup_uri), as the catalog serves it.
+"""Resource versions list their URI normalised (registry.formats.uris.lookup_uri), as the catalog serves it.
 
 Versions published before URIs were normalised on save (0009) keep their snapshots, and their
 listings (0012) copied the URI as it was. List pages read straight from the database
@@ -12,7 +12,7 @@ from django.db import migrations
 
 
 def forwards(apps: Any, schema_editor: Any) -> None:
-    from registry.uris import lookup_uri
+    from registry.formats.uris import lookup_uri
 
     versions = apps.get_model("registry", "ResourceVersion")
     for pk, listing in versions.objects.exclude(listing={}).values_list("pk", "listing").iterator():

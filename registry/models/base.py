@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
 from registry.signals import served_rows_bulk_created
-from registry.uris import lookup_uri, normalize_uri_template
+from registry.formats.uris import lookup_uri, normalize_uri_template
 
 PRODUCTION = "production"
 STAGING = "staging"

@@ -1,6 +1,6 @@
 """What the content store holds: one row per stored byte string, keyed by its SHA-256.
 
-The model lives with the store that writes it (registry/content.py), below the models that
+The model lives with the store that writes it (registry/storage/blobs.py), below the models that
 reference stored bytes; registry.models imports it, so Django knows it as registry.ContentObject."""
 
 from __future__ import annotations

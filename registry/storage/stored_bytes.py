@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry import content
+from registry.storage import blobs as content
 from registry.conf import max_upload_bytes
 from registry.errors import ContentTooLarge
 
@@ -12,7 +12,7 @@ class StoredBytesMixin:
 
     Assigning bytes hashes them at once and stores them when the row is saved (`store_pending`
     for bulk_create), so a draft built only to be validated stores nothing. Assigning a
-    `registry.content.Stored` reference (restoring a version) copies nothing.
+    `registry.storage.blobs.Stored` reference (restoring a version) copies nothing.
     """
 
     data_sha256: str

@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from api.entries import PromptViewSet
 from api.urls import router, urlpatterns
-from registry import content
+from registry.storage import blobs as content
 from tests.api.conftest import client_for
 from tests.factories import make_prompt, make_resource, release
 

@@ -166,7 +166,7 @@ async def test_hub_delivers_each_change_once_whichever_way_it_arrives():
 
 @pytest.mark.django_db
 def test_rollout_notifies_only_clients_whose_served_version_changes():
-    from registry.buckets import gets_candidate
+    from registry.formats.buckets import gets_candidate
     from registry.rollouts import set_rollout
 
     prompt = make_prompt("greet")

@@ -6,7 +6,7 @@ import json
 
 from asgiref.sync import sync_to_async
 
-from registry import content, content_cache
+from registry.storage import blobs as content, cache as content_cache
 from registry.models import ResourceVersion
 from tests.mcp_endpoint.conftest import call_asgi, modern_request
 
@@ -57,7 +57,7 @@ async def test_reading_a_resource_whose_bytes_are_damaged_is_a_logged_error_neve
     monkeypatch.setattr(content, "_logged", {})  # once a minute per object: start afresh
     sha = await sync_to_async(_damage_content)(content_store, "test://static-text")
     headers, body = modern_request("resources/read", {"uri": "test://static-text"})
-    with caplog.at_level("ERROR", logger="registry.content"):
+    with caplog.at_level("ERROR", logger="registry.storage.blobs"):
         response = await call_asgi(mcp_app, "POST", headers, body)
     error = response.json()["error"]
     assert error["code"] == -32603 and error["data"] == {"sha256": sha}

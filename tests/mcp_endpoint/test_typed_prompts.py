@@ -199,7 +199,7 @@ async def test_a_long_argument_is_checked_off_the_event_loop_and_a_short_one_on_
     a worker thread; everyday values stay on the loop (no thread hop)."""
     import threading
 
-    from registry import rendering
+    from registry.formats import rendering
 
     threads = []
     checked = rendering.check_value

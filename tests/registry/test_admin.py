@@ -12,7 +12,8 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry import buckets, drafts, reviews, rollouts, services
+from registry import drafts, reviews, rollouts, services
+from registry.formats import buckets
 from registry.clients import hash_token
 from registry.errors import ReviewClosed
 from registry.models import (
@@ -1134,7 +1135,7 @@ def test_every_diff_escapes_markup_in_the_entry(client, publisher, payload, page
 
 
 def test_entry_whose_stored_content_is_missing_shows_an_integrity_warning(client, publisher, content_store):
-    from registry import content
+    from registry.storage import blobs as content
 
     resource = make_resource("docs://lost", text="", data=PNG_1X1, mime_type="image/png")
     release(resource)
@@ -1150,7 +1151,7 @@ def test_entry_whose_stored_content_is_missing_shows_an_integrity_warning(client
 def test_entry_whose_stored_content_is_damaged_shows_an_integrity_warning(client, publisher, content_store):
     """A short object under the final name (a write cut short before writes were atomic, a disk
     fault) is warned of like a missing one: its size is not the one recorded."""
-    from registry import content
+    from registry.storage import blobs as content
 
     resource = make_resource("docs://short", text="", data=PNG_1X1 * 3, mime_type="image/png")
     release(resource)

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from registry import argtypes
-from registry.argtypes import (PATTERN_VALUE_MAX_LENGTH, check_value, compile_pattern, constraint_text, form_schema,
+from registry.formats import argtypes
+from registry.formats.argtypes import (PATTERN_VALUE_MAX_LENGTH, check_value, compile_pattern, constraint_text, form_schema,
                               from_form, listed_description, spec_problems)
 
 

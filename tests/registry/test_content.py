@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from registry import catalog, content, services
+from registry import catalog, services
+from registry.storage import blobs as content
 from registry.catalog import Viewer
 from registry.errors import ContentMissing, ImmutableVersionError, StorageUnavailable
 from registry.models import ContentObject, Resource, ResourceVersion
@@ -187,7 +188,7 @@ django.setup()
 stub = types.ModuleType("registry.storage.objects")
 stub.ContentObject = types.SimpleNamespace(objects=types.SimpleNamespace(get_or_create=lambda **kw: None))
 sys.modules["registry.storage.objects"] = stub
-from registry import content
+from registry.storage import blobs as content
 data = bytes(range(256)) * 700 + b"tail"
 if sys.argv[2] == "full":
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -249,11 +250,11 @@ def test_reading_a_damaged_object_is_an_error_and_is_logged(content_store, caplo
     monkeypatch.setattr(content, "_logged", {})  # once a minute per object: start afresh
     version = release(make_resource("docs://bad", text="original text"))
     (content_store / content.object_name(version.snapshot["sha256"])).write_bytes(b"original")
-    with caplog.at_level("ERROR", logger="registry.content"):
+    with caplog.at_level("ERROR", logger="registry.storage.blobs"):
         for _ in range(3):
             with pytest.raises(ContentMissing, match="damaged"):
                 catalog.load_catalog("production").read_resource(Viewer(), "docs://bad")
-    logged = [r.getMessage() for r in caplog.records if r.name == "registry.content"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "registry.storage.blobs"]
     assert len(logged) == 1 and version.snapshot["sha256"] in logged[0] and "does not match its hash" in logged[0]
 
 

@@ -11,7 +11,8 @@ from django.apps import apps as current_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from registry import catalog, content
+from registry import catalog
+from registry.storage import blobs as content
 from registry.catalog import Viewer
 from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
 from registry.snapshots import content_hash

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from registry import buckets, changes, dynamic, reviews, rollouts, services
+from registry import changes, dynamic, reviews, rollouts, services
+from registry.formats import buckets
 from registry.catalog import Viewer, catalog_for
 from registry.errors import UnknownResource
 from registry.models import PromptMessage

@@ -1,7 +1,7 @@
 import pytest
 
 from registry.errors import InvalidArguments, MissingArguments, TemplateSyntaxError
-from registry.rendering import parse_template, placeholders_in, render_body, render_prompt
+from registry.formats.rendering import parse_template, placeholders_in, render_body, render_prompt
 
 
 def prompt_snapshot(*messages, arguments=None):

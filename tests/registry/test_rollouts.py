@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from registry import buckets, changes, reviews, rollouts
+from registry import changes, reviews, rollouts
+from registry.formats import buckets
 from registry.catalog import Viewer, catalog_for
 from registry.errors import ApprovalRequired, InvalidRollout, PublishPermissionDenied
 from registry.models import AuditEntry, ChangeLogEntry, PromptMessage, ReviewRequest, Rollout

@@ -8,7 +8,8 @@ import socket
 
 import pytest
 
-from registry import catalog, content, content_cache
+from registry import catalog
+from registry.storage import blobs as content, cache as content_cache
 from registry.catalog import Viewer
 from registry.errors import ContentMissing
 from registry.integrity import check_all

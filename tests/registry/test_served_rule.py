@@ -12,7 +12,7 @@ import pytest
 
 from mcp_endpoint.hub import PROMPTS_CHANGED, Listener, Told, diff_catalogs, notifications_for
 from registry import catalog_pages, changes, reviews
-from registry.buckets import gets_candidate
+from registry.formats.buckets import gets_candidate
 from registry.catalog import load_catalog
 from registry.changes import Change
 from registry.errors import UnknownPrompt, UnknownResource

@@ -3,7 +3,7 @@ import re
 import pytest
 
 from registry.errors import InvalidUri
-from registry.uris import (
+from registry.formats.uris import (
     UriTemplateMatcher,
     lookup_uri,
     normalize_uri,

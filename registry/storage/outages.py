@@ -30,7 +30,7 @@ def outage_of(exc: BaseException | None) -> Outage | None:
     Database errors count unless they say the statement itself was wrong (IntegrityError,
     DataError, ProgrammingError, NotSupportedError): a lost or refused connection, a locked
     SQLite file, an aborted transaction. Storage errors are what the content store raises
-    (registry.content: full, read-only, unreachable), and a full or read-only disk met
+    (registry.storage.blobs: full, read-only, unreachable), and a full or read-only disk met
 anywhere else (the temporary files of an upload)."""
     from django.db import DatabaseError, DataError, IntegrityError, NotSupportedError, ProgrammingError
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping
 import re2
 
 from registry.errors import InvalidUri
-from registry.uris import validate_uri
+from registry.formats.uris import validate_uri
 
 TEXT, STRING, ENUM, INTEGER, NUMBER, BOOLEAN, RESOURCE = (
     "text", "string", "enum", "integer", "number", "boolean", "resource")

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from registry.argtypes import PatternError, check_value, compile_pattern
+from registry.formats.argtypes import PatternError, check_value, compile_pattern
 from registry.errors import ArgumentErrors, InvalidArguments, MissingArguments, TemplateSyntaxError
-from registry.uris import validate_uri
+from registry.formats.uris import validate_uri
 
 PLACEHOLDER_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
 _OPEN_OR_CLOSE = re.compile(r"\{\{|\}\}|\{%|\{#")
