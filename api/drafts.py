@@ -1,10 +1,10 @@
 """Draft (working copy) serializers: the same checks as the admin forms, the same writer as import.
 
-Payloads use the vocabulary of `registry.drafts.draft_data` (bytes as base64). Field shapes are
-checked by DRF and the models' own validators; then `registry.validation` runs on the would-be
+Payloads use the vocabulary of `registry.authoring.drafts.draft_data` (bytes as base64). Field shapes are
+checked by DRF and the models' own validators; then `registry.authoring.validation` runs on the would-be
 draft, and its problems land next to the field they concern (per message in DRF's nested-list
 format, {"messages": {"<0-based index>": {"text": [...]}}}). Like the admin, a draft with errors
-is not saved; warnings come back in `warnings`. Writes go through `registry.drafts.save_draft`, the
+is not saved; warnings come back in `warnings`. Writes go through `registry.authoring.drafts.save_draft`, the
 importer's writer, which audits the field-level diff (tags included) in the same transaction.
 """
 
@@ -16,7 +16,7 @@ from rest_framework import serializers
 
 from api.fields import Base64BytesField
 from registry import services
-from registry.drafts import draft_data, normalise_tags, save_draft
+from registry.authoring.drafts import draft_data, normalise_tags, save_draft
 from registry.kinds import KINDS, kind_of
 from registry.models import (
     ArgumentType,
@@ -34,7 +34,7 @@ from registry.models.base import label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
 from registry.formats.uris import normalize_uri
-from registry.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
+from registry.authoring.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
 
 class TextAsGiven(serializers.CharField):
     """A draft's text as given: not trimmed (DRF trims by default). The registry stores what was
@@ -213,7 +213,7 @@ class MessageSerializer(serializers.Serializer):
 
 
 def _message_field(kind: str, code: str) -> str:
-    """The message field a per-message problem (by its registry.validation code) belongs to."""
+    """The message field a per-message problem (by its registry.authoring.validation code) belongs to."""
     if code == "file_type":
         return "mime_type"
     if code in ("file_missing", "file_too_large"):
@@ -257,7 +257,7 @@ class PromptSerializer(EntryMetaMixin):
         ]
         count = len(messages)
 
-        # Routed by each Problem's code and place (registry.validation), never by its words.
+        # Routed by each Problem's code and place (registry.authoring.validation), never by its words.
         def route(problem: Problem, errors: dict[str, Any]) -> None:
             if problem.where.startswith("message:"):
                 index = int(problem.where.partition(":")[2]) - 1

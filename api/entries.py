@@ -35,10 +35,10 @@ from api.versions import (
     VersionSummarySerializer,
 )
 from registry import reviews, services
-from registry.drafts import lock_draft
+from registry.authoring.drafts import lock_draft
 from registry.errors import ContentMissing
 from registry.kinds import KINDS
-from registry.snapshots import with_content
+from registry.authoring.snapshots import with_content
 from registry.formats.uris import lookup_uri, normalize_uri_template
 from registry.models import Prompt, Resource, ResourceTemplate
 

@@ -34,7 +34,7 @@ from registry import services
 from registry.storage import blobs as content
 from registry.audit import User, audit_row, write_audit_rows
 from registry.changes import record_changes, service_scope
-from registry.drafts import (
+from registry.authoring.drafts import (
     PROMPT_FIELDS,
     RESOURCE_FIELDS,
     TEMPLATE_FIELDS,
@@ -47,7 +47,7 @@ from registry.drafts import (
 )
 from registry.errors import ContentTooLarge, RegistryError
 from registry.kinds import KINDS
-from registry.listing import list_changed, listing_of
+from registry.authoring.listing import list_changed, listing_of
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -63,7 +63,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.base import label_name_validator, served_key_of
-from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of
 from registry.formats.uris import normalize_uri, normalize_uri_template
 from registry.conf import max_upload_bytes
 

@@ -3,7 +3,7 @@
 Published versions never change, so a label's catalog is built once from the database and
 then answers lists and completions without a query. It holds metadata only (names,
 descriptions, argument schemas, URIs, template matchers, content hashes and sizes), read
-from each version's small `listing` column (registry/listing.py), so building it never loads
+from each version's small `listing` column (registry/authoring/listing.py), so building it never loads
 message bodies or documents and its size does not grow with them. What `prompts/get` and
 `resources/read` return is loaded on demand into the one bounded per-process content cache
 (registry/storage/cache.py): a hot entry costs no query, a cold one one read. On the event
@@ -40,8 +40,8 @@ from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.formats.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
 from registry.formats.buckets import gets_candidate
-from registry.listing import listing_of
-from registry.snapshots import canonical_json, materialise, materialise_block, read_content
+from registry.authoring.listing import listing_of
+from registry.authoring.snapshots import canonical_json, materialise, materialise_block, read_content
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
 from registry.viewer import Viewer, may_differ_by_client, served_item
 
@@ -185,7 +185,7 @@ def _decode_listing(text: str | None) -> dict[str, Any]:
 
 
 def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
-    """Visibility comes from the published version, never from the draft (registry.snapshots)."""
+    """Visibility comes from the published version, never from the draft (registry.authoring.snapshots)."""
     return _shared(frozenset(listing.get("tags") or ()))
 
 

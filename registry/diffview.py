@@ -8,7 +8,7 @@ insertions and deletions, documents as their text diff (binary files as type, si
 hash), and keys the schema does not know shown generically after the known ones.
 
 Which fields there are, what they are called and how each compares is the snapshot schema's
-(registry/snapshot_schema.py), so every field a snapshot carries appears here. It returns plain
+(registry/authoring/schema.py), so every field a snapshot carries appears here. It returns plain
 data (dataclasses of strings); templates render it, auto-escaped, so nothing here builds HTML.
 No database access, except the document texts a page's `load` reads from the content store.
 """
@@ -26,7 +26,7 @@ from typing import Any, Iterable
 from django.utils.translation import get_language, gettext, gettext_noop, ngettext
 
 from registry.errors import ContentMissing
-from registry.snapshot_schema import (
+from registry.authoring.schema import (
     CHOICE,
     DOCUMENT,
     LINES,
@@ -38,7 +38,7 @@ from registry.snapshot_schema import (
     schema_of,
 )
 from registry.schema_labels import binary_label, choice_labels, label_text
-from registry.snapshots import DIFF_DOCUMENT_LIMIT, DIFF_TEXT_LIMIT, Loader, TooLargeToDiff
+from registry.authoring.snapshots import DIFF_DOCUMENT_LIMIT, DIFF_TEXT_LIMIT, Loader, TooLargeToDiff
 
 # ----------------------------------------------------------------------------------- display data
 
@@ -258,7 +258,7 @@ def join_words(words: list[str]) -> str:
     return gettext("%(list)s and %(last)s") % {"list": ", ".join(words[:-1]), "last": words[-1]}
 
 # ----------------------------------------------------------------------------------------- schema
-# Which fields there are, their labels and how they compare come from registry/snapshot_schema.py;
+# Which fields there are, their labels and how they compare come from registry/authoring/schema.py;
 # this module only turns them into words.
 
 _LONG_TEXT_CHARS = 80
@@ -328,7 +328,7 @@ def _document(field: Field, mapping: Any) -> Document | None:
         size, sha = len(raw), hashlib.sha256(raw).hexdigest()
     sha = str(sha).removeprefix("sha256 ")
     # Image and audio blocks hold bytes only; a resource says how its bytes are served. Audit
-    # records keep bytes as a "<N bytes, sha256 ...>" summary (registry/snapshots.py), so a
+    # records keep bytes as a "<N bytes, sha256 ...>" summary (registry/authoring/snapshots.py), so a
     # recorded reference without its encoding is a long text.
     binary = ("encoding" not in field.parts or parts.get("encoding") == "base64"
               or "blob" in parts or "data" in parts)
@@ -769,9 +769,9 @@ def build(kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None
           load: Loader | None = None) -> EntryDiff:
     """The readable diff of two snapshots of an entry of `kind` ("prompt", "resource", "template").
 
-    Every field of the kind's snapshot schema (registry/snapshot_schema.py) is compared; keys the
+    Every field of the kind's snapshot schema (registry/authoring/schema.py) is compared; keys the
     schema does not know follow under "Other fields". `load(sha256, "text")` reads a changed
-    document's text (registry/snapshots.py `diff_loader`) up to DIFF_DOCUMENT_LIMIT; without it
+    document's text (registry/authoring/snapshots.py `diff_loader`) up to DIFF_DOCUMENT_LIMIT; without it
     documents are shown by size and hash, as lists and summaries do.
     """
     schema = SCHEMAS.get(kind, _NO_SCHEMA)

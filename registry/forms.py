@@ -1,6 +1,6 @@
 """Admin forms and inline formsets: validation at save, worded for non-programmers.
 
-The checks themselves live in `registry.validation` (the services re-run them at publish);
+The checks themselves live in `registry.authoring.validation` (the services re-run them at publish);
 these forms only decide where each message lands: next to the field it is about when there
 is one, otherwise at the top of the inline it concerns. Warnings never block a save; they
 are collected on `registry_warnings` and shown by the admin through the messages framework.
@@ -34,8 +34,8 @@ from registry.formats.argtypes import BOUNDS, spec_problems
 from registry.models import ArgumentType
 from registry.models.base import label_name_validator
 from registry.formats.rendering import normalise_newlines, placeholder_lines
-from registry.snapshots import snapshot_argument
-from registry.validation import (
+from registry.authoring.snapshots import snapshot_argument
+from registry.authoring.validation import (
     max_upload_bytes,
     registry_resource_exists,
     validate_prompt,
@@ -162,7 +162,7 @@ class DraftRevisionMixin:
             self.fields["draft_revision"].initial = self.instance.revision  # type: ignore[attr-defined]
 
     def check_revision(self) -> None:
-        from registry.drafts import conflict_message
+        from registry.authoring.drafts import conflict_message
 
         expected = self.cleaned_data.get("draft_revision")  # type: ignore[attr-defined]
         if self.instance.pk is None or expected is None or expected == self.instance.revision:
@@ -358,7 +358,7 @@ class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
 
     @staticmethod
     def _field_for(kind: str, code: str) -> str:
-        """The field a per-message problem (by its registry.validation code) is shown next to."""
+        """The field a per-message problem (by its registry.authoring.validation code) is shown next to."""
         if code == "file_type":
             return "mime_type"
         if code in ("file_missing", "file_too_large"):

@@ -26,7 +26,7 @@ from registry import services
 from registry.audit import User
 from registry.changes import recording
 from registry.bulk_import import BulkWriter
-from registry.drafts import draft_data, normalised, save_draft
+from registry.authoring.drafts import draft_data, normalised, save_draft
 from registry.errors import RegistryError
 from registry.kinds import KINDS
 from registry.models import PromptMessage, Resource, VersionedEntry
@@ -41,9 +41,9 @@ from registry.portable import (
     load_path,
     read_entries,
 )
-from registry.snapshots import content_hash, snapshot_of
+from registry.authoring.snapshots import content_hash, snapshot_of
 from registry.formats.uris import normalize_uri, normalize_uri_template
-from registry.validation import validate_entry
+from registry.authoring.validation import validate_entry
 
 ACTOR = "registry_import"
 ORDER = ("resource", "template", "prompt")  # resources first: prompts may embed or link them

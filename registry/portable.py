@@ -82,7 +82,7 @@ from registry.errors import InvalidUri, RegistryError, TemplateSyntaxError
 from registry.models.base import PRODUCTION, label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.formats.rendering import placeholders_in
-from registry.snapshot_schema import schema_of
+from registry.authoring.schema import schema_of
 from registry.formats.uris import parse_uri_template, validate_uri
 from registry.conf import max_document_bytes, max_upload_bytes
 from registry.yamlbuild import EventBuilder
@@ -92,7 +92,7 @@ FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
 
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
-# An entry's keys are its snapshot fields' (registry/snapshot_schema.py `portable`), then labels/released.
+# An entry's keys are its snapshot fields' (registry/authoring/schema.py `portable`), then labels/released.
 PROMPT_KEYS = schema_of("prompt").portable_keys()
 ARGUMENT_KEYS = tuple(key for column in schema_of("prompt").table("arguments").columns  # type: ignore[union-attr]
                       for key in column.portable)

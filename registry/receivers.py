@@ -54,9 +54,9 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.reviews import rollout_diff
-from registry.listing import list_changed
+from registry.authoring.listing import list_changed
 from registry.signals import served_rows_bulk_created
-from registry.snapshots import diff_snapshots
+from registry.authoring.snapshots import diff_snapshots
 
 DATABASE_ACTOR = "database"
 OUTSIDE_NOTE = "Saved outside the registry services (shell, script or direct database write)."

@@ -41,8 +41,8 @@ from registry.errors import (
 from registry.kinds import KINDS, kind_of
 from registry.models import PRODUCTION, AuditAction, ReviewRequest, ReviewStatus, VersionedEntry
 from registry.models.base import label_name_validator
-from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
-from registry.validation import validate_entry
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
+from registry.authoring.validation import validate_entry
 
 
 

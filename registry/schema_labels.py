@@ -1,6 +1,6 @@
 """The words of a snapshot schema's fields in the active language (the admin's side of it).
 
-registry/snapshot_schema.py says which form field or text labels each field; this module reads
+registry/authoring/schema.py says which form field or text labels each field; this module reads
 those labels from the admin's edit forms, so the diff speaks the words editors see, and the
 choice sets' labels from the models. Cached per language.
 """
@@ -15,7 +15,7 @@ from registry import forms
 from registry.models import ArgumentType
 from registry.models.prompts import ContentKind, MessageRole
 from registry.models.resources import Audience
-from registry.snapshot_schema import Field
+from registry.authoring.schema import Field
 
 
 def label_text(field: Field) -> str:

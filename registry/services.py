@@ -68,9 +68,9 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator
 from registry.models.reviews import rollout_diff
-from registry.listing import listing_of
-from registry.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
-from registry.validation import validate_entry
+from registry.authoring.listing import listing_of
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
+from registry.authoring.validation import validate_entry
 
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"

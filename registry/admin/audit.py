@@ -16,7 +16,7 @@ from registry.admin.common import ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry
-from registry.snapshots import diff_loader
+from registry.authoring.snapshots import diff_loader
 
 EXPORT_PERMISSION = "registry.export_auditentry"
 

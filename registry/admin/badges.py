@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from registry.models import PRODUCTION, STAGING, ReviewRequest, ReviewStatus, Rollout, VersionedEntry
-from registry.snapshots import content_hash, snapshot_of
+from registry.authoring.snapshots import content_hash, snapshot_of
 
 
 @dataclass(frozen=True)

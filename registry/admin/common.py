@@ -23,7 +23,8 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from registry import diffview, drafts, integrity, reviews, rollouts, services
+from registry import diffview, reviews, rollouts, services
+from registry.authoring import drafts, integrity
 from registry.admin.badges import badges_html, entry_badges
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
@@ -32,8 +33,8 @@ from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, Rollou
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.models.base import label_name_validator
-from registry.snapshots import Payloads, diff_loader, snapshot_of
-from registry.validation import validate_entry
+from registry.authoring.snapshots import Payloads, diff_loader, snapshot_of
+from registry.authoring.validation import validate_entry
 
 
 class ArchivedFilter(admin.SimpleListFilter):

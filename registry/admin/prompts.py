@@ -27,8 +27,8 @@ from registry.forms import (
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.formats.rendering import render_prompt
-from registry.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
-from registry.validation import registry_resource_exists
+from registry.authoring.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
+from registry.authoring.validation import registry_resource_exists
 
 
 class PromptArgumentInline(admin.StackedInline):

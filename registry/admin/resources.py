@@ -18,7 +18,7 @@ from registry.forms import ResourceForm, ResourceTemplateForm, TemplateVariableF
 from registry.models import Resource, ResourceTemplate, TemplateVariable
 from registry.formats.rendering import render_body
 from registry.errors import ContentMissing
-from registry.snapshots import Payloads, draft_loader, materialise, resource_content, snapshot_of
+from registry.authoring.snapshots import Payloads, draft_loader, materialise, resource_content, snapshot_of
 from registry.formats.uris import UriTemplateMatcher, validate_uri
 
 TEXT_PREVIEW_CHARS = 2000

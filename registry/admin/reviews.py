@@ -25,7 +25,7 @@ from registry.errors import InvalidEntry, RegistryError
 from registry.forms import ReviewDecisionForm
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
-from registry.snapshots import diff_loader
+from registry.authoring.snapshots import diff_loader
 
 
 def entry_admin_url(kind: str, entry_id: int, page: str = "change") -> str:

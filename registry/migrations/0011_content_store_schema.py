@@ -34,7 +34,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='promptversion',
             name='listing',
-            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/listing.py), so serving never loads message bodies.'),
+            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies.'),
         ),
         migrations.AddField(
             model_name='resource',
@@ -49,12 +49,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='resourcetemplateversion',
             name='listing',
-            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/listing.py), so serving never loads message bodies.'),
+            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies.'),
         ),
         migrations.AddField(
             model_name='resourceversion',
             name='listing',
-            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/listing.py), so serving never loads message bodies.'),
+            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies.'),
         ),
         migrations.AlterField(
             model_name='promptversion',

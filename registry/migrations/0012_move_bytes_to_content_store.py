@@ -125,7 +125,7 @@ def backward_snapshot(snapshot: dict[str, Any], store: _Store) -> bool:
 
 
 def _rewrite(apps: Any, convert: Any, with_listing: bool) -> None:
-    from registry.listing import listing_of  # the listing format of this release
+    from registry.authoring.listing import listing_of  # the listing format of this release
 
     store = _Store(apps)
     for kind, model_name in VERSION_MODELS.items():

@@ -461,7 +461,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='promptversion',
             name='listing',
-            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/listing.py), so serving never loads message bodies.', verbose_name='listing'),
+            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies.', verbose_name='listing'),
         ),
         migrations.AlterField(
             model_name='promptversion',
@@ -731,7 +731,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='resourcetemplateversion',
             name='listing',
-            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/listing.py), so serving never loads message bodies.', verbose_name='listing'),
+            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies.', verbose_name='listing'),
         ),
         migrations.AlterField(
             model_name='resourcetemplateversion',
@@ -781,7 +781,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='resourceversion',
             name='listing',
-            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/listing.py), so serving never loads message bodies.', verbose_name='listing'),
+            field=models.JSONField(default=dict, editable=False, help_text='What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies.', verbose_name='listing'),
         ),
         migrations.AlterField(
             model_name='resourceversion',

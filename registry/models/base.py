@@ -134,7 +134,7 @@ class EntryVersion(models.Model):
     )
     listing = models.JSONField(
         _("listing"), default=dict, editable=False,
-        help_text=_("What lists and completion need (registry/listing.py), so serving never loads message bodies."),
+        help_text=_("What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies."),
     )
     content_hash = models.CharField(
         _("content hash"), max_length=64, help_text=_("SHA-256 of the canonical snapshot."),

@@ -431,7 +431,7 @@ def test_a_draft_read_and_written_back_unchanged_changes_nothing(as_editor, tmp_
     """The API keeps text as given (DRF trims by default): GET then PUT of an imported entry is a no-op."""
     from registry.importer import export_yaml, import_documents
     from registry.kinds import KINDS
-    from registry.snapshots import snapshot_of
+    from registry.authoring.snapshots import snapshot_of
     from tests.factories import UNTRIMMED_YAML as DOC
 
     (tmp_path / "doc.yaml").write_text(DOC, encoding="utf-8")

@@ -12,7 +12,8 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry import drafts, reviews, rollouts, services
+from registry import reviews, rollouts, services
+from registry.authoring import drafts
 from registry.formats import buckets
 from registry.clients import hash_token
 from registry.errors import ReviewClosed

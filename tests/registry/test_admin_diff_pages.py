@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from registry import drafts, reviews, services, snapshots
+from registry import reviews, services
+from registry.authoring import drafts, snapshots
 from registry.storage import blobs as content
 from registry.models import AuditEntry, PromptArgument, Resource
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_user, release

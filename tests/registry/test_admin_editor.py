@@ -251,7 +251,7 @@ def test_text_typed_with_crlf_is_stored_and_served_with_lf(client, editor):
 
 
 def test_drafts_applied_from_data_store_lf(editor):
-    from registry import drafts
+    from registry.authoring import drafts
 
     prompt = make_prompt("applied")
     drafts.apply_prompt(prompt, {"description": "a\r\nb", "messages": [

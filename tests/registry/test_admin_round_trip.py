@@ -18,7 +18,7 @@ from django.urls import reverse
 from registry.importer import export_yaml, import_documents
 from registry.kinds import KINDS
 from registry.models import AuditEntry
-from registry.snapshots import snapshot_of
+from registry.authoring.snapshots import snapshot_of
 from tests.factories import UNTRIMMED_YAML as DOC
 from tests.factories import make_complete_entries
 

@@ -32,7 +32,7 @@ from registry.models import (
     ReviewRequest,
 )
 from registry.signals import registry_changed
-from registry.snapshots import content_hash
+from registry.authoring.snapshots import content_hash
 from tests.factories import PNG_1X1
 from webhooks.models import Webhook, WebhookDelivery
 

@@ -19,8 +19,8 @@ from registry.models import (
     Resource,
     ResourceTemplate,
 )
-from registry.snapshots import content_hash, snapshot_of
-from registry.validation import validate_entry
+from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.authoring.validation import validate_entry
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from registry.storage import blobs as content
 from registry.catalog import Viewer
 from registry.errors import ContentMissing, ImmutableVersionError, StorageUnavailable
 from registry.models import ContentObject, Resource, ResourceVersion
-from registry.snapshots import canonical_json
+from registry.authoring.snapshots import canonical_json
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_user, release
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,7 @@ def test_changed_bytes_change_the_version_content_hash():
 
 
 def test_rollback_and_restore_copy_no_bytes(content_store):
-    from registry import drafts
+    from registry.authoring import drafts
 
     publisher = make_user(None)
     resource = make_resource("docs://img", text="", data=PNG_1X1, mime_type="image/png")

@@ -15,7 +15,7 @@ from registry import catalog
 from registry.storage import blobs as content
 from registry.catalog import Viewer
 from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
-from registry.snapshots import content_hash
+from registry.authoring.snapshots import content_hash
 from tests.factories import PNG_1X1
 
 move = importlib.import_module("registry.migrations.0012_move_bytes_to_content_store")

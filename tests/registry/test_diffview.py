@@ -6,7 +6,7 @@ import hashlib
 
 from registry import diffview
 from registry.forms import PromptArgumentForm, PromptForm, ResourceForm
-from registry.snapshots import diff_snapshots
+from registry.authoring.snapshots import diff_snapshots
 
 BEFORE = {
     "name": "review",

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from registry import services
-from registry.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft, save_draft
+from registry.authoring.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft, save_draft
 from registry.models import AuditAction, AuditEntry, ChangeLogEntry, PromptMessage, Resource
-from registry.snapshots import snapshot_of
+from registry.authoring.snapshots import snapshot_of
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template
 
 pytestmark = pytest.mark.django_db

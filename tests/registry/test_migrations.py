@@ -11,7 +11,7 @@ from django.db.migrations.loader import MigrationLoader
 
 from registry import services
 from registry.models import PromptVersion, ReviewRequest
-from registry.snapshots import content_hash, snapshot_of
+from registry.authoring.snapshots import content_hash, snapshot_of
 from tests.factories import make_prompt, make_user
 
 pytestmark = pytest.mark.django_db

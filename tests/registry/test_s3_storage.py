@@ -12,7 +12,7 @@ from registry import catalog
 from registry.storage import blobs as content, cache as content_cache
 from registry.catalog import Viewer
 from registry.errors import ContentMissing
-from registry.integrity import check_all
+from registry.authoring.integrity import check_all
 from tests.factories import PNG_1X1, make_resource, release
 
 moto_server = pytest.importorskip("moto.moto_server.threaded_moto_server", reason="moto[server] is not installed")

@@ -1,6 +1,7 @@
 import pytest
 
-from registry import drafts, services
+from registry import services
+from registry.authoring import drafts
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -9,7 +10,7 @@ from registry.errors import (
     RegistryError,
 )
 from registry.models import AuditEntry, ChangeLogEntry, PromptLabel, PromptMessage, PromptVersion
-from registry.snapshots import snapshot_of
+from registry.authoring.snapshots import snapshot_of
 from tests.factories import make_prompt, make_resource, release
 
 

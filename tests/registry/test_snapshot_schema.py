@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 from django.utils.translation import gettext
 
-from registry import diffview, listing, portable
+from registry import diffview, portable
+from registry.authoring import listing
 from registry.schema_labels import binary_label, label_text
-from registry.snapshot_schema import DOCUMENT, SCHEMAS, leaf_paths, schema_of
-from registry.snapshots import diff_loader, diff_snapshots, snapshot_of
+from registry.authoring.schema import DOCUMENT, SCHEMAS, leaf_paths, schema_of
+from registry.authoring.snapshots import diff_loader, diff_snapshots, snapshot_of
 from tests.factories import make_complete_entries
 
 pytestmark = pytest.mark.django_db

@@ -7,12 +7,12 @@ import pytest
 
 from registry import services
 from registry.catalog import Viewer, catalog_for
-from registry.drafts import apply_snapshot, draft_data, normalised
+from registry.authoring.drafts import apply_snapshot, draft_data, normalised
 from registry.errors import ArgumentErrors, InvalidEntry, MissingArguments
 from registry.models import PromptArgument
 from registry.formats.rendering import render_prompt
-from registry.snapshots import content_hash, snapshot_of
-from registry.validation import validate_prompt
+from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.authoring.validation import validate_prompt
 from tests.factories import make_prompt, make_resource, make_template, make_typed_prompt
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 Loads the synthetic registry of the benchmark harness (naming convention in the bench README),
 published to production, fast enough for thousands of entries: rows, versions and labels go in
-with bulk_create, versions carry snapshots built directly in the `registry.snapshots` shapes,
+with bulk_create, versions carry snapshots built directly in the `registry.authoring.snapshots` shapes,
 each kind gets one summarising audit row, and one change-log row per kind tells running
 servers to reload.
 
@@ -39,12 +39,12 @@ from registry.models import (
     ResourceTemplate,
     TemplateVariable,
 )
-from registry.listing import listing_of
-from registry.snapshots import Payloads, content_hash, snapshot_resource, store_payloads
+from registry.authoring.listing import listing_of
+from registry.authoring.snapshots import Payloads, content_hash, snapshot_resource, store_payloads
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
-SNAPSHOT_TAGS = sorted(t.strip() for t in TAGS.split(","))  # as registry.snapshots records them
+SNAPSHOT_TAGS = sorted(t.strip() for t in TAGS.split(","))  # as registry.authoring.snapshots records them
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
 VOCABULARY = (

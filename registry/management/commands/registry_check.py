@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from registry.integrity import check_all
+from registry.authoring.integrity import check_all
 
 
 class Command(BaseCommand):

@@ -46,7 +46,7 @@ from registry.models import (
     TemplateVariable,
     VersionedEntry,
 )
-from registry.snapshots import diff_snapshots, snapshot_of
+from registry.authoring.snapshots import diff_snapshots, snapshot_of
 from registry.formats.uris import normalize_uri
 
 PROMPT_FIELDS = ("name", "title", "description")
@@ -371,7 +371,7 @@ def _annotation_fields(snapshot: Mapping[str, Any]) -> dict[str, Any]:
 
 def _linked_message(role: str, kind: str, block: Mapping[str, Any], uri: str) -> dict[str, Any] | None:
     """The message linking registry resource `uri` if that reproduces `block` exactly, else None."""
-    from registry.snapshots import _message_block  # the one definition of a message's content block
+    from registry.authoring.snapshots import _message_block  # the one definition of a message's content block
 
     resource = Resource.objects.filter(uri=normalize_uri(uri)).first()
     if resource is None:

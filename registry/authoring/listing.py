@@ -4,7 +4,7 @@ Written once when a version is published (and backfilled by a migration), it hol
 `prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` need,
 so building a label's catalog reads a few hundred bytes per entry and never the message
 bodies, resource text or template bodies (those are loaded on demand, registry/catalog.py).
-Which snapshot keys an item carries is the snapshot schema's `listed` (registry/snapshot_schema.py).
+Which snapshot keys an item carries is the snapshot schema's `listed` (registry/authoring/schema.py).
 
     prompt:   {"item": {name, title, description, arguments: [{name, title, description, required}]},
                "suggestions": {argument: [value, ...]}, "tags": [...], "resource_arguments": [name, ...]}
@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from registry.formats import argtypes
-from registry.snapshot_schema import SCHEMAS, schema_of
-from registry.snapshots import resource_content
+from registry.authoring.schema import SCHEMAS, schema_of
+from registry.authoring.snapshots import resource_content
 
 LISTING_VERSION = 1
 # Snapshot keys whose change changes a list item (announced as list_changed): what the item shows

@@ -17,7 +17,7 @@ from registry.formats.argtypes import spec_problems
 from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 from registry.formats.rendering import placeholders_in
-from registry.snapshots import snapshot_argument
+from registry.authoring.snapshots import snapshot_argument
 from registry.conf import max_upload_bytes
 from registry.formats.uris import template_variable_names, validate_uri
 

@@ -1,19 +1,19 @@
 """What a snapshot of each kind carries: one schema per kind, read by everything that needs its fields.
 
-registry/snapshots.py writes snapshots; this module says what is in them. Every reader that needs
+registry/authoring/snapshots.py writes snapshots; this module says what is in them. Every reader that needs
 "the fields of a prompt, a resource or a template" takes them from here instead of keeping its own
 list, so a field added to snapshots cannot be silently left out of one of them:
 
 - the diff (registry/diffview.py) shows exactly these fields, with these labels, compared and
   displayed as `shows` says, and keys it does not find here only under "Other fields";
-- the listing (registry/listing.py) copies the keys in `listed` into the list items clients get;
+- the listing (registry/authoring/listing.py) copies the keys in `listed` into the list items clients get;
 - the prompts-as-code format (registry/portable.py) accepts the `portable` keys as an entry's keys.
 
 tests/registry/test_snapshot_schema.py builds real snapshots of every kind with every field set
 and fails when a key they carry has no field here, or a change of it does not show in the diff.
 
 Documents are references into the content store (`{"sha256", "size", "encoding"}`, see
-registry/snapshots.py): one `DOCUMENT` field stands for the keys of a reference (`parts`) inside
+registry/authoring/snapshots.py): one `DOCUMENT` field stands for the keys of a reference (`parts`) inside
 the mapping `key` names ("" for the top level of a resource snapshot), so the diff compares and
 shows the document as one thing (its text, or its size, type and hash), never two hashes.
 Inline `text`/`blob`/`data` parts are the shape of audit records and of snapshots written before
