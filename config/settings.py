@@ -301,7 +301,7 @@ REGISTRY = {
     # blobs, template bodies); entries over 1/8 of it are served without being cached.
     "CONTENT_CACHE_BYTES": int(os.environ.get("REGISTRY_CONTENT_CACHE_BYTES", 64 * 1024 * 1024)),
     # Whether MCP clients see people's names (who published, moved or approved) in the built-in
-    # change logs (registry://changes/recent, registry://prompts/{name}/changelog; registry/dynamic.py).
+    # change logs (registry://changes/recent, registry://prompts/{name}/changelog; registry/serving/dynamic.py).
     # Off by default: clients get versions, dates and change notes, not who is behind them.
     "SHOW_NAMES_TO_CLIENTS": env_flag("REGISTRY_SHOW_NAMES_TO_CLIENTS", False),
 }

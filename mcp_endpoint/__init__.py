@@ -3,7 +3,7 @@
 Layers (imports point downward only)::
 
     routing.build_application ─┐
-    consumers.McpHttpApp ──────┼─> dispatcher ──> handlers ──> registry.catalog / clients / fetches
+    consumers.McpHttpApp ──────┼─> dispatcher ──> handlers ──> registry.serving.catalog / clients / fetches
     management/commands/mcp_stdio ┘      │
                                          └─> sessions (McpSession rows + per-process cache)
     pure helpers, no Django, no registry: jsonrpc, sse, errors, versions, shapes, pagination, context

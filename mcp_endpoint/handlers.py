@@ -1,4 +1,4 @@
-"""One short async function per MCP method: adapters onto ``registry.catalog``.
+"""One short async function per MCP method: adapters onto ``registry.serving.catalog``.
 
 This is the only ``mcp_endpoint`` module that imports ``registry``. Handlers return result dicts
 (or pre-serialised :class:`RawJSON` for cached pages) already shaped for the request's revision;
@@ -18,7 +18,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from registry import catalog, catalog_pages, clients, fetches, warmup
+from registry.serving import catalog, clients, fetches, pages as catalog_pages, warmup
 from registry.formats import argtypes, uris
 from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
@@ -226,7 +226,7 @@ def translate_domain_error(exc: BaseException) -> errors.McpError | None:
 
 async def get_catalog(label: str) -> Any:
     """The label's in-memory snapshot; on a miss, wait for its build in the background (one
-    per label, registry/warmup.py), which concurrent callers share."""
+    per label, registry/serving/warmup.py), which concurrent callers share."""
     catalog = source.cached_catalog(label)
     if catalog is not None:
         return catalog
@@ -242,7 +242,7 @@ async def _start_hub() -> None:
 
 async def _page_catalog(label: str, kind: str, viewer: Any, after: str | None) -> Any:
     """On a miss, a list page need not wait for the whole catalog: it is read from the database
-    (registry/catalog_pages.py), then the catalog's build starts in the background."""
+    (registry/serving/pages.py), then the catalog's build starts in the background."""
     catalog = source.cached_catalog(label)
     if catalog is not None:
         return catalog
@@ -256,7 +256,7 @@ async def _page_catalog(label: str, kind: str, viewer: Any, after: str | None) -
 
 async def _entry_catalog(ctx: RequestContext, kind: str, key: str) -> Any:
     """On a miss, a get or read of one entry need not wait for the whole catalog either, when
-    that entry alone answers it (registry/catalog_pages.py); the catalog's build starts then."""
+    that entry alone answers it (registry/serving/pages.py); the catalog's build starts then."""
     label = ctx.identity.label
     catalog = source.cached_catalog(label)
     if catalog is not None:

@@ -33,11 +33,11 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
-from registry import dynamic, warmup
-from registry.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, held_labels, refresh_catalog
+from registry.serving import dynamic, warmup
+from registry.serving.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, held_labels, refresh_catalog
 from registry.changes import Change, ChangeBatch
-from registry.consistency import served_fingerprint, stale_keys
-from registry.viewer import served_item
+from registry.serving.consistency import served_fingerprint, stale_keys
+from registry.serving.viewer import served_item
 
 from . import layer_health
 from .applied import AppliedIds
@@ -294,7 +294,7 @@ def notifications_for(listener: Listener, diff: LabelDiff, new: Catalog) -> list
 
 
 def dynamic_updates(listener: Listener, old: Catalog | None, new: Catalog, batch: Iterable[Change]) -> list[str]:
-    """Subscribed URIs of built-in dynamic resources (registry/dynamic.py) that a batch alters.
+    """Subscribed URIs of built-in dynamic resources (registry/serving/dynamic.py) that a batch alters.
 
     A change counts when its kind is one the provider depends on, the provider says it alters
     the subscribed URI (a changelog cares about its own prompt only), and this listener may see
@@ -388,7 +388,7 @@ class Hub:
         await self.start()
         label = listener.viewer.label
         if label not in self.told:
-            # Built in the background (registry/warmup.py), so list pages read meanwhile are not
+            # Built in the background (registry/serving/warmup.py), so list pages read meanwhile are not
             # queued behind the build in the database executor. Kept (and advanced by every
             # delivery) from now on, so later listeners of the label are judged on the same record.
             catalog = await asyncio.shield(asyncio.wrap_future(warmup.warm(label)))

@@ -23,10 +23,10 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from registry import dynamic
-from registry.catalog import Viewer, catalog_for
+from registry.serving import dynamic
+from registry.serving.catalog import Viewer, catalog_for
 from registry.models import PRODUCTION
-from registry.viewer import may_differ_by_client, served_item
+from registry.serving.viewer import may_differ_by_client, served_item
 
 from . import jsonrpc
 from .settings import mcp_settings

@@ -205,7 +205,7 @@ def prune() -> int:
 
 def forget_cached_credentials() -> None:
     """Drop this process's cached token and client answers, so a re-check reads the database."""
-    from registry.clients import forget_cached_tokens
+    from registry.serving.clients import forget_cached_tokens
 
     forget_cached_tokens()
     try:

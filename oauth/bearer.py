@@ -19,8 +19,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from registry import clients
-from registry.catalog import Viewer
+from registry.serving import clients
+from registry.serving.catalog import Viewer
 from registry.models import McpClient
 
 from .models import GroupDefault, OAuthConnection

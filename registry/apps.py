@@ -8,7 +8,8 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from registry import credentials, receivers
+        from registry import receivers
+        from registry.serving import credentials
 
         receivers.connect()
         credentials.connect()

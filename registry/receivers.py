@@ -12,7 +12,7 @@ script); the services audit their own changes, and these receivers audit the res
 - entries: archived or restored (an archived entry is served to nobody), and deletions;
 - MCP clients: label, scope, activity, expiry or token changed: cached tokens are dropped
   after commit, so the new scope applies at once in this process (other processes within
-  registry.clients.TOKEN_CACHE_S).
+  registry.serving.clients.TOKEN_CACHE_S).
 
 Each records a change-log row (registry.changes.record_change; inside a service it joins the
 service's announcement) and, only outside a service (changes.in_service), an audit row with
@@ -250,7 +250,7 @@ def client_saving(sender: Any, instance: McpClient, raw: bool = False, update_fi
 
 
 def _forget_tokens() -> None:
-    from registry.clients import forget_cached_tokens
+    from registry.serving.clients import forget_cached_tokens
 
     transaction.on_commit(forget_cached_tokens)
 

@@ -43,7 +43,7 @@ from typing import Iterable, Iterator, Mapping
 from django.utils.translation import gettext as _
 from django.utils import timezone
 
-from registry import label_history
+from registry.serving import label_history
 from registry.audit import User, actor_name, write_audit
 from registry.conf import registry_settings
 from registry.changes import service_transaction
@@ -410,7 +410,7 @@ def _incident_rollback(entry: VersionedEntry, current: ReleaseLabel, version_num
 
 
 def served_before(entry: VersionedEntry, label: str, version_number: int) -> bool:
-    """Whether `label` of `entry` once served `version_number` to every client (registry/label_history.py)."""
+    """Whether `label` of `entry` once served `version_number` to every client (registry/serving/label_history.py)."""
     return label_history.served_before(entry.kind, entry.pk, label, version_number)
 
 

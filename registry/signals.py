@@ -28,7 +28,7 @@ registry.receivers records the change from it.
 
 credentials_changed: sent INSIDE the changing transaction when what lets a client be served may
     have changed: an MCP client saved (revoked, expired, re-labelled, re-scoped, given a new
-    token) or deleted (registry.credentials), an OAuth access token saved or deleted, a user
+    token) or deleted (registry.serving.credentials), an OAuth access token saved or deleted, a user
     deactivated, an OAuth connection deleted (oauth.credentials).
     sender: the model class whose row changed
     client_ids: McpClient primary keys whose open streams must be re-checked

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from registry import changes, fetches, warmup
+from registry import changes
+from registry.serving import fetches, warmup
 from registry.storage import cache as content_cache
 from tests.factories import grant, make_user
 
@@ -26,7 +27,7 @@ def django_db_modify_db_settings(request, django_db_modify_db_settings_parallel_
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item):
-    """A catalog still warming up in the background (registry/warmup.py) finishes before the
+    """A catalog still warming up in the background (registry/serving/warmup.py) finishes before the
     test's fixtures, its database among them, are torn down."""
     warmup.join()
 

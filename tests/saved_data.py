@@ -104,7 +104,8 @@ def _reset_process_caches() -> None:
     from mcp_endpoint import handlers
     from mcp_endpoint.hub import hub
     from mcp_endpoint.sessions import store
-    from registry import changes, warmup
+    from registry import changes
+    from registry.serving import warmup
     from registry.storage import cache as content_cache
 
     warmup.join()

@@ -262,7 +262,7 @@ class Server:
                     "-v",
                     "0",
                     "-c",
-                    "from registry.clients import create_client; print(create_client(name='matrix')[1])",
+                    "from registry.serving.clients import create_client; print(create_client(name='matrix')[1])",
                 ],
                 cwd=ROOT,
                 env=self.env,

@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry import clients
+from registry.serving import clients
 from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.fetch_stats import client_receives
 from registry.admin.lookups import DeclaredFiltersOnlyMixin

@@ -1,6 +1,6 @@
 """Who got which version: figures for the admin pages, from the fetch counters and the catalog.
 
-The counters are written in batches by `registry.fetches` (never on the request path); these
+The counters are written in batches by `registry.serving.fetches` (never on the request path); these
 functions only read them. "What a client receives now" is computed from the same in-memory
 catalog the MCP endpoint serves from, with the client's label, scope and rollout buckets.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Max, Sum
 from django.utils import timezone
 
-from registry.catalog import Viewer, load_catalog
+from registry.serving.catalog import Viewer, load_catalog
 from registry.kinds import kind_of
 from registry.models import PRODUCTION, FetchCounter, McpClient, Rollout, VersionedEntry
 from registry.formats.buckets import gets_candidate, stable_bucket

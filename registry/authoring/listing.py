@@ -3,7 +3,7 @@
 Written once when a version is published (and backfilled by a migration), it holds what
 `prompts/list`, `resources/list`, `resources/templates/list` and `completion/complete` need,
 so building a label's catalog reads a few hundred bytes per entry and never the message
-bodies, resource text or template bodies (those are loaded on demand, registry/catalog.py).
+bodies, resource text or template bodies (those are loaded on demand, registry/serving/catalog.py).
 Which snapshot keys an item carries is the snapshot schema's `listed` (registry/authoring/schema.py).
 
     prompt:   {"item": {name, title, description, arguments: [{name, title, description, required}]},

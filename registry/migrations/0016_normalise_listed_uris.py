@@ -2,7 +2,7 @@
 
 Versions published before URIs were normalised on save (0009) keep their snapshots, and their
 listings (0012) copied the URI as it was. List pages read straight from the database
-(registry/catalog_pages.py) are ordered by the listed URI, so it must be the served one. The
+(registry/serving/pages.py) are ordered by the listed URI, so it must be the served one. The
 listing is derived data, not part of the frozen snapshot; the snapshot is left as it is.
 """
 

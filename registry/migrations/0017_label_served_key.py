@@ -1,6 +1,6 @@
 """Label rows carry the key their version is served under, indexed with the label name, so a
 list page can be read from the database in key order without building the catalog
-(registry/catalog_pages.py). Existing rows get it from their version's listing."""
+(registry/serving/pages.py). Existing rows get it from their version's listing."""
 
 from typing import Any
 
@@ -29,17 +29,17 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='promptlabel',
             name='served_key',
-            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/catalog_pages.py).", max_length=2048),
+            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/serving/pages.py).", max_length=2048),
         ),
         migrations.AddField(
             model_name='resourcelabel',
             name='served_key',
-            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/catalog_pages.py).", max_length=2048),
+            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/serving/pages.py).", max_length=2048),
         ),
         migrations.AddField(
             model_name='resourcetemplatelabel',
             name='served_key',
-            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/catalog_pages.py).", max_length=2048),
+            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/serving/pages.py).", max_length=2048),
         ),
         migrations.RunPython(forwards, migrations.RunPython.noop),
         migrations.AddIndex(

@@ -1,6 +1,6 @@
 """PostgreSQL: index the label rows' served keys in the "C" collation the list pages sort by.
 
-registry/catalog_pages.py orders and compares `served_key` COLLATE "C" (code-point order, as
+registry/serving/pages.py orders and compares `served_key` COLLATE "C" (code-point order, as
 Python sorts); an index only serves a query of its own collation, so on PostgreSQL the
 (name, served_key) index of 0017 (the database's default collation) was never used and each
 cold page sorted every label row of the label. SQLite compares bytes by default, where 0017's

@@ -366,7 +366,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='promptlabel',
             name='served_key',
-            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/catalog_pages.py).", max_length=2048, verbose_name='served key'),
+            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/serving/pages.py).", max_length=2048, verbose_name='served key'),
         ),
         migrations.AlterField(
             model_name='promptlabel',
@@ -586,7 +586,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='resourcelabel',
             name='served_key',
-            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/catalog_pages.py).", max_length=2048, verbose_name='served key'),
+            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/serving/pages.py).", max_length=2048, verbose_name='served key'),
         ),
         migrations.AlterField(
             model_name='resourcelabel',
@@ -691,7 +691,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='resourcetemplatelabel',
             name='served_key',
-            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/catalog_pages.py).", max_length=2048, verbose_name='served key'),
+            field=models.CharField(blank=True, default='', editable=False, help_text="The served version's name or URI (served_key_of), kept on the label row so list pages can be read from the database in key order by an index (registry/serving/pages.py).", max_length=2048, verbose_name='served key'),
         ),
         migrations.AlterField(
             model_name='resourcetemplatelabel',

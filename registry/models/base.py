@@ -194,7 +194,7 @@ class ReleaseLabel(models.Model):
         _("served key"),
         max_length=2048, blank=True, default="", editable=False,
         help_text="The served version's name or URI (served_key_of), kept on the label row so list "
-                  "pages can be read from the database in key order by an index (registry/catalog_pages.py).",
+                  "pages can be read from the database in key order by an index (registry/serving/pages.py).",
     )
 
     objects = LabelQuerySet.as_manager()

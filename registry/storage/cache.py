@@ -1,6 +1,6 @@
 """One bounded per-process cache of served content, measured in bytes.
 
-The catalog (registry/catalog.py) keeps only metadata; what `prompts/get` and
+The catalog (registry/serving/catalog.py) keeps only metadata; what `prompts/get` and
 `resources/read` return is loaded on demand and kept here: compiled prompt versions and
 template bodies keyed by version row, resource text and base64 blobs keyed by content hash.
 Labels that serve the same version, and resources with the same bytes, share one entry.

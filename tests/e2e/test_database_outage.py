@@ -61,7 +61,7 @@ async def test_streams_and_the_worker_survive_a_database_outage(private_postgres
     env = base_env(private_postgres.create_database("outage"))
     env["MCP_KEEPALIVE_SECONDS"] = str(KEEPALIVE)
     prepare_database(env)
-    token = manage(env, "shell", "-c", "from registry.clients import create_client; "
+    token = manage(env, "shell", "-c", "from registry.serving.clients import create_client; "
                    "print(create_client(name='outage-client')[1])").stdout.strip().splitlines()[-1]
     api_token = manage(env, "shell", "-c", "from django.contrib.auth.models import User; "
                        "from rest_framework.authtoken.models import Token; "

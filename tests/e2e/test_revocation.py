@@ -33,7 +33,7 @@ BOUND = 1.0  # seconds: what the README promises
 
 
 def _client(env: dict[str, str], name: str) -> str:
-    return manage(env, "shell", "-c", "from registry.clients import create_client; "
+    return manage(env, "shell", "-c", "from registry.serving.clients import create_client; "
                   f"print(create_client(name={name!r})[1])").stdout.strip().splitlines()[-1]
 
 

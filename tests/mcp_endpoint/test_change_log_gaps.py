@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from mcp_endpoint.hub import PROMPTS_CHANGED, Hub, Listener, Told
 from mcp_endpoint.settings import mcp_settings
 from registry import services
-from registry.catalog import Viewer, catalog_for
+from registry.serving.catalog import Viewer, catalog_for
 from registry.changes import record_change
 from registry.models import PromptMessage
 from tests.factories import make_prompt

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from mcp_endpoint import handlers
-from registry import catalog, changes, errors as registry_errors, warmup
+from registry import changes, errors as registry_errors
+from registry.serving import catalog, warmup
 from tests.mcp_endpoint.test_pagination_cold import ctx
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
 from mcp_endpoint.jsonrpc import RawJSON
 from registry import errors as registry_errors
-from registry.clients import create_client
+from registry.serving.clients import create_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -197,7 +197,7 @@ class _RolloutCatalog:
 
 
 async def test_rollout_personalised_lists_are_private_and_cached_per_variant(monkeypatch):
-    from registry.catalog import Viewer
+    from registry.serving.catalog import Viewer
 
     monkeypatch.setattr(handlers.source, "cached_catalog", lambda label: _RolloutCatalog())
     canary = handlers.identity_of(Viewer(client_id=1, client_name="canary"))

@@ -19,7 +19,7 @@ from mcp_endpoint.hub import (
     notifications_for,
 )
 from registry import changes, services
-from registry.catalog import Viewer, load_catalog
+from registry.serving.catalog import Viewer, load_catalog
 from registry.changes import Change
 from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template
@@ -221,7 +221,7 @@ def test_change_log_rows_older_than_the_retention_are_pruned(settings):
 @pytest.mark.django_db(transaction=True)
 async def test_a_failed_refresh_is_retried_and_never_leaves_a_stale_catalog(monkeypatch):
     from mcp_endpoint import hub as hub_module
-    from registry.catalog import cached_catalog
+    from registry.serving.catalog import cached_catalog
 
     prompt = await database_sync_to_async(make_prompt)("greet")
     await database_sync_to_async(publish)(prompt)
@@ -342,8 +342,8 @@ async def _no_start() -> None:
 async def test_a_worker_with_no_streams_keeps_its_catalog_current_by_the_changed_keys(monkeypatch):
     """A worker that answers requests but holds no stream used to leave its catalog stale after
     each change, so the next request fell back to the database and a full rebuild."""
-    from registry import catalog as catalog_module
-    from registry.catalog import cached_catalog
+    from registry.serving import catalog as catalog_module
+    from registry.serving.catalog import cached_catalog
 
     prompt = await database_sync_to_async(make_prompt)("greet")
     await database_sync_to_async(publish)(prompt)
@@ -375,8 +375,8 @@ async def test_a_catalog_built_while_a_change_is_delivered_is_not_refreshed_into
     its own keys alone and stamped it current, serving the missed change's old version."""
     import threading
 
-    from registry import catalog as catalog_module
-    from registry.catalog import cached_catalog
+    from registry.serving import catalog as catalog_module
+    from registry.serving.catalog import cached_catalog
 
     greet = await database_sync_to_async(make_prompt)("greet")
     other = await database_sync_to_async(make_prompt)("other")

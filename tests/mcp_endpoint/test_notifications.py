@@ -175,7 +175,7 @@ async def test_a_listen_refused_for_its_accept_header_holds_no_stream_slot(regis
 
 
 async def test_revoking_a_client_ends_its_open_listen_stream(registry_data, settings):
-    from registry.clients import create_client, forget_cached_tokens
+    from registry.serving.clients import create_client, forget_cached_tokens
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": False, "KEEPALIVE_SECONDS": 0.05}
     settings.ALLOWED_HOSTS = ["127.0.0.1"]

@@ -1,5 +1,5 @@
 """List pages while no catalog is built: answered from the database, the catalog warming up
-in the background (registry/catalog_pages.py, registry/warmup.py)."""
+in the background (registry/serving/pages.py, registry/serving/warmup.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from channels.db import database_sync_to_async
 from mcp_endpoint import handlers
 from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
-from registry import catalog, changes, services, warmup
-from registry.clients import create_client
+from registry import changes, services
+from registry.serving import catalog, warmup
+from registry.serving.clients import create_client
 from tests.factories import make_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,7 +19,7 @@ from mcp_endpoint import revocation
 from mcp_endpoint.consumers import McpHttpApp
 from mcp_endpoint.models import CredentialChange
 from oauth import bearer
-from registry.clients import create_client, forget_cached_tokens, issue_token
+from registry.serving.clients import create_client, forget_cached_tokens, issue_token
 from tests.factories import make_user
 from tests.oauth.conftest import make_token
 

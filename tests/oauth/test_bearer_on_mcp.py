@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group
 
 from oauth import bearer
 from oauth.models import GroupDefault, OAuthConnection
-from registry.clients import create_client
+from registry.serving.clients import create_client
 from registry.models import McpClient
 from tests.factories import make_user
 from tests.mcp_endpoint.conftest import (  # noqa: F401 (fixtures)

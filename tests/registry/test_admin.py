@@ -15,7 +15,7 @@ from django.urls import reverse
 from registry import reviews, rollouts, services
 from registry.authoring import drafts
 from registry.formats import buckets
-from registry.clients import hash_token
+from registry.serving.clients import hash_token
 from registry.errors import ReviewClosed
 from registry.models import (
     AuditEntry,
@@ -847,7 +847,7 @@ def test_creating_a_client_shows_the_token_once_and_stores_only_its_hash(client,
 
 
 def test_regenerate_token_action_replaces_the_old_token(client, publisher):
-    from registry.clients import create_client
+    from registry.serving.clients import create_client
 
     mcp_client, old_token = create_client(name="bot")
     response = client_for(client, publisher).post(
@@ -862,7 +862,7 @@ def test_regenerate_token_action_replaces_the_old_token(client, publisher):
 def test_client_page_shows_what_the_client_was_served(client, publisher):
     from django.utils import timezone
 
-    from registry.clients import create_client
+    from registry.serving.clients import create_client
 
     mcp_client, _ = create_client(name="bot")
     FetchCounter.objects.create(client=mcp_client, client_name="bot", entry_kind="prompt", entry_key="greet-xyz",
@@ -982,7 +982,7 @@ def _two_version_prompt(name="greet", labels=("staging",)):
 def test_publisher_starts_a_rollout_and_the_page_shows_progress(client, publisher):
     from django.utils import timezone
 
-    from registry.clients import create_client
+    from registry.serving.clients import create_client
 
     prompt = _two_version_prompt()
     for i in range(20):
@@ -1028,7 +1028,7 @@ def test_rollout_on_production_from_the_admin_needs_approval(client, publisher):
 
 
 def test_client_page_shows_what_the_client_receives_now_including_its_rollout_bucket(client, publisher):
-    from registry.clients import create_client
+    from registry.serving.clients import create_client
 
     prompt = _two_version_prompt()
     rollouts.set_rollout(prompt, label="staging", version_number=2, percent=50, acting_user=publisher)

@@ -239,7 +239,7 @@ def test_a_bulk_import_sends_one_announcement_and_reimporting_it_writes_nothing(
 
 
 def test_label_rows_written_in_bulk_carry_the_served_key_of_their_version(tmp_path):
-    """Cold list pages read the served key off the label row (registry/catalog_pages.py): a bulk-created
+    """Cold list pages read the served key off the label row (registry/serving/pages.py): a bulk-created
     label without one sends every page down the slow path, and a label moved onto a renamed draft's
     new version must follow the new name."""
     from registry.models.base import served_key_of

@@ -1,7 +1,7 @@
 import pytest
 
 from registry import services
-from registry.catalog import Viewer, catalog_for, cached_catalog
+from registry.serving.catalog import Viewer, catalog_for, cached_catalog
 from registry.errors import InvalidArguments, InvalidUri, MissingArguments, UnknownPrompt, UnknownResource
 from registry.models import PromptMessage
 from tests.factories import make_prompt, make_resource, make_template

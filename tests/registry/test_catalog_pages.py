@@ -3,8 +3,9 @@
 import pytest
 from django.utils import timezone
 
-from registry import catalog, catalog_pages, changes, rollouts, services
-from registry.catalog import Viewer, load_catalog
+from registry import changes, rollouts, services
+from registry.serving import catalog, pages as catalog_pages
+from registry.serving.catalog import Viewer, load_catalog
 from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template, make_user
 

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from registry import clients
+from registry.serving import clients
 from registry.models import McpClient
 
 

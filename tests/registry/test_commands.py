@@ -9,7 +9,7 @@ import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from registry.catalog import Viewer, catalog_for
+from registry.serving.catalog import Viewer, catalog_for
 from registry.management.commands.bench_load import synthetic_docs, synthetic_prompts
 from registry.models import (
     AuditEntry,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from registry import changes, services
-from registry.catalog import load_catalog
-from registry.consistency import served_fingerprint, stale_keys
+from registry.serving.catalog import load_catalog
+from registry.serving.consistency import served_fingerprint, stale_keys
 from registry.models import Prompt, PromptMessage
 from registry.rollouts import set_rollout
 from tests.factories import make_prompt, make_resource, make_template

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from registry import catalog, services
+from registry import services
+from registry.serving import catalog
 from registry.storage import blobs as content
-from registry.catalog import Viewer
+from registry.serving.catalog import Viewer
 from registry.errors import ContentMissing, ImmutableVersionError, StorageUnavailable
 from registry.models import ContentObject, Resource, ResourceVersion
 from registry.authoring.snapshots import canonical_json

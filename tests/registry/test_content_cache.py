@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from registry import catalog, services
+from registry import services
+from registry.serving import catalog
 from registry.storage import cache as content_cache
-from registry.catalog import Viewer
+from registry.serving.catalog import Viewer
 from registry.storage.cache import ContentCache
 from tests.factories import make_resource, release
 

@@ -11,9 +11,9 @@ from django.apps import apps as current_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from registry import catalog
+from registry.serving import catalog
 from registry.storage import blobs as content
-from registry.catalog import Viewer
+from registry.serving.catalog import Viewer
 from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
 from registry.authoring.snapshots import content_hash
 from tests.factories import PNG_1X1

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from registry import changes, dynamic, reviews, rollouts, services
+from registry import changes, reviews, rollouts, services
+from registry.serving import dynamic
 from registry.formats import buckets
-from registry.catalog import Viewer, catalog_for
+from registry.serving.catalog import Viewer, catalog_for
 from registry.errors import UnknownResource
 from registry.models import PromptMessage
 from tests.factories import make_prompt, make_template

@@ -1,7 +1,7 @@
 import pytest
 
-from registry import fetches
-from registry.catalog import Served, Viewer
+from registry.serving import fetches
+from registry.serving.catalog import Served, Viewer
 from registry.models import FetchCounter
 
 
@@ -22,7 +22,7 @@ def test_fetches_are_counted_per_client_entry_and_version_on_flush():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_deleted_client_neither_blocks_nor_double_counts_the_others():
-    from registry.clients import create_client
+    from registry.serving.clients import create_client
 
     client, _ = create_client(name="gone-soon")
     served = Served({}, "prompt", "greet", 1, "production")

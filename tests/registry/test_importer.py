@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from registry import services
-from registry.catalog import Viewer, catalog_for
+from registry.serving.catalog import Viewer, catalog_for
 from registry.errors import RegistryError
 from registry.importer import ImportFailed, export_yaml, import_documents
 from registry.models import (

@@ -51,7 +51,7 @@ listed_uris = importlib.import_module("registry.migrations.0016_normalise_listed
 
 
 def test_resource_versions_published_before_normalisation_list_the_served_uri():
-    from registry.catalog import Viewer, load_catalog
+    from registry.serving.catalog import Viewer, load_catalog
     from registry.models import ResourceVersion
     from tests.factories import make_resource
 

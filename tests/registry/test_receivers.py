@@ -7,8 +7,9 @@ from django.core import serializers
 from django.core.management import call_command
 from django.utils import timezone
 
-from registry import clients, rollouts, services
-from registry.catalog import Viewer, catalog_for
+from registry import rollouts, services
+from registry.serving import clients
+from registry.serving.catalog import Viewer, catalog_for
 from registry.errors import BulkUpdateRefused
 from registry.models import (
     AuditEntry,

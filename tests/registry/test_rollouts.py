@@ -6,7 +6,7 @@ import pytest
 
 from registry import changes, reviews, rollouts
 from registry.formats import buckets
-from registry.catalog import Viewer, catalog_for
+from registry.serving.catalog import Viewer, catalog_for
 from registry.errors import ApprovalRequired, InvalidRollout, PublishPermissionDenied
 from registry.models import AuditEntry, ChangeLogEntry, PromptMessage, ReviewRequest, Rollout
 from tests.factories import make_prompt, make_resource, make_template, release
@@ -268,7 +268,7 @@ def test_aborting_a_production_rollout_needs_no_review(publisher, release_manage
 
 
 def test_refreshing_only_the_changed_entry_picks_up_the_rollout(publisher):
-    from registry.catalog import refresh_catalog
+    from registry.serving.catalog import refresh_catalog
 
     prompt = two_versions(labels=("staging",))
     release(make_prompt("other"), labels=("staging",))
@@ -302,8 +302,8 @@ def test_clients_are_notified_after_commit_when_the_rollout_changes():
 def test_a_rollout_begun_after_the_draft_was_renamed_reaches_its_clients(publisher):
     """The rollout row keeps the entry's draft key of the day ('hello'); the label still serves the
     entry as 'greet': the whole catalog, a refresh of the entry and a cold page all find it by entry."""
-    from registry import catalog_pages
-    from registry.catalog import forget_catalogs, load_catalog, refresh_catalog
+    from registry.serving import pages as catalog_pages
+    from registry.serving.catalog import forget_catalogs, load_catalog, refresh_catalog
 
     prompt = two_versions(labels=("staging",))
     prompt.name = "hello"  # the draft only

@@ -8,9 +8,9 @@ import socket
 
 import pytest
 
-from registry import catalog
+from registry.serving import catalog
 from registry.storage import blobs as content, cache as content_cache
-from registry.catalog import Viewer
+from registry.serving.catalog import Viewer
 from registry.errors import ContentMissing
 from registry.authoring.integrity import check_all
 from tests.factories import PNG_1X1, make_resource, release

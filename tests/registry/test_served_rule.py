@@ -1,4 +1,4 @@
-"""One rule of what a viewer is served (registry.viewer.served_item), asked by every path.
+"""One rule of what a viewer is served (registry.serving.viewer.served_item), asked by every path.
 
 A rollout candidate is served to a client in its bucket only if the candidate's own tags admit
 that client, warm (the catalog), cold (pages read from the database while the catalog builds),
@@ -11,13 +11,14 @@ import itertools
 import pytest
 
 from mcp_endpoint.hub import PROMPTS_CHANGED, Listener, Told, diff_catalogs, notifications_for
-from registry import catalog_pages, changes, reviews
+from registry import changes, reviews
+from registry.serving import pages as catalog_pages
 from registry.formats.buckets import gets_candidate
-from registry.catalog import load_catalog
+from registry.serving.catalog import load_catalog
 from registry.changes import Change
 from registry.errors import UnknownPrompt, UnknownResource
 from registry.models import PromptMessage
-from registry.viewer import Viewer, served_item
+from registry.serving.viewer import Viewer, served_item
 from tests.factories import make_prompt, make_resource, make_template, release
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from registry import services
-from registry.catalog import Viewer, catalog_for
+from registry.serving.catalog import Viewer, catalog_for
 from registry.authoring.drafts import apply_snapshot, draft_data, normalised
 from registry.errors import ArgumentErrors, InvalidEntry, MissingArguments
 from registry.models import PromptArgument

@@ -5,7 +5,8 @@ import threading
 
 import pytest
 
-from registry import catalog, changes, services, warmup
+from registry import changes, services
+from registry.serving import catalog, warmup
 from tests.factories import make_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)

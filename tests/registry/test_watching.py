@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from registry import watching
-from registry.catalog import Viewer, catalog_for
+from registry.serving.catalog import Viewer, catalog_for
 from registry.importer import ImportFailed, import_documents
 from registry.models import Resource
 

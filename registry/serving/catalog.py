@@ -9,8 +9,8 @@ message bodies or documents and its size does not grow with them. What `prompts/
 (registry/storage/cache.py): a hot entry costs no query, a cold one one read. On the event
 loop a cold read raises ContentNotLoaded so the caller repeats it in a worker thread. Any committed change
 (local or caught up from another process) bumps `changes.generation()`, which retires the
-cached catalog; the next request rebuilds it (in the background, registry/warmup.py; list pages are
-read from the database meanwhile, registry/catalog_pages.py). The catalog for label L serves L's version of
+cached catalog; the next request rebuilds it (in the background, registry/serving/warmup.py; list pages are
+read from the database meanwhile, registry/serving/pages.py). The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
 
 Percentage rollouts (registry/rollouts.py): an item whose label runs a rollout carries it
@@ -33,7 +33,8 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
-from registry import changes, dynamic
+from registry import changes
+from registry.serving import dynamic
 from registry.storage import cache as content_cache
 from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
 from registry.kinds import KINDS
@@ -43,7 +44,7 @@ from registry.formats.buckets import gets_candidate
 from registry.authoring.listing import listing_of
 from registry.authoring.snapshots import canonical_json, materialise, materialise_block, read_content
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template, validate_uri
-from registry.viewer import Viewer, may_differ_by_client, served_item
+from registry.serving.viewer import Viewer, may_differ_by_client, served_item
 
 MAX_COMPLETIONS = 100
 
@@ -62,7 +63,7 @@ class Served:
     key: str
     version: int
     label: str
-    ttl_ms: int | None = None  # a provider's own caching hints (registry/dynamic.py); None: the defaults
+    ttl_ms: int | None = None  # a provider's own caching hints (registry/serving/dynamic.py); None: the defaults
     cache_scope: str | None = None
     counted: bool = True  # computed resources are not versions a client could be counted as fetching
 
@@ -577,7 +578,7 @@ def read_entries(label: str, entry_ids: Mapping[str, Iterable[int] | None]) -> C
     """A catalog of `label` holding only the given entries of each kind (None: every entry of that
     kind; a kind left out: none), plus every entry with a running rollout on the label, so that
     `personalised()` and `variant()` answer as the whole catalog would. Never cached: it answers
-    one request while the whole catalog warms up (registry/catalog_pages.py)."""
+    one request while the whole catalog warms up (registry/serving/pages.py)."""
     return _read(label, None, None, entry_ids)
 
 

@@ -40,6 +40,6 @@ def client_deleted(sender: Any, instance: McpClient, **kwargs: Any) -> None:
 
 
 def connect() -> None:
-    pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.credentials.client_saving")
-    post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.credentials.client_saved")
-    post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.credentials.client_deleted")
+    pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.serving.credentials.client_saving")
+    post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.serving.credentials.client_saved")
+    post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.serving.credentials.client_deleted")

@@ -7,7 +7,7 @@ candidate went to part of the clients only, so it is not counted here.
 
 Two rules read it: an incident rollback may go only to a version its protected label served
 before (registry/services.py), and an MCP client's change log lists only versions the label it
-is served from served (registry/dynamic.py).
+is served from served (registry/serving/dynamic.py).
 """
 
 from __future__ import annotations

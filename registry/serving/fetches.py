@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F
 
-from registry.catalog import Served, Viewer
+from registry.serving.catalog import Served, Viewer
 from registry.models import FetchCounter, McpClient
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 A provider is one registered render function plus what clients need to list, cache and
 subscribe to it: a URI (or an RFC 6570 URI template), a title, a MIME type, the entry kinds
 whose changes alter what it returns (`depends_on`), and the 2026-07-28 caching hints it asks
-for (`ttl_ms`, `cache_scope`). The catalog (registry/catalog.py) lists and reads providers
+for (`ttl_ms`, `cache_scope`). The catalog (registry/serving/catalog.py) lists and reads providers
 generically and the notification hub announces them from `depends_on` and `affected`, so a
 new dynamic resource is one small `@provider` function here and nothing elsewhere.
 
@@ -22,7 +22,7 @@ from registry.audit import without_names
 from registry.conf import registry_settings
 from registry.errors import UnknownPrompt, UnknownResource
 from registry.formats.uris import UriTemplateMatcher
-from registry.viewer import served_item
+from registry.serving.viewer import served_item
 
 # render(catalog, viewer, params, uri) -> the resource's contents items (each with uri and mimeType)
 Render = Callable[[Any, Any, Mapping[str, str], str], list[dict[str, Any]]]
@@ -140,7 +140,7 @@ def affected_uris(uris: Iterable[str], kind: str, key: str) -> list[str]:
 # ------------------------------------------------------------------------------ helpers
 def visible(catalog: Any, viewer: Any, kind: str, key: str) -> bool:
     """Whether `viewer` is served entry (kind, key) by `catalog` (scope by the served version's tags,
-    a rollout's candidate included: registry.catalog.served_item)."""
+    a rollout's candidate included: registry.serving.catalog.served_item)."""
     if kind == "prompt":
         item = catalog.prompt_items.get(key)
     elif kind == "resource":
@@ -178,7 +178,7 @@ def _both(uri: str, markdown: str, data: Any) -> list[dict[str, Any]]:
 # incident's reason), staging-only versions and rollouts it is not in stay out, and so do
 # people's names unless REGISTRY["SHOW_NAMES_TO_CLIENTS"] is on. Which version it is served, and
 # from which label, is the catalog's answer (Catalog.served_to); what a label served before is
-# registry/label_history.py's.
+# registry/serving/label_history.py's.
 
 
 def names_shown() -> bool:
@@ -225,7 +225,7 @@ _CHUNK = 500
           description=f"The last {RECENT_CHANGES} changes of what you are served: Markdown, then JSON.",
           ttl_ms=10_000)
 def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
-    from registry.label_history import MOVES
+    from registry.serving.label_history import MOVES
     from registry.models import AuditAction, AuditEntry
 
     served = _served(catalog, viewer)
@@ -289,7 +289,7 @@ def _prompt_visible(catalog: Any, viewer: Any, params: Mapping[str, str]) -> boo
           depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names,
           exists=_prompt_visible)
 def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
-    from registry.label_history import versions_served
+    from registry.serving.label_history import versions_served
     from registry.models import Prompt
 
     name = params.get("name", "")

@@ -6,7 +6,7 @@ catalog, would wait for it. Instead such a request is answered from the database
 of its page are found in key order (keyset: key > the cursor's last key, LIMIT page + 1) and
 the catalog code builds just those (`catalog.read_entries`), so the label fallback, scope
 tags, rollouts and dynamic resources follow the catalog's own rules; meanwhile the whole
-catalog warms up in the background (registry/warmup.py).
+catalog warms up in the background (registry/serving/warmup.py).
 
 The order is the catalog's: the key the served version is listed under (a draft may be
 renamed), kept on each label row as `served_key` (indexed with the label name, so the first
@@ -26,8 +26,8 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Collate
 
-from registry import catalog, dynamic
-from registry.catalog import Catalog, Viewer
+from registry.serving import catalog, dynamic
+from registry.serving.catalog import Catalog, Viewer
 from registry.kinds import KINDS
 from registry.models import PRODUCTION
 from registry.formats.uris import lookup_uri

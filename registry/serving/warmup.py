@@ -1,7 +1,7 @@
 """Build a label's catalog in a background thread, once per label at a time.
 
 The MCP endpoint answers list pages from the database while a catalog is missing
-(registry/catalog_pages.py) and asks for it here; requests that need the whole catalog
+(registry/serving/pages.py) and asks for it here; requests that need the whole catalog
 (get, read, completion) wait on the same build. The build runs in a thread of its own rather
 than in the endpoint's database executor, so the page queries are not queued behind it.
 A change committed during the build bumps the generation, so the finished catalog is already
@@ -18,8 +18,9 @@ from concurrent.futures import Future
 
 from django.db import connections
 
-from registry import catalog, changes
-from registry.catalog import Catalog
+from registry import changes
+from registry.serving import catalog
+from registry.serving.catalog import Catalog
 
 log = logging.getLogger(__name__)
 
