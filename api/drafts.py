@@ -15,7 +15,7 @@ from typing import Any
 from rest_framework import serializers
 
 from api.fields import Base64BytesField
-from registry import services
+from registry.release import services
 from registry.authoring.drafts import draft_data, normalise_tags, save_draft
 from registry.kinds import KINDS, kind_of
 from registry.models import (
@@ -38,7 +38,7 @@ from registry.authoring.validation import DraftReport, Problem, validate_prompt,
 
 class TextAsGiven(serializers.CharField):
     """A draft's text as given: not trimmed (DRF trims by default). The registry stores what was
-    typed, with LF line breaks, on every path (registry.forms.NewlinesMixin), so a GET sent back
+    typed, with LF line breaks, on every path (registry.admin.forms.NewlinesMixin), so a GET sent back
     as a PUT, or an imported entry saved through the API, changes nothing."""
 
     def __init__(self, **kwargs: Any) -> None:

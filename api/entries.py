@@ -34,7 +34,7 @@ from api.versions import (
     VersionSerializer,
     VersionSummarySerializer,
 )
-from registry import reviews, services
+from registry.release import reviews, services
 from registry.authoring.drafts import lock_draft
 from registry.errors import ContentMissing
 from registry.kinds import KINDS

@@ -1,6 +1,6 @@
 """The REST API speaks the project's language (settings.LANGUAGE_CODE), never the caller's.
 
-LocaleMiddleware and registry.language.UserLanguageMiddleware pick a language for every request
+LocaleMiddleware and registry.admin.language.UserLanguageMiddleware pick a language for every request
 so the admin speaks each editor's; the API is a contract for programs (CI, prompts-as-code, the
 OpenAPI schema), whose error texts, field routing and descriptions must not change with the
 caller's Accept-Language or saved admin language. This middleware, after those two, switches the

@@ -23,7 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.parsers import JSONParser
-from registry.importer import ImportFailed, ImportReport, export_yaml, import_documents
+from registry.portable.importer import ImportFailed, ImportReport, export_yaml, import_documents
 from registry.conf import max_document_bytes
 
 ENTRY_MODELS = ("prompt", "resource", "resourcetemplate")
@@ -166,7 +166,7 @@ class ImportView(APIView):
                 return Response({"detail": f"{len(exc.problems)} problem(s); nothing was imported.",
                                  "problems": exc.problems}, status=status.HTTP_400_BAD_REQUEST)
             except yaml.YAMLError as exc:
-                # registry.portable reports marked syntax errors; the YAML reader's own (control
+                # registry.portable.format reports marked syntax errors; the YAML reader's own (control
                 # characters, bad encodings) arrive here unwrapped.
                 problem = f"{params['filename']}: not readable as YAML: {exc}"
                 return Response({"detail": "1 problem(s); nothing was imported.", "problems": [problem]},

@@ -1,7 +1,7 @@
 """Review requests (four eyes): list, request publication, approve, reject, withdraw.
 
 The rules (a different publisher decides, a stale request cannot be approved, approval moves
-the protected label) live in `registry.reviews`; this module only adapts HTTP to them.
+the protected label) live in `registry.release.reviews`; this module only adapts HTTP to them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from api.filters import validated_params
 from api.permissions import ReadModelPermission
-from registry import reviews as reviews_service
+from registry.release import reviews as reviews_service
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, ReviewRequest, ReviewStatus
 from registry.models.base import label_name_validator

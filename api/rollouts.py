@@ -1,6 +1,6 @@
 """Percentage rollouts per entry and label: read the running one, set or change it.
 
-Writes go through `registry.rollouts.set_rollout`, which checks publish rights and, on a
+Writes go through `registry.release.rollouts.set_rollout`, which checks publish rights and, on a
 protected label, that an approval (or audited override) stands behind the candidate.
 """
 
@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from registry.models import Rollout, VersionedEntry
-from registry.rollouts import rollout_state, state_of
+from registry.release.rollouts import rollout_state, state_of
 
 
 class RolloutSerializer(serializers.Serializer):
@@ -83,7 +83,7 @@ def _entity_tag(request: Request, header: str) -> str | None:
 
 
 def put(entry: VersionedEntry, label: str, request: Request) -> Response:
-    from registry.rollouts import set_rollout
+    from registry.release.rollouts import set_rollout
 
     serializer = RolloutRequestSerializer(data=request.data)
     serializer.is_valid(raise_exception=True)

@@ -13,7 +13,7 @@
    with --publish, and the re-import of the same file (must write nothing). Child CPU time is
    reported beside wall time, since a shared machine stretches wall time, and so is the load
    average when each step started. The import writes through the bulk writer
-   (registry/bulk_import.py); --reference also times the same --publish import through the
+   (registry/portable/bulk.py); --reference also times the same --publish import through the
    services one entry at a time (import_documents(bulk=False)), for the ratio. The bulk file of
    10k+10k is ~40 MB, so REGISTRY_MAX_IMPORT_BYTES is raised for it.
 
@@ -278,7 +278,7 @@ def load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-REFERENCE = ("from registry.importer import import_documents; "
+REFERENCE = ("from registry.portable.importer import import_documents; "
              "print(import_documents({path!r}, publish=True, note='bench edit', bulk=False).summary())")
 
 

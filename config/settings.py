@@ -92,14 +92,14 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The page language: the session or language cookie (the signed-in user's saved choice is put
-    # there at login and by registry.language), else Accept-Language, else LANGUAGE_CODE.
+    # there at login and by registry.admin.language), else Accept-Language, else LANGUAGE_CODE.
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    # After authentication: a signed-in user's saved language wins over the browser's (registry/language.py).
-    "registry.language.UserLanguageMiddleware",
+    # After authentication: a signed-in user's saved language wins over the browser's (registry/admin/language.py).
+    "registry.admin.language.UserLanguageMiddleware",
     # After it: the REST API answers in LANGUAGE_CODE whatever the caller's language (api/language.py).
     "api.language.ApiLanguageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -295,7 +295,7 @@ REGISTRY = {
     # Largest prompts-as-code YAML file imported (manage.py registry_import and the API).
     "MAX_IMPORT_BYTES": int(os.environ.get("REGISTRY_MAX_IMPORT_BYTES", 20 * 1024 * 1024)),
     # Labels created protected: moving them needs an approved review or an audited override
-    # (registry/services.py, registry/reviews.py). A label row's own `protected` flag decides afterwards.
+    # (registry/release/services.py, registry/release/reviews.py). A label row's own `protected` flag decides afterwards.
     "PROTECTED_LABELS": ["production"],
     # Per-process byte budget of the cache of served content (prompt bodies, resource text and
     # blobs, template bodies); entries over 1/8 of it are served without being cached.

@@ -8,7 +8,7 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from registry import receivers
+        from registry.release import receivers
         from registry.serving import credentials
 
         receivers.connect()

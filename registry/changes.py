@@ -3,7 +3,7 @@ and reading them back (catch-up, gaps, replay, pruning).
 
 Every change is written to the change log inside the changing transaction by `record_change`
 (one row) or, for the bulk importer that writes around the models, `record_changes`. Who calls
-them is one rule: the model-save receivers (registry.receivers) record every save that changes
+them is one rule: the model-save receivers (registry.release.receivers) record every save that changes
 what clients are served (label moves, rollouts, archiving, deletions), whatever made it (a
 service, the admin, an import, a shell); the services save models and audit, and record nothing
 themselves, so no change is recorded twice.

@@ -14,7 +14,7 @@ Receivers must be quick and must not do network I/O: defer side effects with
 `transaction.on_commit` (a rolled-back transaction then discards them). An exception in a
 receiver propagates and rolls the change back.
 
-audits_recorded: sent by bulk writers (registry.bulk_import) instead of one audit_recorded per
+audits_recorded: sent by bulk writers (registry.portable.bulk) instead of one audit_recorded per
     row, INSIDE the writing transaction, right after the rows were inserted in bulk.
     sender: the AuditEntry class
     entries: the AuditEntry rows just created, in order (they have primary keys)
@@ -24,7 +24,7 @@ served_rows_bulk_created: sent by `QuerySet.bulk_create` of the models that deci
     are served (registry.models.base.ServedQuerySet), which sends no post_save.
     sender: the model class
     objs:   the created instances
-registry.receivers records the change from it.
+registry.release.receivers records the change from it.
 
 credentials_changed: sent INSIDE the changing transaction when what lets a client be served may
     have changed: an MCP client saved (revoked, expired, re-labelled, re-scoped, given a new

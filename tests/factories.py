@@ -81,7 +81,7 @@ def make_template(
 def release(entry, *, note: str = "first release", labels=("production",)):
     """Publish the draft to `labels` as the operator at the command line would (production is
     protected; the command line is an audited override). For setting up what clients are served."""
-    from registry import services
+    from registry.release import services
 
     return services.publish(entry, acting_user=None, actor="release script", note=note, labels=labels)
 

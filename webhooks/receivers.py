@@ -73,7 +73,7 @@ def audit_recorded(sender: Any, entry: AuditEntry, **kwargs: Any) -> None:
 
 
 def audits_recorded(sender: Any, entries: list[AuditEntry], **kwargs: Any) -> None:
-    """The same outbox rows for audit rows inserted in bulk (registry.bulk_import), reading the hooks once."""
+    """The same outbox rows for audit rows inserted in bulk (registry.portable.bulk), reading the hooks once."""
     from webhooks import delivery
     from webhooks.models import Webhook, WebhookDelivery
 

@@ -11,10 +11,10 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry import diffview
+from registry.admin import diffview
 from registry.admin.common import ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
-from registry.audit_export import EXPORT_FORMATS, export_response
+from registry.release.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry
 from registry.authoring.snapshots import diff_loader
 

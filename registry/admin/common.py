@@ -2,7 +2,7 @@
 diff, history, publish, label moves / roll backs and archiving.
 
 Drafts are plain field edits (the admin saves them and records the audit row in the same
-transaction); everything that touches versions or labels goes through `registry.services`,
+transaction); everything that touches versions or labels goes through `registry.release.services`,
 which re-checks the user's permission, so a crafted request meets the same rule as a button.
 """
 
@@ -23,13 +23,14 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from registry import diffview, reviews, rollouts, services
+from registry.admin import diffview
+from registry.release import reviews, rollouts, services
 from registry.authoring import drafts, integrity
 from registry.admin.badges import badges_html, entry_badges
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import ContentMissing, InvalidEntry, PublishPermissionDenied, RegistryError, RolloutConflict
-from registry.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
+from registry.admin.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.models.base import label_name_validator

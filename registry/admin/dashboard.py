@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry import reviews
+from registry.release import reviews
 from registry.admin.badges import badges_html, entry_badges
 from registry.admin.reviews import entry_admin_url
 from registry.kinds import KINDS

@@ -17,7 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.language import save_language, saved_language, set_language_cookie
+from registry.admin.language import save_language, saved_language, set_language_cookie
 from registry.models import EditorPreference
 
 

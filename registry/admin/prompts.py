@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy
 from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
 from registry.formats import argtypes
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
-from registry.forms import (
+from registry.admin.forms import (
     PromptArgumentForm,
     PromptArgumentFormSet,
     PromptForm,

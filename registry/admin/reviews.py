@@ -1,7 +1,7 @@
 """The review queue (four eyes for protected labels) and the list of running rollouts.
 
 Nothing here writes directly: approving, rejecting and withdrawing go through
-`registry.reviews`, which re-checks permission, self-approval and staleness, so a crafted POST
+`registry.release.reviews`, which re-checks permission, self-approval and staleness, so a crafted POST
 meets the same rules as the buttons.
 """
 
@@ -18,11 +18,12 @@ from django.utils.translation import gettext, gettext_lazy
 
 _ = gettext
 
-from registry import diffview, reviews
+from registry.admin import diffview
+from registry.release import reviews
 from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
-from registry.forms import ReviewDecisionForm
+from registry.admin.forms import ReviewDecisionForm
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
 from registry.authoring.snapshots import diff_loader
@@ -68,7 +69,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
 
     @admin.action(description=gettext_lazy("Approve selected requests (each is checked on its own)"))
     def approve_selected(self, request, queryset):
-        """Approve each request through registry.reviews, so each meets the four-eyes and staleness rules."""
+        """Approve each request through registry.release.reviews, so each meets the four-eyes and staleness rules."""
         for review in queryset.order_by("id"):
             try:
                 reviews.approve(review, acting_user=request.user)
@@ -197,7 +198,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
 
 @admin.register(Rollout)
 class RolloutAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
-    # Started from an entry's "Rollout…" page, through registry.rollouts.
+    # Started from an entry's "Rollout…" page, through registry.release.rollouts.
     list_display = ["entry_link", "label", "candidate_version", "percent", "authority", "updated_by_name",
                     "updated_at"]
     list_filter = ["entry_kind", "label"]

@@ -4,10 +4,10 @@ registry/authoring/snapshots.py writes snapshots; this module says what is in th
 "the fields of a prompt, a resource or a template" takes them from here instead of keeping its own
 list, so a field added to snapshots cannot be silently left out of one of them:
 
-- the diff (registry/diffview.py) shows exactly these fields, with these labels, compared and
+- the diff (registry/admin/diffview.py) shows exactly these fields, with these labels, compared and
   displayed as `shows` says, and keys it does not find here only under "Other fields";
 - the listing (registry/authoring/listing.py) copies the keys in `listed` into the list items clients get;
-- the prompts-as-code format (registry/portable.py) accepts the `portable` keys as an entry's keys.
+- the prompts-as-code format (registry/portable/format.py) accepts the `portable` keys as an entry's keys.
 
 tests/registry/test_snapshot_schema.py builds real snapshots of every kind with every field set
 and fails when a key they carry has no field here, or a change of it does not show in the diff.
@@ -21,7 +21,7 @@ the content store; they are parts of the same document.
 
 A field names its label by the admin's edit form field (`form`: "FormClass.field") or by its
 own text (`label`, for keys no form field shows); the admin turns them into words
-(registry/schema_labels.py), so this module knows nothing of forms. No database access.
+(registry/admin/schema_labels.py), so this module knows nothing of forms. No database access.
 """
 
 from __future__ import annotations

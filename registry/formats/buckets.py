@@ -1,7 +1,7 @@
 """Which clients a percentage rollout reaches: a stable bucket per client and entry.
 
 Pure functions (no Django): the serving side decides with them who gets a candidate, the
-release side (registry/rollouts.py) and the admin's fetch statistics explain it.
+release side (registry/release/rollouts.py) and the admin's fetch statistics explain it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class ServedQuerySet(models.QuerySet):
     """Refuses bulk updates of the fields that decide what clients are served.
 
     QuerySet.update() (and bulk_update, which uses it) sends no model signals, so such a change
-    would reach no client and leave no audit row (registry.receivers). Updates touching only
+    would reach no client and leave no audit row (registry.release.receivers). Updates touching only
     other fields (e.g. an MCP client's last_seen_at) are allowed. bulk_create sends
     `served_rows_bulk_created` instead, which the receivers record. Subclasses name the guarded
     fields in `served_fields`.

@@ -118,7 +118,7 @@ class RolloutQuerySet(ServedQuerySet):
 class Rollout(models.Model):
     """A candidate version served to `percent`% of the clients of one label of one entry.
 
-    Which clients: a stable hash of the client's name and the entry key (registry.rollouts.
+    Which clients: a stable hash of the client's name and the entry key (registry.release.rollouts.
     stable_bucket), so a client keeps its version until the percentage changes. Anonymous
     callers always get the label's own version. The row exists only while the rollout runs:
     100% moves the label to the candidate and deletes it, 0% deletes it.

@@ -13,7 +13,7 @@ cached catalog; the next request rebuilds it (in the background, registry/servin
 read from the database meanwhile, registry/serving/pages.py). The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
 
-Percentage rollouts (registry/rollouts.py): an item whose label runs a rollout carries it
+Percentage rollouts (registry/release/rollouts.py): an item whose label runs a rollout carries it
 (`item.rollout`: percent + the candidate's own item). A viewer with a client identity whose
 stable bucket for the entry is below the percentage is served the candidate; anonymous viewers
 always get the label's version. Lists then differ per client: `personalised(viewer)` tells the

@@ -2,11 +2,11 @@
 
 A label served a version to every client when it was moved to it: a `label_move` or `rollback`
 audit row names the label and the version (`to_version`), whichever path moved it (services,
-rollout completion, approvals, or a plain ORM save recorded by registry.receivers). A rollout's
+rollout completion, approvals, or a plain ORM save recorded by registry.release.receivers). A rollout's
 candidate went to part of the clients only, so it is not counted here.
 
 Two rules read it: an incident rollback may go only to a version its protected label served
-before (registry/services.py), and an MCP client's change log lists only versions the label it
+before (registry/release/services.py), and an MCP client's change log lists only versions the label it
 is served from served (registry/serving/dynamic.py).
 """
 

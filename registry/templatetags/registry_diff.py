@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from registry import diffview
+from registry.admin import diffview
 from registry.models import AuditEntry
 
 register = template.Library()

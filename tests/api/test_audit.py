@@ -31,7 +31,7 @@ def test_editors_cannot_read_the_audit_log(as_editor):
 
 
 def test_audit_export_csv_defuses_formulas_and_json_counts(as_auditor, publisher):
-    from registry import services
+    from registry.release import services
 
     prompt = make_prompt("alpha")
     services.set_archived(prompt, archived=True, acting_user=publisher, note="=HYPERLINK(\"x\")")

@@ -174,7 +174,7 @@ def test_list_filters_by_tag_label_archived_and_search(as_auditor, publisher):
     beta = make_prompt("beta", tags="ops")
     release(beta, labels=("staging",))
     gone = make_prompt("gamma", tags="writing", title="Gamma findme")
-    from registry import services
+    from registry.release import services
 
     services.set_archived(gone, archived=True, acting_user=publisher)
 
@@ -429,7 +429,7 @@ def test_a_rollback_through_the_api_never_moves_production_forward(as_publisher,
                                       ("templates/{pk}", "items://{id}")])
 def test_a_draft_read_and_written_back_unchanged_changes_nothing(as_editor, tmp_path, path, key):
     """The API keeps text as given (DRF trims by default): GET then PUT of an imported entry is a no-op."""
-    from registry.importer import export_yaml, import_documents
+    from registry.portable.importer import export_yaml, import_documents
     from registry.kinds import KINDS
     from registry.authoring.snapshots import snapshot_of
     from tests.factories import UNTRIMMED_YAML as DOC

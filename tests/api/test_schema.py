@@ -8,7 +8,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from registry import reviews
+from registry.release import reviews
 from registry.models import AuditEntry
 from tests.factories import make_prompt, make_resource, make_template, release
 
@@ -30,7 +30,7 @@ def registry_data(editor):
     prompt.description = "second"
     prompt.save()
     release(prompt, note="second", labels=())
-    from registry.rollouts import set_rollout
+    from registry.release.rollouts import set_rollout
 
     set_rollout(prompt, label="staging", version_number=2, percent=10, acting_user=None)
     resource = make_resource("docs://style")

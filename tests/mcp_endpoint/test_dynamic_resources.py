@@ -13,7 +13,8 @@ from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
 from mcp_endpoint.hub import RESOURCE_UPDATED, Hub, Listener, Told
 from mcp_endpoint.jsonrpc import RawJSON
-from registry import changes, services
+from registry import changes
+from registry.release import services
 from registry.serving import dynamic
 from registry.serving.catalog import Viewer, load_catalog
 from registry.changes import Change

@@ -18,7 +18,8 @@ from mcp_endpoint.hub import (
     diff_catalogs,
     notifications_for,
 )
-from registry import changes, services
+from registry import changes
+from registry.release import services
 from registry.serving.catalog import Viewer, load_catalog
 from registry.changes import Change
 from registry.models import Prompt, PromptMessage, Resource
@@ -167,7 +168,7 @@ async def test_hub_delivers_each_change_once_whichever_way_it_arrives():
 @pytest.mark.django_db
 def test_rollout_notifies_only_clients_whose_served_version_changes():
     from registry.formats.buckets import gets_candidate
-    from registry.rollouts import set_rollout
+    from registry.release.rollouts import set_rollout
 
     prompt = make_prompt("greet")
     publish(prompt)

@@ -13,7 +13,8 @@ from channels.db import database_sync_to_async
 from mcp_endpoint import handlers
 from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
-from registry import changes, services
+from registry import changes
+from registry.release import services
 from registry.serving import catalog, warmup
 from registry.serving.clients import create_client
 from tests.factories import make_prompt

@@ -12,7 +12,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry import reviews, rollouts, services
+from registry.release import reviews, rollouts, services
 from registry.authoring import drafts
 from registry.formats import buckets
 from registry.serving.clients import hash_token

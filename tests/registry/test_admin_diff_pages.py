@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from registry import reviews, services
+from registry.release import reviews, services
 from registry.authoring import drafts, snapshots
 from registry.storage import blobs as content
 from registry.models import AuditEntry, PromptArgument, Resource

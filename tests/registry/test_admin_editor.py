@@ -7,7 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from registry import reviews, rollouts
+from registry.release import reviews, rollouts
 from registry.models import AuditEntry, Prompt, Resource, ResourceTemplate, ReviewRequest, Rollout
 from tests.factories import make_prompt, make_resource, make_template, release
 from tests.registry.test_admin import client_for, edit_first_message, prompt_post, row_counts, url
@@ -186,7 +186,7 @@ def test_editor_home_shows_what_became_of_their_requests(client, editor, publish
 
 def test_publisher_home_announces_an_incident_rollback_by_another_publisher(client, editor, publisher,
                                                                             second_publisher):
-    from registry import services
+    from registry.release import services
 
     prompt = make_prompt("hotline")
     release(prompt, note="v1")
@@ -204,7 +204,7 @@ def test_publisher_home_announces_an_incident_rollback_by_another_publisher(clie
 
 
 def test_an_ordinary_rollback_is_no_incident_notice(client, publisher, second_publisher):
-    from registry import services
+    from registry.release import services
 
     prompt = make_prompt("quiet")
     release(prompt, note="v1", labels=["staging"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from registry import reviews, services
+from registry.release import reviews, services
 from registry.models import AuditEntry, EditorPreference, ReviewRequest
 from tests.factories import make_prompt, make_template, make_user, release
 

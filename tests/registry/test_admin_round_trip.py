@@ -15,7 +15,7 @@ import pytest
 from django import forms
 from django.urls import reverse
 
-from registry.importer import export_yaml, import_documents
+from registry.portable.importer import export_yaml, import_documents
 from registry.kinds import KINDS
 from registry.models import AuditEntry
 from registry.authoring.snapshots import snapshot_of

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from registry import reviews
+from registry.release import reviews
 from registry.models import McpClient, Prompt, PromptLabel, PromptVersion, ReviewRequest, Rollout
 from tests.factories import make_prompt, make_user, release
 
@@ -298,7 +298,7 @@ def test_editor_previews_unsaved_edits_sees_errors_and_badges_and_a_publisher_ro
     page.click("#registry-waiting a")
     page.wait_for_selector("button.registry-approve")
     screenshot(page, "review-page")
-    from registry import services
+    from registry.release import services
 
     services.publish(prompt, acting_user=publisher, note="Shorter greeting", labels=[])
     page.goto(f"{live_server.url}/admin/registry/prompt/{prompt.pk}/history/")
@@ -479,7 +479,7 @@ def test_a_save_message_shows_a_link_to_the_entry_and_a_forged_messages_cookie_s
 @pytest.mark.django_db(transaction=True)
 def test_saving_imported_entries_unchanged_in_a_real_browser_changes_nothing(live_server, chromium, tmp_path):
     """Chromium posts text areas with CR LF and drops line breaks from inputs: an unchanged save is still a no-op."""
-    from registry.importer import export_yaml, import_documents
+    from registry.portable.importer import export_yaml, import_documents
     from registry.models import AuditEntry, Resource, ResourceTemplate
     from tests.factories import UNTRIMMED_YAML
 

@@ -1,4 +1,4 @@
-"""The bulk writer (registry.bulk_import) writes the rows the per-entry services write.
+"""The bulk writer (registry.portable.bulk) writes the rows the per-entry services write.
 
 Two copies of one registry, whose keys differ only by a token ("one" / "two"), get the same
 changes imported: copy one through the services entry by entry (`bulk=False`), copy two through
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from registry import services
-from registry.importer import import_documents
+from registry.release import services
+from registry.portable.importer import import_documents
 from registry.models import (
     AuditEntry,
     ChangeLogEntry,
@@ -266,7 +266,7 @@ def test_entries_with_a_pending_review_are_left_to_the_services_which_supersede_
     greet = Prompt.objects.get(name="two-greet")
     greet.description = "asked for"
     greet.save()
-    from registry import reviews
+    from registry.release import reviews
 
     review = reviews.request_publication(greet, acting_user=editor, note="please", label="production")
     path.write_text(document("two", 2))

@@ -1,6 +1,6 @@
 import pytest
 
-from registry import services
+from registry.release import services
 from registry.serving.catalog import Viewer, catalog_for, cached_catalog
 from registry.errors import InvalidArguments, InvalidUri, MissingArguments, UnknownPrompt, UnknownResource
 from registry.models import PromptMessage

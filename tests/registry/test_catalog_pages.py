@@ -3,7 +3,8 @@
 import pytest
 from django.utils import timezone
 
-from registry import changes, rollouts, services
+from registry import changes
+from registry.release import rollouts, services
 from registry.serving import catalog, pages as catalog_pages
 from registry.serving.catalog import Viewer, load_catalog
 from registry.models import Prompt, PromptMessage, Resource

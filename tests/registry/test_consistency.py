@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from registry import changes, services
+from registry import changes
+from registry.release import services
 from registry.serving.catalog import load_catalog
 from registry.serving.consistency import served_fingerprint, stale_keys
 from registry.models import Prompt, PromptMessage
-from registry.rollouts import set_rollout
+from registry.release.rollouts import set_rollout
 from tests.factories import make_prompt, make_resource, make_template
 
 pytestmark = pytest.mark.django_db

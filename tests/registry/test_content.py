@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from registry import services
+from registry.release import services
 from registry.serving import catalog
 from registry.storage import blobs as content
 from registry.serving.catalog import Viewer

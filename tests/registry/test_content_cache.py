@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import services
+from registry.release import services
 from registry.serving import catalog
 from registry.storage import cache as content_cache
 from registry.serving.catalog import Viewer

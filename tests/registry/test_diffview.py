@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from registry import diffview
-from registry.forms import PromptArgumentForm, PromptForm, ResourceForm
+from registry.admin import diffview
+from registry.admin.forms import PromptArgumentForm, PromptForm, ResourceForm
 from registry.authoring.snapshots import diff_snapshots
 
 BEFORE = {

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import services
+from registry.release import services
 from registry.authoring.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft, save_draft
 from registry.models import AuditAction, AuditEntry, ChangeLogEntry, PromptMessage, Resource
 from registry.authoring.snapshots import snapshot_of

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from registry import changes, reviews, rollouts, services
+from registry import changes
+from registry.release import reviews, rollouts, services
 from registry.serving import dynamic
 from registry.formats import buckets
 from registry.serving.catalog import Viewer, catalog_for

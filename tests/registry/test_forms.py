@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from registry.forms import (
+from registry.admin.forms import (
     LabelMoveForm,
     PromptMessageForm,
     PublishForm,

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from registry import services
+from registry.release import services
 from registry.serving.catalog import Viewer, catalog_for
 from registry.errors import RegistryError
-from registry.importer import ImportFailed, export_yaml, import_documents
+from registry.portable.importer import ImportFailed, export_yaml, import_documents
 from registry.models import (
     AuditAction,
     AuditEntry,

@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from registry.language import saved_language
+from registry.admin.language import saved_language
 from registry.models import EditorPreference
 from tests.factories import make_user
 

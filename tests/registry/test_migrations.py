@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
-from registry import services
+from registry.release import services
 from registry.models import PromptVersion, ReviewRequest
 from registry.authoring.snapshots import content_hash, snapshot_of
 from tests.factories import make_prompt, make_user

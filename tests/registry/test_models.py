@@ -2,7 +2,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db.models import ProtectedError
 
-from registry import services
+from registry.release import services
 from registry.errors import ImmutableVersionError
 from registry.models import AuditEntry, Prompt, PromptVersion
 from tests.factories import make_prompt, make_resource

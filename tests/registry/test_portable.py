@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from registry.portable import MAX_NESTING, FormatError, dump_document, entry_document, load_file, parse_yaml, read_entries
+from registry.portable.format import MAX_NESTING, FormatError, dump_document, entry_document, load_file, parse_yaml, read_entries
 from tests.factories import PNG_1X1
 
 PNG_B64 = base64.b64encode(PNG_1X1).decode()
@@ -339,7 +339,7 @@ def _writer_document() -> dict:
 
 
 def test_libyaml_writes_exactly_the_text_the_python_writer_writes(monkeypatch):
-    from registry import portable
+    from registry.portable import format as portable
 
     if portable.FAST_DUMPER is None:
         pytest.skip("PyYAML was built without libyaml")
@@ -352,7 +352,7 @@ def test_libyaml_writes_exactly_the_text_the_python_writer_writes(monkeypatch):
 
 
 def test_export_writes_runs_of_entries_with_libyaml_and_only_escaping_ones_one_by_one(monkeypatch):
-    from registry import portable
+    from registry.portable import format as portable
 
     if portable.FAST_DUMPER is None:
         pytest.skip("PyYAML was built without libyaml")
@@ -411,7 +411,7 @@ ONE_PASS_DOCUMENTS = [
 
 @pytest.mark.parametrize("text", ONE_PASS_DOCUMENTS)
 def test_reading_from_the_check_pass_gives_the_data_lines_and_problems_composing_gives(text, monkeypatch):
-    from registry import portable
+    from registry.portable import format as portable
 
     def outcome() -> tuple:
         try:
@@ -431,7 +431,7 @@ def test_reading_from_the_check_pass_gives_the_data_lines_and_problems_composing
 
 
 def test_an_export_is_read_in_the_check_pass_without_composing(monkeypatch):
-    from registry import portable
+    from registry.portable import format as portable
 
     document, real_compose = _writer_document(), portable._compose
     text = dump_document(document)

@@ -7,7 +7,7 @@ from django.core import serializers
 from django.core.management import call_command
 from django.utils import timezone
 
-from registry import rollouts, services
+from registry.release import rollouts, services
 from registry.serving import clients
 from registry.serving.catalog import Viewer, catalog_for
 from registry.errors import BulkUpdateRefused

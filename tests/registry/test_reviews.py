@@ -7,7 +7,7 @@ import threading
 import pytest
 from django.db import connection
 
-from registry import reviews, services
+from registry.release import reviews, services
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -17,7 +17,7 @@ from registry.errors import (
     SelfApproval,
     StaleReview,
 )
-from registry.importer import ImportFailed, import_documents
+from registry.portable.importer import ImportFailed, import_documents
 from registry.models import (
     AuditEntry,
     ChangeLogEntry,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from registry import changes, reviews, rollouts
+from registry import changes
+from registry.release import reviews, rollouts
 from registry.formats import buckets
 from registry.serving.catalog import Viewer, catalog_for
 from registry.errors import ApprovalRequired, InvalidRollout, PublishPermissionDenied
@@ -252,7 +253,7 @@ def test_any_label_move_ends_the_rollouts_on_that_label_only(publisher):
     prompt = two_versions(labels=("staging", "canary"))
     rollouts.set_rollout(prompt, label="staging", version_number=2, percent=30, acting_user=publisher)
     rollouts.set_rollout(prompt, label="canary", version_number=2, percent=30, acting_user=publisher)
-    from registry import services
+    from registry.release import services
 
     PromptMessage.objects.filter(prompt=prompt).update(text="Third take on {{ topic }}.")
     services.publish(prompt, acting_user=publisher, note="v3 to staging", labels=["staging"])

@@ -11,7 +11,8 @@ import itertools
 import pytest
 
 from mcp_endpoint.hub import PROMPTS_CHANGED, Listener, Told, diff_catalogs, notifications_for
-from registry import changes, reviews
+from registry import changes
+from registry.release import reviews
 from registry.serving import pages as catalog_pages
 from registry.formats.buckets import gets_candidate
 from registry.serving.catalog import load_catalog

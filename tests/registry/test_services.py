@@ -1,6 +1,6 @@
 import pytest
 
-from registry import services
+from registry.release import services
 from registry.authoring import drafts
 from registry.errors import (
     ApprovalRequired,

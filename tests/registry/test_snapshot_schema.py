@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from django.utils.translation import gettext
 
-from registry import diffview, portable
+from registry.portable import format as portable
+from registry.admin import diffview
 from registry.authoring import listing
-from registry.schema_labels import binary_label, label_text
+from registry.admin.schema_labels import binary_label, label_text
 from registry.authoring.schema import DOCUMENT, SCHEMAS, leaf_paths, schema_of
 from registry.authoring.snapshots import diff_loader, diff_snapshots, snapshot_of
 from tests.factories import make_complete_entries
@@ -155,7 +156,7 @@ def test_the_portable_format_accepts_exactly_the_keys_of_the_schema():
 
 
 def test_every_field_survives_export_and_import(tmp_path):
-    from registry.importer import export_yaml, import_documents
+    from registry.portable.importer import export_yaml, import_documents
 
     hashes = {(kind, entry.pk): snapshot_of(entry) for kind, rows in make_complete_entries().items() for entry in rows}
     path = tmp_path / "export.yaml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry import services
+from registry.release import services
 from registry.serving.catalog import Viewer, catalog_for
 from registry.authoring.drafts import apply_snapshot, draft_data, normalised
 from registry.errors import ArgumentErrors, InvalidEntry, MissingArguments

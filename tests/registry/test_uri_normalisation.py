@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
-from registry import services
+from registry.release import services
 from registry.serving.catalog import Viewer, catalog_for
-from registry.importer import ImportFailed, import_documents
+from registry.portable.importer import ImportFailed, import_documents
 from registry.models import Resource, ResourceTemplate
 from tests.factories import make_resource, make_template
 

@@ -5,7 +5,8 @@ import threading
 
 import pytest
 
-from registry import changes, services
+from registry import changes
+from registry.release import services
 from registry.serving import catalog, warmup
 from tests.factories import make_prompt
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from registry import watching
+from registry.portable import watching
 from registry.serving.catalog import Viewer, catalog_for
-from registry.importer import ImportFailed, import_documents
+from registry.portable.importer import ImportFailed, import_documents
 from registry.models import Resource
 
 ANYONE = Viewer()

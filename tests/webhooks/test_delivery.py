@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from registry import services
+from registry.release import services
 from tests.factories import make_prompt
 from webhooks import delivery
 from webhooks.models import DeliveryStatus, Webhook, WebhookDelivery

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from registry import services
+from registry.release import services
 from registry.errors import ApprovalRequired
 from registry.models import AuditEntry
 from tests.factories import make_prompt, release
@@ -61,7 +61,7 @@ def test_a_refused_production_publish_creates_no_delivery(hook, superuser):
 
 
 def test_review_events(settings, editor, publisher):
-    from registry import reviews
+    from registry.release import reviews
 
     settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     Webhook.objects.create(name="reviews", url="http://127.0.0.1:9/", events=[
@@ -76,7 +76,7 @@ def test_review_events(settings, editor, publisher):
 
 
 def test_rollout_and_override_events(settings, release_manager):
-    from registry.rollouts import set_rollout
+    from registry.release.rollouts import set_rollout
 
     settings.WEBHOOKS_ALLOWED_NETWORKS = "127.0.0.0/8,::1/128"
     Webhook.objects.create(name="all", url="http://127.0.0.1:9/", events=["rollout.changed", "label.moved"])

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from registry import services
+from registry.release import services
 from tests.factories import make_prompt
 from tests.webhooks.conftest import Receiver
 from webhooks import delivery, transport

@@ -101,7 +101,7 @@ def _summarise(kind: str, keys: list[str], note: str) -> None:
     if not keys:
         return
     span = keys[0] if len(keys) == 1 else f"{keys[0]} … {keys[-1]}"
-    # The production labels' bulk_create is recorded in the change log by registry.receivers ("*").
+    # The production labels' bulk_create is recorded in the change log by registry.release.receivers ("*").
     write_audit(actor=ACTOR, action=AuditAction.PUBLISH, entry_kind=kind, entry_key=f"{span} ({len(keys)} new)",
                 to_version=1, label=PRODUCTION, note=note)
 

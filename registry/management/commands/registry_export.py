@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from registry.importer import export_yaml
+from registry.portable.importer import export_yaml
 
 
 class Command(BaseCommand):

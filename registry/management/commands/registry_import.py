@@ -10,8 +10,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.errors import StorageUnavailable
-from registry.importer import ImportFailed, ImportReport, import_documents
-from registry.watching import watch_imports
+from registry.portable.importer import ImportFailed, ImportReport, import_documents
+from registry.portable.watching import watch_imports
 
 MAX_VALUE = 120
 
@@ -24,7 +24,7 @@ def _short(value: Any) -> str:
 class Command(BaseCommand):
     help = (
         "Import prompts, resources and templates from a YAML file or a folder of YAML files (format: "
-        "registry/portable.py). All files are one transaction; re-importing unchanged files changes nothing. "
+        "registry/portable/format.py). All files are one transaction; re-importing unchanged files changes nothing. "
         "With --watch, import again whenever a YAML or side file changes, until SIGINT/SIGTERM. "
         "It runs as the server operator: with --publish, protected labels such as production move as an "
         "automatic emergency override, recorded in the audit log as 'command line (operator)'."

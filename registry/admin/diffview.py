@@ -37,7 +37,7 @@ from registry.authoring.schema import (
     Table,
     schema_of,
 )
-from registry.schema_labels import binary_label, choice_labels, label_text
+from registry.admin.schema_labels import binary_label, choice_labels, label_text
 from registry.authoring.snapshots import DIFF_DOCUMENT_LIMIT, DIFF_TEXT_LIMIT, Loader, TooLargeToDiff
 
 # ----------------------------------------------------------------------------------- display data

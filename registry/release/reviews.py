@@ -26,7 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils import timezone
 
 from registry.changes import service_transaction
-from registry import services
+from registry.release import services
 from registry.audit import User, actor_name, approval_note, write_audit
 from registry.errors import (
     InvalidEntry,
@@ -198,7 +198,7 @@ def _close(review: ReviewRequest, status: str, acting_user: User, comment: str) 
 @service_transaction
 def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> ReviewRequest:
     """Do what the request asked (publish the draft / move the label / start the rollout) and close it."""
-    from registry import rollouts  # rollouts imports reviews' neighbours; keep the import graph flat
+    from registry.release import rollouts  # rollouts imports reviews' neighbours; keep the import graph flat
 
     comment = (comment or "").strip()
     entry = _decide_checks(review, acting_user, "approve")

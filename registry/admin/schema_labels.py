@@ -11,7 +11,7 @@ from functools import cache
 
 from django.utils.translation import get_language, gettext
 
-from registry import forms
+from registry.admin import forms
 from registry.models import ArgumentType
 from registry.models.prompts import ContentKind, MessageRole
 from registry.models.resources import Audience

@@ -39,7 +39,7 @@ import hashlib
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from registry import services
+from registry.release import services
 from registry.audit import User, actor_name, write_audit
 from registry.changes import service_transaction
 from registry.errors import InvalidRollout, RolloutConflict

@@ -3,7 +3,7 @@
 `import_documents` makes each listed entry's draft what the files say, in ONE transaction
 (any error: nothing is saved), and with `publish=True` publishes drafts that differ from
 their newest version and points the entry's labels at it. Re-importing the same file writes
-nothing: no drafts, versions, label moves or audit rows. The format is in `registry.portable`.
+nothing: no drafts, versions, label moves or audit rows. The format is in `registry.portable.format`.
 
 Protected labels (services module docstring) hold here too: an import by a user (the REST
 API) that would move `production` fails with ApprovalRequired for that entry, and nothing is
@@ -22,15 +22,15 @@ from typing import Any, Mapping
 from django.db import transaction
 from django.db.models import Max, Prefetch
 
-from registry import services
+from registry.release import services
 from registry.audit import User
 from registry.changes import recording
-from registry.bulk_import import BulkWriter
+from registry.portable.bulk import BulkWriter
 from registry.authoring.drafts import draft_data, normalised, save_draft
 from registry.errors import RegistryError
 from registry.kinds import KINDS
 from registry.models import PromptMessage, Resource, VersionedEntry
-from registry.portable import (
+from registry.portable.format import (
     SECTIONS,
     EntrySpec,
     FormatError,
@@ -164,7 +164,7 @@ def import_documents(
     Raises ImportFailed, listing every problem, when anything is wrong; then nothing is saved.
     With `dry_run` everything runs (including publishing) inside a transaction that is rolled back.
     `bulk=False` saves and publishes every entry through the services one at a time: the
-    reference the bulk writer (registry.bulk_import) is tested against, and otherwise no different.
+    reference the bulk writer (registry.portable.bulk) is tested against, and otherwise no different.
     """
     note = (note or "").strip()
     if publish and not note:
@@ -401,7 +401,7 @@ def export_document(*, include_archived: bool = False) -> dict[str, list[dict[st
 
 
 EXPORT_HEADER = (
-    "# MCP prompt & resource registry: the draft of every entry (format: registry/portable.py).\n"
+    "# MCP prompt & resource registry: the draft of every entry (format: registry/portable/format.py).\n"
     "# Import with: manage.py registry_import THIS_FILE [--dry-run] [--publish --note TEXT]\n"
     "# `released` shows which version each label serves; import ignores it.\n"
 )

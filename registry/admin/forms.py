@@ -676,7 +676,7 @@ class RolloutForm(forms.Form):
         label=gettext_lazy("Emergency override: reason"), required=False, widget=forms.TextInput(attrs={"size": 80}),
         help_text=gettext_lazy("Only for protected labels without an approved review; recorded in the audit log."),
     )
-    # The rollout state of each label when the page was shown ({label: registry.rollouts.rollout_state}):
+    # The rollout state of each label when the page was shown ({label: registry.release.rollouts.rollout_state}):
     # a change made meanwhile by someone else is refused instead of silently replaced.
     seen = forms.CharField(widget=forms.HiddenInput, required=False)
 

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping
 from django.db import connection, models
 from django.utils import timezone
 
-from registry import services
+from registry.release import services
 from registry.storage import blobs as content
 from registry.audit import User, audit_row, write_audit_rows
 from registry.changes import record_changes, service_scope

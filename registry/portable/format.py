@@ -85,7 +85,7 @@ from registry.formats.rendering import placeholders_in
 from registry.authoring.schema import schema_of
 from registry.formats.uris import parse_uri_template, validate_uri
 from registry.conf import max_document_bytes, max_upload_bytes
-from registry.yamlbuild import EventBuilder
+from registry.portable.yamlbuild import EventBuilder
 
 # libyaml's reader, when PyYAML was built with it (the pure-Python one otherwise).
 FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
@@ -153,7 +153,7 @@ def _refuse_hostile(text: str, source: str, builder: EventBuilder | None = None)
     per level) and UTF-16 surrogates from escapes such as "\\ud800" (no database or JSON encoder
     can store them). The event parser keeps its own stack, so this pass is safe on any input;
     the first problem found is raised as FormatError naming the line. `builder` is fed libyaml's
-    events as they pass (registry.yamlbuild); it is left unfinished when libyaml refused the text."""
+    events as they pass (registry.portable.yamlbuild); it is left unfinished when libyaml refused the text."""
     if len(text.encode("utf-8", "surrogatepass")) > max_document_bytes():
         raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
     if FAST_LOADER is not None:
@@ -222,7 +222,7 @@ def parse_yaml(text: str, source: str = "<string>", base_dir: Path | None = None
     builder = EventBuilder()
     try:
         _refuse_hostile(text, source, builder)
-        if builder.ok and builder.finished:  # read in that one pass (registry.yamlbuild)
+        if builder.ok and builder.finished:  # read in that one pass (registry.portable.yamlbuild)
             return _loaded(builder.data, source, base_dir, builder.lines, builder.duplicates)
         try:
             if FAST_LOADER is None:

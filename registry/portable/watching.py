@@ -20,8 +20,8 @@ import watchfiles
 from django.db import close_old_connections, connection
 
 from registry.errors import StorageUnavailable
-from registry.importer import ImportFailed, ImportReport, import_documents
-from registry.portable import YAML_SUFFIXES, is_hidden
+from registry.portable.importer import ImportFailed, ImportReport, import_documents
+from registry.portable.format import YAML_SUFFIXES, is_hidden
 
 QUIET_MS = 300  # a round starts once the files were quiet this long...
 BURST_MS = 3000  # ...or at the latest this long after the first change of a burst
@@ -63,7 +63,7 @@ def import_round(path: Path, *, publish: bool, note: str) -> Round:
 class _Relevant(watchfiles.DefaultFilter):
     """The watched YAML files (all of a folder's, or the one file) and the side files they name.
 
-    Side files live inside the YAML file's folder (registry.portable), so watching the folder
+    Side files live inside the YAML file's folder (registry.portable.format), so watching the folder
     sees them; other files there (logs, notes) start no round. Hidden files are ignored."""
 
     def __init__(self, root: Path, only_yaml: Path | None) -> None:

@@ -1,6 +1,6 @@
 """Build a prompts-as-code document, and its line numbers, straight from the YAML parser's events.
 
-`registry.portable` reads every file as a stream of events first (its hostile-document check).
+`registry.portable.format` reads every file as a stream of events first (its hostile-document check).
 For a 40 MB export, composing the same text again into nodes, constructing Python data from
 the nodes and walking the nodes for line numbers cost three times that pass. This builder
 makes the data and the line map from the events of that one pass instead, for the documents

@@ -2,7 +2,7 @@
 
 Each service runs in one transaction together with its audit rows, checks the acting user's
 permission itself (so the admin, the API, imports and any crafted request meet the same rule),
-and saves the models; the model-save receivers (registry.receivers) record what the saves change
+and saves the models; the model-save receivers (registry.release.receivers) record what the saves change
 in the change log, as they do for every save, and `changes` announces it after commit. Each
 runs as a `changes.service_transaction`, so the receivers leave the auditing to it.
 `acting_user=None` means a trusted operator at the command line.
@@ -11,8 +11,8 @@ Protected labels (four eyes). `_point_label` is the one place a label moves or i
 When the label row is protected (labels named in settings.REGISTRY["PROTECTED_LABELS"],
 default ["production"], are created protected) the move needs ONE of:
 
-1. an approval: only `registry.reviews.approve` (and a rollout that an approval started,
-   see `registry.rollouts`) opens the internal `approved_move` context for that entry and label;
+1. an approval: only `registry.release.reviews.approve` (and a rollout that an approval started,
+   see `registry.release.rollouts`) opens the internal `approved_move` context for that entry and label;
 2. an explicit emergency override: `publish`, `move_label` and `rollback` take
    `override_reason`; the acting user must hold `registry.override_protected_labels` (no role
    group has it; superusers have every permission, but must still pass the reason, so a
@@ -251,7 +251,7 @@ def _point_label(
     current.entry = entry  # type: ignore[attr-defined]  # no re-read of the locked entry
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
-    current.save()  # recorded in the change log by registry.receivers, as every label save is
+    current.save()  # recorded in the change log by registry.release.receivers, as every label save is
     if action is None:
         action = AuditAction.ROLLBACK if before is not None and version.number < before.number else AuditAction.LABEL_MOVE
     write_audit(
