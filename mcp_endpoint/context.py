@@ -12,7 +12,7 @@ from .shapes import finalize_modern
 class Identity:
     """Who is asking: the registry viewer plus what the transport needs to know about it."""
 
-    viewer: Any              # registry.serving.catalog.Viewer (opaque above handlers)
+    viewer: Any              # registry.serving.viewer.Viewer (opaque above handlers)
     client_id: int | None = None
     scoped: bool = False     # scoped clients see per-client lists -> cacheScope "private"
     label: str = "production"

@@ -18,7 +18,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from registry.serving import catalog, clients, fetches, pages as catalog_pages, warmup
+from registry.serving import catalog, catalogs, clients, fetches, pages as catalog_pages, warmup
+from registry.serving.viewer import Viewer
 from registry.formats import argtypes, uris
 from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
@@ -43,10 +44,10 @@ class RegistrySource:
     """The registry entry points the handlers use, behind one seam (tests may pass a fake)."""
 
     def cached_catalog(self, label: str) -> Any:
-        return catalog.cached_catalog(label)
+        return catalogs.cached_catalog(label)
 
     def load_catalog(self, label: str) -> Any:
-        return catalog.load_catalog(label)
+        return catalogs.load_catalog(label)
 
     def warm_catalog(self, label: str) -> Any:
         """A concurrent Future of the label's whole catalog, built in a background thread."""
@@ -64,7 +65,7 @@ class RegistrySource:
         fetches.record_fetch(served, viewer)
 
     def anonymous_viewer(self) -> Any:
-        return catalog.Viewer()
+        return Viewer()
 
     def cached_viewer(self, raw_token: str) -> tuple[bool, Any]:
         """(known, viewer-or-None) from the registry's in-memory token cache; no database."""

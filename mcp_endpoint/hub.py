@@ -34,7 +34,9 @@ from channels.db import database_sync_to_async
 
 from registry import changes as registry_changes
 from registry.serving import dynamic, warmup
-from registry.serving.catalog import Catalog, Viewer, cached_catalog, forget_catalogs, held_labels, refresh_catalog
+from registry.serving.catalog import Catalog
+from registry.serving.catalogs import cached_catalog, forget_catalogs, held_labels, refresh_catalog
+from registry.serving.viewer import Viewer
 from registry.changes import Change, ChangeBatch
 from registry.serving.consistency import served_fingerprint, stale_keys
 from registry.serving.viewer import served_item

@@ -24,7 +24,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from registry.serving import dynamic
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.models import PRODUCTION
 from registry.serving.viewer import may_differ_by_client, served_item
 

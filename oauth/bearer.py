@@ -20,7 +20,7 @@ from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
 from registry.serving import clients
-from registry.serving.catalog import Viewer
+from registry.serving.viewer import Viewer
 from registry.models import McpClient
 
 from .models import GroupDefault, OAuthConnection

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from django.utils import timezone
 
 from registry.changes import service_transaction
-from registry.serving.catalog import Viewer
+from registry.serving.viewer import Viewer
 from registry.models import AuditAction, McpClient
 from registry.audit import actor_name, write_audit
 

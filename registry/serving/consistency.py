@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.serving.catalog import pick_served
+from registry.serving.items import pick_served
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 
 # (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)

@@ -140,7 +140,7 @@ def affected_uris(uris: Iterable[str], kind: str, key: str) -> list[str]:
 # ------------------------------------------------------------------------------ helpers
 def visible(catalog: Any, viewer: Any, kind: str, key: str) -> bool:
     """Whether `viewer` is served entry (kind, key) by `catalog` (scope by the served version's tags,
-    a rollout's candidate included: registry.serving.catalog.served_item)."""
+    a rollout's candidate included: registry.serving.viewer.served_item)."""
     if kind == "prompt":
         item = catalog.prompt_items.get(key)
     elif kind == "resource":

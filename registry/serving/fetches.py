@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F
 
-from registry.serving.catalog import Served, Viewer
+from registry.serving.items import Served
+from registry.serving.viewer import Viewer
 from registry.models import FetchCounter, McpClient
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Building a label's whole catalog reads every entry it serves (about a second at 
 20k resources), so the first list request after a start, or after a change retired the
 catalog, would wait for it. Instead such a request is answered from the database: the entries
 of its page are found in key order (keyset: key > the cursor's last key, LIMIT page + 1) and
-the catalog code builds just those (`catalog.read_entries`), so the label fallback, scope
+the catalog code builds just those (`catalogs.read_entries`), so the label fallback, scope
 tags, rollouts and dynamic resources follow the catalog's own rules; meanwhile the whole
 catalog warms up in the background (registry/serving/warmup.py).
 
@@ -26,8 +26,9 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Collate
 
-from registry.serving import catalog, dynamic
-from registry.serving.catalog import Catalog, Viewer
+from registry.serving import catalogs, dynamic
+from registry.serving.catalog import Catalog
+from registry.serving.viewer import Viewer, served_item
 from registry.kinds import KINDS
 from registry.models import PRODUCTION
 from registry.formats.uris import lookup_uri
@@ -48,15 +49,15 @@ def page_catalog(label: str, kind: str, viewer: Viewer, after: str | None, count
     """A catalog that answers the `kind` list page after the key `after` for `viewer`: the
     label's whole catalog if it is fresh by now, else one holding the first `count` entries of
     `kind` visible to `viewer` after `after` (`catalog.partial` is then true). Sync: queries."""
-    fresh = catalog.cached_catalog(label)
+    fresh = catalogs.cached_catalog(label)
     if fresh is not None:
         return fresh
     if kind == "template":
-        return catalog.read_entries(label, {"template": None})
+        return catalogs.read_entries(label, {"template": None})
     ids = first_visible(label, kind, viewer, after, count)
     if kind == "resource":  # a stored resource of a dynamic resource's URI hides the dynamic one
         ids += _ids_of(_served(label, kind).filter(sort_key__in=[p.uri for p in dynamic.fixed()]))
-    return catalog.read_entries(label, {kind: ids})
+    return catalogs.read_entries(label, {kind: ids})
 
 
 def entry_catalog(label: str, kind: str, key: str, viewer: Viewer) -> Catalog | None:
@@ -64,7 +65,7 @@ def entry_catalog(label: str, kind: str, key: str, viewer: Viewer) -> Catalog | 
     a catalog holding just the entry served under `key`, if that alone answers the request (it
     exists, `viewer` sees it, and it is not a prompt whose arguments name resources, which asks
     about every resource); else None: wait for the whole catalog. The whole one if fresh."""
-    fresh = catalog.cached_catalog(label)
+    fresh = catalogs.cached_catalog(label)
     if fresh is not None:
         return fresh
     if kind == "resource":
@@ -75,8 +76,8 @@ def entry_catalog(label: str, kind: str, key: str, viewer: Viewer) -> Catalog | 
     ids = _ids_of(_served(label, kind).filter(sort_key=key))
     if not ids:
         return None
-    part = catalog.read_entries(label, {kind: ids})
-    served = catalog.served_item((part.prompt_items if kind == "prompt" else part.resource_items).get(key), viewer)
+    part = catalogs.read_entries(label, {kind: ids})
+    served = served_item((part.prompt_items if kind == "prompt" else part.resource_items).get(key), viewer)
     if served is None:
         return None
     if kind == "prompt" and served.resource_arguments:
@@ -88,11 +89,11 @@ def first_visible(label: str, kind: str, viewer: Viewer, after: str | None, coun
     """Entry ids of the first `count` entries of `kind` (prompt, resource) that `viewer` sees and
     whose served key sorts after `after`, in key order; fewer when the list ends sooner.
 
-    Entries with a rollout running are left out: `catalog.read_entries` adds every one of them
+    Entries with a rollout running are left out: `catalogs.read_entries` adds every one of them
     anyway, and whether this viewer sees one depends on the version it is served (the rollout's
-    candidate, with its own tags, or the label's), which `catalog.served_item` decides there."""
+    candidate, with its own tags, or the label's), which `served_item` decides there."""
     rows = _served(label, kind)
-    rolled = catalog.rollout_entries([label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]).get(kind)
+    rolled = catalogs.rollout_entries([label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]).get(kind)
     if rolled:
         rows = rows.exclude(entry_id__in=sorted(rolled))
     if after is not None:

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from django.db import connections
 
 from registry import changes
-from registry.serving import catalog
+from registry.serving import catalogs
 from registry.serving.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ _threads: set[threading.Thread] = set()
 def warm(label: str) -> Future[Catalog]:
     """`label`'s fresh catalog, the build of it under way, or (none, or it began before the
     latest change) a new one started in a daemon thread."""
-    fresh = catalog.cached_catalog(label)
+    fresh = catalogs.cached_catalog(label)
     if fresh is not None:  # built meanwhile: nothing to do
         done: Future[Catalog] = Future()
         done.set_result(fresh)
@@ -54,7 +54,7 @@ def warm(label: str) -> Future[Catalog]:
 
 def _build(label: str, future: Future[Catalog]) -> None:
     try:
-        future.set_result(catalog.load_catalog(label))
+        future.set_result(catalogs.load_catalog(label))
     except BaseException as exc:  # the next request starts another build
         log.warning("building the catalog of label %r failed", label, exc_info=True)
         future.set_exception(exc)

@@ -18,7 +18,8 @@ from django.db import connection, transaction
 from mcp_endpoint.hub import PROMPTS_CHANGED, Hub, Listener, Told
 from mcp_endpoint.settings import mcp_settings
 from registry.release import services
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.changes import record_change
 from registry.models import PromptMessage
 from tests.factories import make_prompt

@@ -7,7 +7,8 @@ import pytest
 
 from mcp_endpoint import handlers
 from registry import changes, errors as registry_errors
-from registry.serving import catalog, warmup
+from registry.serving import warmup
+from registry.serving import catalogs
 from tests.mcp_endpoint.test_pagination_cold import ctx
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -20,8 +21,8 @@ def cold(registry_data, monkeypatch):
     changes.bump_generation()
     handlers.reset_caches()
     calls = {"built": [], "warmed": []}
-    real = catalog.load_catalog
-    monkeypatch.setattr(catalog, "load_catalog", lambda label: calls["built"].append(label) or real(label))
+    real = catalogs.load_catalog
+    monkeypatch.setattr(catalogs, "load_catalog", lambda label: calls["built"].append(label) or real(label))
     monkeypatch.setattr(handlers.source, "warm_catalog",
                         lambda label: calls["warmed"].append(label) or warmup.warm(label))
     return calls

@@ -358,7 +358,7 @@ async def test_posted_responses_are_accepted_without_body_on_both_wires(registry
 
 async def test_results_for_a_client_bound_to_another_label_are_private(registry_data):
     from mcp_endpoint.handlers import identity_of
-    from registry.serving.catalog import Viewer
+    from registry.serving.viewer import Viewer
 
     headers, body = modern_request("prompts/list")
     reply = await dispatcher.post(headers, body, identity_of(Viewer(label="staging", client_id=1, client_name="s")))

@@ -16,7 +16,8 @@ from mcp_endpoint.jsonrpc import RawJSON
 from registry import changes
 from registry.release import services
 from registry.serving import dynamic
-from registry.serving.catalog import Viewer, load_catalog
+from registry.serving.catalogs import load_catalog
+from registry.serving.viewer import Viewer
 from registry.changes import Change
 from registry.models import ChangeLogEntry, PromptMessage
 from tests.factories import make_prompt

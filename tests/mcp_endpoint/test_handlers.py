@@ -197,7 +197,7 @@ class _RolloutCatalog:
 
 
 async def test_rollout_personalised_lists_are_private_and_cached_per_variant(monkeypatch):
-    from registry.serving.catalog import Viewer
+    from registry.serving.viewer import Viewer
 
     monkeypatch.setattr(handlers.source, "cached_catalog", lambda label: _RolloutCatalog())
     canary = handlers.identity_of(Viewer(client_id=1, client_name="canary"))

@@ -20,7 +20,8 @@ from mcp_endpoint.hub import (
 )
 from registry import changes
 from registry.release import services
-from registry.serving.catalog import Viewer, load_catalog
+from registry.serving.catalogs import load_catalog
+from registry.serving.viewer import Viewer
 from registry.changes import Change
 from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template
@@ -222,7 +223,7 @@ def test_change_log_rows_older_than_the_retention_are_pruned(settings):
 @pytest.mark.django_db(transaction=True)
 async def test_a_failed_refresh_is_retried_and_never_leaves_a_stale_catalog(monkeypatch):
     from mcp_endpoint import hub as hub_module
-    from registry.serving.catalog import cached_catalog
+    from registry.serving.catalogs import cached_catalog
 
     prompt = await database_sync_to_async(make_prompt)("greet")
     await database_sync_to_async(publish)(prompt)
@@ -343,8 +344,8 @@ async def _no_start() -> None:
 async def test_a_worker_with_no_streams_keeps_its_catalog_current_by_the_changed_keys(monkeypatch):
     """A worker that answers requests but holds no stream used to leave its catalog stale after
     each change, so the next request fell back to the database and a full rebuild."""
-    from registry.serving import catalog as catalog_module
-    from registry.serving.catalog import cached_catalog
+    from registry.serving import catalogs
+    from registry.serving.catalogs import cached_catalog
 
     prompt = await database_sync_to_async(make_prompt)("greet")
     await database_sync_to_async(publish)(prompt)
@@ -358,8 +359,8 @@ async def test_a_worker_with_no_streams_keeps_its_catalog_current_by_the_changed
 
     await database_sync_to_async(change_prompt)()
     builds = []
-    real_build = catalog_module._build
-    monkeypatch.setattr(catalog_module, "_build",
+    real_build = catalogs._build
+    monkeypatch.setattr(catalogs, "_build",
                         lambda label, base, changed: builds.append((base is not None, changed))
                         or real_build(label, base, changed))
     await hub.process([Change(30_001, "prompt", "greet", "production", True)])
@@ -376,19 +377,19 @@ async def test_a_catalog_built_while_a_change_is_delivered_is_not_refreshed_into
     its own keys alone and stamped it current, serving the missed change's old version."""
     import threading
 
-    from registry.serving import catalog as catalog_module
-    from registry.serving.catalog import cached_catalog
+    from registry.serving import catalogs
+    from registry.serving.catalogs import cached_catalog
 
     greet = await database_sync_to_async(make_prompt)("greet")
     other = await database_sync_to_async(make_prompt)("other")
     await database_sync_to_async(publish)(greet)
     await database_sync_to_async(publish)(other)
-    await database_sync_to_async(catalog_module.forget_catalogs)()
+    await database_sync_to_async(catalogs.forget_catalogs)()
     hub = Hub()
     hub.loop, hub.lock = asyncio.get_running_loop(), asyncio.Lock()
 
     read_done, go_on = threading.Event(), threading.Event()
-    real_read = catalog_module._read
+    real_read = catalogs._read
 
     def slow_read(label, base, changed, entry_ids=None):
         catalog = real_read(label, base, changed, entry_ids)
@@ -397,7 +398,7 @@ async def test_a_catalog_built_while_a_change_is_delivered_is_not_refreshed_into
             go_on.wait(10)
         return catalog
 
-    catalog_module._read = slow_read
+    catalogs._read = slow_read
     try:
         build = asyncio.get_running_loop().run_in_executor(None, fresh)  # read greet v1, then waits
         await asyncio.get_running_loop().run_in_executor(None, read_done.wait, 10)
@@ -415,7 +416,7 @@ async def test_a_catalog_built_while_a_change_is_delivered_is_not_refreshed_into
         await database_sync_to_async(change)(other)
         await hub.process([Change(40_002, "prompt", "other", "production", True)])
     finally:
-        catalog_module._read = real_read
+        catalogs._read = real_read
     served = cached_catalog("production")
     assert served is None or served.prompt_items["greet"].version == 2
 

@@ -15,7 +15,8 @@ from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
 from registry import changes
 from registry.release import services
-from registry.serving import catalog, warmup
+from registry.serving import warmup
+from registry.serving import catalogs
 from registry.serving.clients import create_client
 from tests.factories import make_prompt
 
@@ -51,7 +52,7 @@ async def pages(handler, context, *, cold: bool) -> list[bytes]:
 
 async def warm_pages(handler, context, label: str) -> list[bytes]:
     no_catalog()
-    await database_sync_to_async(catalog.load_catalog)(label)
+    await database_sync_to_async(catalogs.load_catalog)(label)
     return await pages(handler, context, cold=False)
 
 
@@ -76,10 +77,10 @@ async def test_database_pages_of_a_scoped_client_on_another_label_are_the_catalo
 async def test_first_prompts_list_after_start_does_not_build_the_whole_catalog(many_prompts, monkeypatch):
     no_catalog()
     built, warmed, read = [], [], []
-    monkeypatch.setattr(catalog, "load_catalog", lambda label: built.append(label))
+    monkeypatch.setattr(catalogs, "load_catalog", lambda label: built.append(label))
     monkeypatch.setattr(handlers.source, "warm_catalog", lambda label: warmed.append((label, list(built))))
-    real_read = catalog.read_entries
-    monkeypatch.setattr(catalog, "read_entries", lambda label, ids: read.append(real_read(label, ids)) or read[-1])
+    real_read = catalogs.read_entries
+    monkeypatch.setattr(catalogs, "read_entries", lambda label, ids: read.append(real_read(label, ids)) or read[-1])
     page = json.loads((await handlers.prompts_list(ctx(), {})).data)
     assert len(page["prompts"]) == 100 and page["nextCursor"]
     assert built == [] and warmed == [("production", [])]  # the build is started after the answer, not awaited
@@ -96,7 +97,7 @@ async def test_publish_during_warm_up_is_served(many_prompts, monkeypatch):
     database meanwhile, and a request for the whole catalog gets a build made after the publish."""
     no_catalog()
     finish, started = threading.Event(), threading.Event()
-    real_load = catalog.load_catalog
+    real_load = catalogs.load_catalog
 
     def slow_load(label):
         built = real_load(label)
@@ -104,14 +105,14 @@ async def test_publish_during_warm_up_is_served(many_prompts, monkeypatch):
         finish.wait(30)
         return built
 
-    monkeypatch.setattr(catalog, "load_catalog", slow_load)
+    monkeypatch.setattr(catalogs, "load_catalog", slow_load)
     await handlers.prompts_list(ctx(), {})
     assert started.wait(30)  # the warm-up has read the registry and is not done yet
     await database_sync_to_async(publish_new)(many_prompts)
     handlers.reset_caches()
     listed = json.loads((await handlers.prompts_list(ctx(), {})).data)["prompts"]
     assert listed[0]["name"] == "aaa-new"
-    monkeypatch.setattr(catalog, "load_catalog", real_load)
+    monkeypatch.setattr(catalogs, "load_catalog", real_load)
     finish.set()
     served = await handlers.prompts_get(ctx(), {"name": "aaa-new"})
     assert served["messages"][0]["content"]["text"] == "fresh"

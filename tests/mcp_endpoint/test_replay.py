@@ -6,7 +6,7 @@ import pytest
 
 from mcp_endpoint.replay import PROMPTS_CHANGED, RESOURCE_UPDATED, RESOURCES_CHANGED, changed_since, everything
 from registry.release import services
-from registry.serving.catalog import Viewer
+from registry.serving.viewer import Viewer
 from registry.models import ChangeLogEntry
 from tests.factories import make_prompt, make_resource, make_template
 

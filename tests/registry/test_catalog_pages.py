@@ -6,7 +6,9 @@ from django.utils import timezone
 from registry import changes
 from registry.release import rollouts, services
 from registry.serving import catalog, pages as catalog_pages
-from registry.serving.catalog import Viewer, load_catalog
+from registry.serving import catalogs
+from registry.serving.catalogs import load_catalog
+from registry.serving.viewer import Viewer
 from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template, make_user
 
@@ -110,7 +112,7 @@ def test_a_database_page_reads_only_its_entries(registry_mix, django_assert_max_
         part = catalog_pages.page_catalog("production", "prompt", Viewer(), None, PAGE + 1)
     assert len(part.prompt_items) <= PAGE + 1 + 1  # the page, one more, and the rolled-out entry
     assert part.resource_items == {} and part.template_items == []
-    assert catalog.cached_catalog("production") is None  # a page catalog is never cached
+    assert catalogs.cached_catalog("production") is None  # a page catalog is never cached
 
 
 def test_a_fresh_catalog_answers_pages_itself(registry_mix):

@@ -9,7 +9,8 @@ import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.management.commands.bench_load import synthetic_docs, synthetic_prompts
 from registry.models import (
     AuditEntry,

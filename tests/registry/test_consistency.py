@@ -7,7 +7,7 @@ import pytest
 
 from registry import changes
 from registry.release import services
-from registry.serving.catalog import load_catalog
+from registry.serving.catalogs import load_catalog
 from registry.serving.consistency import served_fingerprint, stale_keys
 from registry.models import Prompt, PromptMessage
 from registry.release.rollouts import set_rollout

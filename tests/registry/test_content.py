@@ -17,8 +17,9 @@ from django.core.management import call_command
 
 from registry.release import services
 from registry.serving import catalog
+from registry.serving import catalogs
 from registry.storage import blobs as content
-from registry.serving.catalog import Viewer
+from registry.serving.viewer import Viewer
 from registry.errors import ContentMissing, ImmutableVersionError, StorageUnavailable
 from registry.models import ContentObject, Resource, ResourceVersion
 from registry.authoring.snapshots import canonical_json
@@ -103,7 +104,7 @@ def test_a_storage_failure_during_publish_rolls_the_publish_back(monkeypatch):
     with pytest.raises(StorageUnavailable, match="full"):
         release(resource, note="v2")
     assert list(ResourceVersion.objects.filter(entry=resource).values_list("number", flat=True)) == [1]
-    served = catalog.load_catalog("production").read_resource(Viewer(), "docs://a")
+    served = catalogs.load_catalog("production").read_resource(Viewer(), "docs://a")
     assert served.version == 1 and served.result["contents"][0]["text"] == "version one"
 
 
@@ -254,7 +255,7 @@ def test_reading_a_damaged_object_is_an_error_and_is_logged(content_store, caplo
     with caplog.at_level("ERROR", logger="registry.storage.blobs"):
         for _ in range(3):
             with pytest.raises(ContentMissing, match="damaged"):
-                catalog.load_catalog("production").read_resource(Viewer(), "docs://bad")
+                catalogs.load_catalog("production").read_resource(Viewer(), "docs://bad")
     logged = [r.getMessage() for r in caplog.records if r.name == "registry.storage.blobs"]
     assert len(logged) == 1 and version.snapshot["sha256"] in logged[0] and "does not match its hash" in logged[0]
 
@@ -264,14 +265,14 @@ def test_missing_content_is_a_clear_error_when_read(content_store):
     version = release(resource)
     (content_store / content.object_name(version.snapshot["sha256"])).unlink()
     with pytest.raises(ContentMissing, match="missing from the content store"):
-        catalog.load_catalog("production").read_resource(Viewer(), "docs://gone")
+        catalogs.load_catalog("production").read_resource(Viewer(), "docs://gone")
 
 
 def test_damaged_content_is_refused_rather_than_served(content_store):
     version = release(make_resource("docs://bad", text="original"))
     (content_store / content.object_name(version.snapshot["sha256"])).write_bytes(b"tampered")
     with pytest.raises(ContentMissing, match="does not match"):
-        catalog.load_catalog("production").read_resource(Viewer(), "docs://bad")
+        catalogs.load_catalog("production").read_resource(Viewer(), "docs://bad")
 
 
 def test_registry_check_lists_missing_and_damaged_content_and_exits_1(content_store):
@@ -302,7 +303,7 @@ def test_prompt_image_is_served_from_the_store_as_base64():
     prompt = make_prompt("pic", arguments=[], messages=[{"kind": "image", "mime_type": "image/png", "data": PNG_1X1}])
     version = release(prompt)
     assert "data" not in version.snapshot["messages"][0]["content"]
-    result = catalog.load_catalog("production").get_prompt(Viewer(), "pic", {}).result
+    result = catalogs.load_catalog("production").get_prompt(Viewer(), "pic", {}).result
     assert result["messages"][0]["content"] == {"type": "image", "data": base64.b64encode(PNG_1X1).decode(),
                                                 "mimeType": "image/png"}
 

@@ -6,8 +6,9 @@ import pytest
 
 from registry.release import services
 from registry.serving import catalog
+from registry.serving import catalogs
 from registry.storage import cache as content_cache
-from registry.serving.catalog import Viewer
+from registry.serving.viewer import Viewer
 from registry.storage.cache import ContentCache
 from tests.factories import make_resource, release
 
@@ -35,8 +36,8 @@ def test_an_entry_over_an_eighth_of_the_budget_is_served_uncached():
 def test_labels_serving_the_same_version_share_one_cached_copy(django_assert_num_queries):
     resource = make_resource("docs://shared", text="shared text")
     release(resource, labels=("production", "staging"))
-    production = catalog.load_catalog("production")
-    staging = catalog.load_catalog("staging")
+    production = catalogs.load_catalog("production")
+    staging = catalogs.load_catalog("staging")
     content_cache.cache.clear()
     assert production.read_resource(Viewer(), "docs://shared").result["contents"][0]["text"] == "shared text"
     entries = content_cache.cache.stats()["entries"]
@@ -51,7 +52,7 @@ def test_a_hot_prompt_costs_no_query_and_a_cold_one_one(django_assert_num_querie
     from tests.factories import make_prompt
 
     release(make_prompt("hot", arguments=[], messages=[{"kind": "text", "text": "Hello"}]))
-    loaded = catalog.load_catalog("production")
+    loaded = catalogs.load_catalog("production")
     with django_assert_num_queries(1):
         loaded.get_prompt(Viewer(), "hot", {})
     with django_assert_num_queries(0):
@@ -61,7 +62,7 @@ def test_a_hot_prompt_costs_no_query_and_a_cold_one_one(django_assert_num_querie
 @pytest.mark.django_db
 def test_the_catalog_holds_no_document_bytes(settings):
     release(make_resource("docs://big", text="x" * 50_000))
-    loaded = catalog.load_catalog("production")
+    loaded = catalogs.load_catalog("production")
     item = loaded.resource_items["docs://big"]
     assert "text" not in item.ref and item.listing["size"] == 50_000
     assert content_cache.cache.stats()["bytes"] == 0
@@ -72,7 +73,7 @@ def test_the_budget_setting_bounds_what_reads_keep(settings):
     settings.REGISTRY = {**settings.REGISTRY, "CONTENT_CACHE_BYTES": 80_000}
     for i in range(10):
         release(make_resource(f"docs://doc-{i}", text=f"{i}" * 9_000))
-    loaded = catalog.load_catalog("production")
+    loaded = catalogs.load_catalog("production")
     for i in range(10):
         assert loaded.read_resource(Viewer(), f"docs://doc-{i}").result["contents"][0]["text"] == f"{i}" * 9_000
     stats = content_cache.cache.stats()
@@ -90,7 +91,7 @@ def test_building_a_catalog_reads_the_listings_and_never_a_snapshot():
     release(make_resource("docs://r", text="document"))
     release(make_template("items://{id}", body="Item {{ id }}"))
     with CaptureQueriesContext(connection) as queries:
-        built = catalog.load_catalog("production")
+        built = catalogs.load_catalog("production")
     assert sorted(built.prompt_items) == ["p"] and sorted(built.resource_items) == ["docs://r"]
     assert queries.captured_queries
     assert not any('"snapshot"' in q["sql"] for q in queries.captured_queries)

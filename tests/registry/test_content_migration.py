@@ -12,8 +12,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from registry.serving import catalog
+from registry.serving import catalogs
 from registry.storage import blobs as content
-from registry.serving.catalog import Viewer
+from registry.serving.viewer import Viewer
 from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
 from registry.authoring.snapshots import content_hash
 from tests.factories import PNG_1X1
@@ -73,7 +74,7 @@ def test_migration_moves_bytes_into_the_store_and_serves_the_same_content():
     prompt_version = PromptVersion.objects.get(entry__name="old-prompt")
     assert prompt_version.listing["item"]["name"] == "old-prompt"
 
-    served = catalog.load_catalog("production")
+    served = catalogs.load_catalog("production")
     blob = served.read_resource(Viewer(), "docs://img").result["contents"][0]
     assert blob == {"uri": "docs://img", "mimeType": "image/png", "blob": base64.b64encode(PNG_1X1).decode()}
     messages = served.get_prompt(Viewer(), "old-prompt", {}).result["messages"]

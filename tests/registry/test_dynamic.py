@@ -10,7 +10,8 @@ from registry import changes
 from registry.release import reviews, rollouts, services
 from registry.serving import dynamic
 from registry.formats import buckets
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.errors import UnknownResource
 from registry.models import PromptMessage
 from tests.factories import make_prompt, make_template

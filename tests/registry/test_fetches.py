@@ -1,7 +1,8 @@
 import pytest
 
 from registry.serving import fetches
-from registry.serving.catalog import Served, Viewer
+from registry.serving.items import Served
+from registry.serving.viewer import Viewer
 from registry.models import FetchCounter
 
 

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from registry.release import services
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.errors import RegistryError
 from registry.portable.importer import ImportFailed, export_yaml, import_documents
 from registry.models import (

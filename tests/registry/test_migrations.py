@@ -51,7 +51,8 @@ listed_uris = importlib.import_module("registry.migrations.0016_normalise_listed
 
 
 def test_resource_versions_published_before_normalisation_list_the_served_uri():
-    from registry.serving.catalog import Viewer, load_catalog
+    from registry.serving.catalogs import load_catalog
+    from registry.serving.viewer import Viewer
     from registry.models import ResourceVersion
     from tests.factories import make_resource
 

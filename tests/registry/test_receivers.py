@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from registry.release import rollouts, services
 from registry.serving import clients
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.errors import BulkUpdateRefused
 from registry.models import (
     AuditEntry,

@@ -7,7 +7,8 @@ import pytest
 from registry import changes
 from registry.release import reviews, rollouts
 from registry.formats import buckets
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.errors import ApprovalRequired, InvalidRollout, PublishPermissionDenied
 from registry.models import AuditEntry, ChangeLogEntry, PromptMessage, ReviewRequest, Rollout
 from tests.factories import make_prompt, make_resource, make_template, release
@@ -269,7 +270,7 @@ def test_aborting_a_production_rollout_needs_no_review(publisher, release_manage
 
 
 def test_refreshing_only_the_changed_entry_picks_up_the_rollout(publisher):
-    from registry.serving.catalog import refresh_catalog
+    from registry.serving.catalogs import refresh_catalog
 
     prompt = two_versions(labels=("staging",))
     release(make_prompt("other"), labels=("staging",))
@@ -304,7 +305,7 @@ def test_a_rollout_begun_after_the_draft_was_renamed_reaches_its_clients(publish
     """The rollout row keeps the entry's draft key of the day ('hello'); the label still serves the
     entry as 'greet': the whole catalog, a refresh of the entry and a cold page all find it by entry."""
     from registry.serving import pages as catalog_pages
-    from registry.serving.catalog import forget_catalogs, load_catalog, refresh_catalog
+    from registry.serving.catalogs import forget_catalogs, load_catalog, refresh_catalog
 
     prompt = two_versions(labels=("staging",))
     prompt.name = "hello"  # the draft only

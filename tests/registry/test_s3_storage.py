@@ -9,8 +9,9 @@ import socket
 import pytest
 
 from registry.serving import catalog
+from registry.serving import catalogs
 from registry.storage import blobs as content, cache as content_cache
-from registry.serving.catalog import Viewer
+from registry.serving.viewer import Viewer
 from registry.errors import ContentMissing
 from registry.authoring.integrity import check_all
 from tests.factories import PNG_1X1, make_resource, release
@@ -62,7 +63,7 @@ def test_published_bytes_are_stored_once_in_the_bucket_and_served(s3):
     release(make_resource("docs://a", text="", data=PNG_1X1, mime_type="image/png"))
     release(make_resource("docs://b", text="", data=PNG_1X1, mime_type="image/png"))
     assert _keys(s3) == [f"blobs/{sha[:2]}/{sha}"]
-    served = catalog.load_catalog("production").read_resource(Viewer(), "docs://b")
+    served = catalogs.load_catalog("production").read_resource(Viewer(), "docs://b")
     assert served.result["contents"][0]["blob"] == base64.b64encode(PNG_1X1).decode()
 
 
@@ -80,7 +81,7 @@ def test_an_object_missing_from_the_bucket_is_reported_not_served_empty(s3):
     version = release(make_resource("docs://gone", text="in the bucket"))
     s3.delete_object(Bucket=BUCKET, Key=content.object_name(version.snapshot["sha256"]))
     with pytest.raises(ContentMissing):
-        catalog.load_catalog("production").read_resource(Viewer(), "docs://gone")
+        catalogs.load_catalog("production").read_resource(Viewer(), "docs://gone")
     assert [p.sha256 for p in check_all()] == [version.snapshot["sha256"]]
 
 
@@ -106,5 +107,5 @@ def test_a_short_object_in_the_bucket_is_reported_and_repaired_by_the_next_put(s
     assert s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data
     assert _keys(s3) == [key]
     content_cache.cache.clear()
-    served = catalog.load_catalog("production").read_resource(Viewer(), "docs://img")
+    served = catalogs.load_catalog("production").read_resource(Viewer(), "docs://img")
     assert served.result["contents"][0]["blob"] == base64.b64encode(data).decode()

@@ -15,7 +15,7 @@ from registry import changes
 from registry.release import reviews
 from registry.serving import pages as catalog_pages
 from registry.formats.buckets import gets_candidate
-from registry.serving.catalog import load_catalog
+from registry.serving.catalogs import load_catalog
 from registry.changes import Change
 from registry.errors import UnknownPrompt, UnknownResource
 from registry.models import PromptMessage

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from registry.release import services
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.authoring.drafts import apply_snapshot, draft_data, normalised
 from registry.errors import ArgumentErrors, InvalidEntry, MissingArguments
 from registry.models import PromptArgument

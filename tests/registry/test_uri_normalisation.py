@@ -9,7 +9,8 @@ from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
 from registry.release import services
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.portable.importer import ImportFailed, import_documents
 from registry.models import Resource, ResourceTemplate
 from tests.factories import make_resource, make_template

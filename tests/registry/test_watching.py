@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from registry.portable import watching
-from registry.serving.catalog import Viewer, catalog_for
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.portable.importer import ImportFailed, import_documents
 from registry.models import Resource
 

@@ -1,0 +1,210 @@
+"""This process's catalogs, one per label: built from the database, refreshed by changed keys,
+kept while fresh (`changes.generation()`), and read partly for cold list pages.
+
+A build holds `_build_lock` for its whole read and counts as held (`held_labels`) until it is
+stored, so a change delivered meanwhile waits for it and re-reads its keys (registry/serving/
+catalog.py says what a catalog answers; registry/serving/items.py what it holds).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any, Iterable, Mapping
+
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
+
+from registry import changes
+from registry.kinds import KINDS
+from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+from registry.serving.catalog import Catalog
+from registry.serving.items import ITEM_BUILDERS, ROW_FIELDS, ItemRollout, Row, decode_listing, forget_shared, pick_served
+
+
+_cache: dict[str, Catalog] = {}
+_build_lock = threading.Lock()
+_building: set[str] = set()  # the label whose catalog is being built or refreshed (under _build_lock)
+
+
+def cached_catalog(label: str) -> Catalog | None:
+    """The current catalog for `label` if it is fresh; never touches the database."""
+    catalog = _cache.get(label)
+    if catalog is not None and catalog.generation == changes.generation():
+        return catalog
+    return None
+
+
+def load_catalog(label: str) -> Catalog:
+    """Build (or reuse) the catalog for `label` from the database. Call from a sync context."""
+    with _build_lock:
+        fresh = cached_catalog(label)
+        if fresh is not None:
+            return fresh
+        return _build(label, None, None)
+
+
+def refresh_catalog(label: str, changed: Iterable[tuple[str, str]]) -> Catalog:
+    """Bring `label`'s catalog up to date by re-reading only the changed (kind, key) pairs.
+
+    Notifications go out right after a change, so this keeps the per-change cost at a few
+    small queries instead of a full rebuild; a key of "*" (bulk loads) rebuilds everything.
+    """
+    changed = list(changed)
+    with _build_lock:
+        base = _cache.get(label)
+        if base is None or any(key == "*" for _kind, key in changed):
+            return _build(label, None, None)
+        return _build(label, base, changed)
+
+
+_KEY_FIELDS = {"prompt": "entry__name__in", "resource": "entry__uri__in", "template": "entry__uri_template__in"}
+
+
+def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None) -> Catalog:
+    # Counted as held from before its read until it is stored (held_labels), so a change
+    # delivered meanwhile waits for this build and refreshes what it read.
+    _building.add(label)
+    try:
+        catalog = _read(label, base, changed)
+        _cache[label] = catalog
+    finally:
+        _building.discard(label)
+    return catalog
+
+
+def read_entries(label: str, entry_ids: Mapping[str, Iterable[int] | None]) -> Catalog:
+    """A catalog of `label` holding only the given entries of each kind (None: every entry of that
+    kind; a kind left out: none), plus every entry with a running rollout on the label, so that
+    `personalised()` and `variant()` answer as the whole catalog would. Never cached: it answers
+    one request while the whole catalog warms up (registry/serving/pages.py)."""
+    return _read(label, None, None, entry_ids)
+
+
+def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None,
+          entry_ids: Mapping[str, Iterable[int] | None] | None = None) -> Catalog:
+    """The catalog built from the database: all of it (no base), `base` with the `changed` keys
+    re-read, or (entry_ids) just those entries. The same row rules serve all three."""
+    generation = changes.generation()
+    names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
+    wanted: dict[str, set[str]] = {}
+    for kind, key in changed or ():
+        wanted.setdefault(kind, set()).add(key)
+    partial = entry_ids is not None
+    if partial:
+        rolled = rollout_entries(names)
+        entry_ids = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
+                     for kind, ids in {**{k: () for k in rolled}, **entry_ids}.items()}
+    elif base is None:
+        forget_shared()
+
+    def rows(model: Any, kind: str) -> Iterable[Row]:
+        qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
+        if base is not None:
+            qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
+        if partial and entry_ids[kind] is not None:
+            qs = qs.filter(entry_id__in=entry_ids[kind])
+        qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
+        if kind != "resource":  # only resources list a date; converting 20k of them costs a quarter second
+            return (Row(*values[:4], decode_listing(values[4]), None) for values in qs.order_by(
+                "entry_id", "name").values_list(*ROW_FIELDS[:5]).iterator(chunk_size=2000))
+        return (Row(*values[:4], decode_listing(values[4]), values[5])
+                for values in qs.order_by("entry_id", "name").values_list(*ROW_FIELDS).iterator(chunk_size=2000))
+
+    def reads(kind: str) -> bool:
+        return kind in entry_ids if partial else base is None or kind in wanted
+
+    prompts = dict(base.prompt_items) if base else {}
+    resources = dict(base.resource_items) if base else {}
+    templates = {t.uri_template: t for t in base.template_items} if base else {}
+    read_keys: dict[str, dict[int, str]] = {}  # kind -> entry id -> the key its item is served under
+
+    def items(kind: str, model: Any) -> Iterable[tuple[str, Any]]:
+        keys = read_keys.setdefault(kind, {})
+        for row in pick_served(rows(model, kind), label).values():
+            item = ITEM_BUILDERS[kind](row)
+            keys[row.entry_id] = item.key
+            yield item.key, item
+
+    if reads("prompt"):
+        for key in wanted.get("prompt", ()):
+            prompts.pop(key, None)
+        prompts.update(items("prompt", PromptLabel))
+    if reads("resource"):
+        for key in wanted.get("resource", ()):
+            resources.pop(key, None)
+        resources.update(items("resource", ResourceLabel))
+    if reads("template"):
+        for key in wanted.get("template", ()):
+            templates.pop(key, None)
+        templates.update(items("template", ResourceTemplateLabel))
+    if base is None or wanted:
+        _attach_rollouts(names, read_keys, base is not None, prompts, resources, templates)
+    rolled_out = tuple(item for pool in (prompts, resources, templates) for item in pool.values()
+                       if item.rollout is not None)
+    return Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template),
+                   rolled_out=rolled_out, partial=partial)
+
+
+def rollout_entries(names: list[str]) -> dict[str, set[int]]:
+    """Per kind, the entries with a rollout running on one of `names` (one small query)."""
+    out: dict[str, set[int]] = {}
+    for kind, entry_id in Rollout.objects.filter(label__in=names).values_list("entry_kind", "entry_id"):
+        out.setdefault(kind, set()).add(entry_id)
+    return out
+
+
+def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], only_read: bool,
+                     *pools: dict[str, Any]) -> None:
+    """Give each item just read the rollout running on the label it is served from; one query if none run.
+
+    Matched by entry id: a rollout row names the entry by its draft key when the rollout began, which
+    differs from the key the label serves once the draft is renamed. `only_read`: a refresh, which
+    asks only about the entries it re-read (few)."""
+    rows = Rollout.objects.filter(label__in=names)
+    if only_read:
+        wanted = Q()
+        for kind, keys in read_keys.items():
+            if keys:
+                wanted |= Q(entry_kind=kind, entry_id__in=sorted(keys))
+        if not wanted:
+            return
+        rows = rows.filter(wanted)
+    by_kind = dict(zip(("prompt", "resource", "template"), pools))
+    for rollout in rows:
+        pool = by_kind.get(rollout.entry_kind)
+        key = read_keys.get(rollout.entry_kind, {}).get(rollout.entry_id)
+        item = pool.get(key) if pool is not None and key is not None else None
+        if item is None or item.label != rollout.label or item.version == rollout.candidate_version:
+            continue
+        kind = KINDS[rollout.entry_kind]
+        found = kind.version_model.objects.filter(  # type: ignore[attr-defined]
+            entry_id=rollout.entry_id, number=rollout.candidate_version).values_list(
+            "entry_id", "id", "number", "listing", "created_at").first()
+        if found is None:
+            continue
+        entry_id, version_id, number, listing, created_at = found
+        candidate = ITEM_BUILDERS[rollout.entry_kind](Row(entry_id, rollout.label, version_id, number, listing,
+                                                            created_at))
+        pool[key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
+
+
+def held_labels() -> set[str]:
+    """Labels this process holds a catalog of, fresh or not, or is building one of (whoever keeps
+    them current can refresh them by the changed keys instead of leaving a stale one to a full
+    rebuild).
+
+    A build under way counts: it may have read an entry before a change committed, and the
+    catalog it stores would otherwise miss that change for good once a later change refreshed it
+    by its own keys and stamped it current. Refreshing it waits for the build (_build_lock)."""
+    return set(_cache) | set(_building)
+
+
+def forget_catalogs() -> None:
+    """Drop every cached catalog; the next use rebuilds from the database (after a failed refresh)."""
+    with _build_lock:
+        _cache.clear()
+
+
+def catalog_for(label: str) -> Catalog:
+    return cached_catalog(label) or load_catalog(label)

@@ -1,0 +1,210 @@
+"""The items a catalog holds: one frozen record per served entry version, built from label rows.
+
+Each item carries what lists and completions need (the version's small `listing` column, see
+registry/authoring/listing.py), never message bodies or documents; recurring strings and tuples
+are shared across items so a large catalog stays small. `pick_served` is the label fallback rule
+(a label's own row, else production's) that the catalog and the consistency check both apply.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from registry.authoring.listing import listing_of
+from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template
+from registry.kinds import KINDS
+
+try:  # several times faster than the stdlib decoder, and it shares repeated keys
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
+    _loads = json.loads
+
+
+@dataclass(frozen=True)
+class Served:
+    """A rendered result plus which version produced it, for per-client fetch counting."""
+
+    result: dict[str, Any]
+    kind: str
+    key: str
+    version: int
+    label: str
+    ttl_ms: int | None = None  # a provider's own caching hints (registry/serving/dynamic.py); None: the defaults
+    cache_scope: str | None = None
+    counted: bool = True  # computed resources are not versions a client could be counted as fetching
+
+
+@dataclass(frozen=True)
+class ItemRollout:
+    """A running percentage rollout: `candidate` (an item like its owner) for `percent`% of clients."""
+
+    percent: int
+    candidate: Any  # PromptItem | ResourceItem | TemplateItem
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    name: str
+    tags: frozenset[str]
+    version: int
+    label: str
+    listing: dict[str, Any]
+    suggestions: Mapping[str, tuple[str, ...]]
+    version_id: int = 0  # the version row: what the compiled body is cached and loaded by
+    rollout: ItemRollout | None = None
+    resource_arguments: frozenset[str] = frozenset()  # arguments whose values are registry resource URIs
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class ResourceItem:
+    uri: str
+    tags: frozenset[str]
+    version: int
+    label: str
+    listing: dict[str, Any]
+    ref: Mapping[str, Any]  # {uri, mimeType, sha256, size, encoding}: where the bytes are, not the bytes
+    version_id: int = 0
+    rollout: ItemRollout | None = None
+
+    @property
+    def key(self) -> str:
+        return self.uri
+
+
+@dataclass(frozen=True)
+class TemplateItem:
+    uri_template: str
+    tags: frozenset[str]
+    version: int
+    label: str
+    listing: dict[str, Any]
+    matcher: UriTemplateMatcher
+    mime_type: str
+    suggestions: Mapping[str, tuple[str, ...]]
+    version_id: int = 0
+    rollout: ItemRollout | None = None
+
+    @property
+    def key(self) -> str:
+        return self.uri_template
+
+
+class Row(NamedTuple):
+    entry_id: int
+    name: str  # the label the row is served from
+    version_id: int
+    number: int
+    listing: dict[str, Any]
+    created_at: Any
+
+
+ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "listing_text", "version__created_at")
+# Listing values that recur across entries (MIME types, encodings, tags, argument schemas,
+# suggestions): one shared string each instead of one per entry keeps a large catalog small.
+
+
+def _intern(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) and len(value) <= 200 else value
+
+
+def _share(listing: dict[str, Any]) -> dict[str, Any]:
+    item = listing.get("item") or {}
+    for part in (item, listing.get("content") or {}):
+        for key in ("mimeType", "encoding"):
+            if key in part:
+                part[key] = _intern(part[key])
+    for argument in item.get("arguments") or ():
+        for key in ("name", "title", "description"):
+            if key in argument:
+                argument[key] = _intern(argument[key])
+    return listing
+
+
+_frozen: dict[Any, Any] = {}  # equal tuples/frozensets of one build share one object (cleared per full build)
+
+
+def forget_shared() -> None:
+    """Start sharing afresh (a full build: values of the previous catalog are not kept alive)."""
+    _frozen.clear()
+
+
+def _shared(value: Any) -> Any:
+    return _frozen.setdefault(value, value)
+
+
+def _suggestions(listing: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    return {_intern(name): _shared(tuple(values)) for name, values in (listing.get("suggestions") or {}).items()}
+
+
+def decode_listing(text: str | None) -> dict[str, Any]:
+    """The listing column, decoded with short values shared (read as text: one fast decode per row)."""
+    if not text:
+        return {}
+    decoded = _loads(text)
+    return _share(decoded) if isinstance(decoded, dict) else {}
+
+
+def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
+    """Visibility comes from the published version, never from the draft (registry.authoring.snapshots)."""
+    return _shared(frozenset(listing.get("tags") or ()))
+
+
+def pick_served(rows: Iterable[Any], label: str) -> dict[int, Any]:
+    """The label fallback rule: per entry, its row of `label` if present, else its production row.
+
+    `rows` are label rows of `label` and production (anything with ``entry_id`` and ``name``).
+    The catalog and the consistency check pick with this; the cold pages say the same in SQL
+    (catalog_pages._served), and a test holds the three to one answer."""
+    chosen: dict[int, Any] = {}
+    for row in rows:
+        if row.entry_id not in chosen or row.name == label:
+            chosen[row.entry_id] = row
+    return chosen
+
+
+def _listing_of(kind: str, row: Row) -> dict[str, Any]:
+    """The version's listing column; versions written without one are summarised from the snapshot."""
+    if row.listing:
+        return row.listing
+    snapshot = KINDS[kind].version_model.objects.filter(pk=row.version_id).values_list(  # type: ignore[attr-defined]
+        "snapshot", flat=True).first()
+    return listing_of(kind, snapshot or {})
+
+
+def _prompt_item(row: Row) -> PromptItem:
+    listing = _listing_of("prompt", row)
+    suggestions = _suggestions(listing)
+    item = listing["item"]
+    return PromptItem(item["name"], _tags(listing), row.number, row.name, item, suggestions, row.version_id,
+                      resource_arguments=_shared(frozenset(listing.get("resource_arguments") or ())))
+
+
+def _resource_item(row: Row) -> ResourceItem:
+    listing = _listing_of("resource", row)
+    item = dict(listing["item"])
+    item["uri"] = lookup_uri(item["uri"])  # versions published before URIs were normalised on save
+    listing["content"]["uri"] = item["uri"]  # one string for both
+    annotations = dict(item.get("annotations") or {})
+    annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
+    item["annotations"] = annotations
+    return ResourceItem(item["uri"], _tags(listing), row.number, row.name, item, listing["content"], row.version_id)
+
+
+def _template_item(row: Row) -> TemplateItem:
+    listing = _listing_of("template", row)
+    item = dict(listing["item"])
+    item["uriTemplate"] = normalize_uri_template(item["uriTemplate"])
+    suggestions = _suggestions(listing)
+    return TemplateItem(item["uriTemplate"], _tags(listing), row.number, row.name, item,
+                        UriTemplateMatcher.build(item["uriTemplate"]), item.get("mimeType", ""), suggestions,
+                        row.version_id)
+
+
+ITEM_BUILDERS = {"prompt": _prompt_item, "resource": _resource_item, "template": _template_item}
