@@ -43,6 +43,7 @@ class OAuthConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.core import checks
         from django.db.models.signals import post_delete, post_save, pre_save
         from oauth2_provider.models import get_access_token_model, get_application_model
 
@@ -58,6 +59,11 @@ class OAuthConfig(AppConfig):
         post_delete.connect(_revoke_deleted_connection, sender=OAuthConnection,
                             dispatch_uid="oauth.revoke_deleted_connection")
 
-        from . import credentials
+        from . import credentials, metadata_documents
 
+        # `manage.py check` warns, and the process logs once, when a toolkit name that keeps a
+        # metadata-document fetch refused for capacity from backing its URL off is gone.
+        checks.register(metadata_documents.check_toolkit_names, checks.Tags.compatibility)
+        if metadata_documents.toolkit_names_missing():
+            metadata_documents.log_fallback()
         credentials.connect()  # revocations end open streams at once, in every process

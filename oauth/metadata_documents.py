@@ -16,37 +16,68 @@ names of one attacker usually point at one server), so a slow host holds at most
 the slots. The document must also be valid by this server's own registration rules: at most
 :data:`~oauth.views.MAX_REDIRECT_URIS` redirect URIs, each exactly one URI.
 
+A fetch refused because its host name or address already has :data:`FETCHES_PER_HOST` fetches
+under way raises :class:`CapacityRefused` at once (waiting for a place would hold one of the
+toolkit's ten slots, which the per-host limit exists to spare). That says nothing about the
+client's URL, but the toolkit's ``resolve_cimd_application`` backs off every URL whose fetch raised
+anything for ``CIMD_FAILURE_BACKOFF_SECONDS`` (60 s): one site dripping its answers locked out every
+client on its address until a minute after its fetches ended. So the refusal is noted in a
+context-local set, and :func:`capacity_refusals_not_backed_off` (around the toolkit's
+``OAuth2Validator._load_application``, where both ``resolve_cimd_application`` and
+``refresh_if_stale`` run: ``oauth.validators.RegistryValidator``) lifts the backoff the toolkit
+set for those URLs as soon as it returns. The toolkit's own in-flight cap does the same: "this URL
+may be perfectly fine, just over capacity".
+
 The toolkit's helpers used here (``_validate_client_id_url``, ``_resolve_and_validate``,
-``_effective_max_age``) are private names; pyproject.toml bounds the toolkit below 4, and
-``tests/oauth/test_metadata_documents_fetch.py`` exercises them.
+``_effective_max_age``, and for the backoff ``OAuth2Validator._load_application``,
+``cimd._backoff_cache_key`` and ``cimd.cache``) are private names; pyproject.toml bounds the
+toolkit to the versions tested with, and ``tests/oauth/test_metadata_documents_fetch.py``
+exercises them. :func:`toolkit_names_missing` checks at start-up the ones the backoff lifting
+relies on; if one is gone the refusal is backed off as before (the old behaviour: a client on a
+busy address waits a minute longer), logged once, and ``manage.py check`` warns (``oauth.W001``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
+import logging
 import socket
 import ssl
 import threading
 import time
 from collections import Counter
+from contextvars import ContextVar
 from typing import Any, Iterator
 
 from oauth2_provider import cimd
 from oauth2_provider.settings import oauth2_settings
+
+log = logging.getLogger(__name__)
 
 FETCHES_PER_HOST = 2
 _busy: Counter[str] = Counter()
 _busy_lock = threading.Lock()
 
 
+class CapacityRefused(cimd.CIMDError):
+    """FETCHES_PER_HOST fetches of the URL's host name or address are already under way: this
+    request is refused, but the URL itself has not failed (see the module's docstring)."""
+
+
+# The client_id URLs refused for capacity inside the innermost capacity_refusals_not_backed_off();
+# None outside it (nobody would lift their backoff).
+_refused: ContextVar[set[str] | None] = ContextVar("cimd_capacity_refused", default=None)
+
+
 @contextlib.contextmanager
 def _slot(keys: list[str]) -> Iterator[None]:
-    """One of FETCHES_PER_HOST places for each key (host name, address), or CIMDError at once."""
+    """One of FETCHES_PER_HOST places for each key (host name, address), or CapacityRefused at once."""
     with _busy_lock:
         if any(_busy[key] >= FETCHES_PER_HOST for key in keys):
-            raise cimd.CIMDError(f"{FETCHES_PER_HOST} fetches from {keys[0]} are already under way")
+            raise CapacityRefused(f"{FETCHES_PER_HOST} fetches from {keys[0]} are already under way")
         for key in keys:
             _busy[key] += 1
     try:
@@ -95,6 +126,13 @@ class BoundedMetadataFetcher:
         return ssl.create_default_context()
 
     def fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
+        try:
+            return self._fetch(client_id)
+        except CapacityRefused:
+            _note_refusal(client_id)
+            raise
+
+    def _fetch(self, client_id: str) -> tuple[dict[str, Any], int]:
         started = time.monotonic()
         parsed = cimd._validate_client_id_url(client_id)
         port = parsed.port or 443
@@ -172,3 +210,92 @@ class BoundedMetadataFetcher:
         if problem:
             raise cimd.CIMDError(f"client_id document: {problem}")
         return data, cimd._effective_max_age(response.getheader("Cache-Control"))
+
+
+# ------------------------------------------------------------------------------ capacity refusals
+
+
+def _names(function: Any) -> set[str]:
+    """The global and attribute names a function's code reads."""
+    return set(getattr(getattr(function, "__code__", None), "co_names", ()))
+
+
+@functools.lru_cache(maxsize=1)
+def toolkit_names_missing() -> tuple[str, ...]:
+    """What capacity_refusals_not_backed_off() relies on and the installed toolkit lacks (empty:
+    all there). Cached: the answer does not change in a process."""
+    from oauth2_provider.oauth2_validators import OAuth2Validator
+
+    missing = []
+    load = getattr(OAuth2Validator, "_load_application", None)
+    if not callable(load):
+        missing.append("oauth2_provider.oauth2_validators.OAuth2Validator._load_application")
+    elif not {"resolve_cimd_application", "refresh_if_stale"} <= _names(load):
+        missing.append("OAuth2Validator._load_application calling cimd.resolve_cimd_application and "
+                       "cimd.refresh_if_stale")
+    for name in ("_backoff_cache_key", "resolve_cimd_application"):
+        if not callable(getattr(cimd, name, None)):
+            missing.append(f"oauth2_provider.cimd.{name}")
+    if not hasattr(cimd, "cache"):
+        missing.append("oauth2_provider.cimd.cache")
+    if not {"_backoff_cache_key", "cache"} <= _names(getattr(cimd, "resolve_cimd_application", None)):
+        missing.append("cimd.resolve_cimd_application backing off under cimd._backoff_cache_key "
+                       "in cimd.cache")
+    return tuple(missing)
+
+
+_fallback_logged: list[bool] = []
+
+
+def log_fallback() -> None:
+    """Once per process: say that capacity refusals are backed off, and why."""
+    if not _fallback_logged:
+        _fallback_logged.append(True)
+        log.warning("django-oauth-toolkit internals changed (%s missing): a metadata-document fetch refused "
+                    "because its host or address is busy backs its client_id URL off for "
+                    "CIMD_FAILURE_BACKOFF_SECONDS, like a failed fetch", ", ".join(toolkit_names_missing()))
+
+
+def _note_refusal(client_id: str) -> None:
+    refused = _refused.get()
+    if refused is not None:
+        refused.add(client_id)
+    elif toolkit_names_missing():
+        log_fallback()
+
+
+@contextlib.contextmanager
+def capacity_refusals_not_backed_off() -> Iterator[None]:
+    """Around the toolkit's ``_load_application``: the URLs whose fetch was refused for capacity
+    within it leave no failure backoff behind. The toolkit sets it, then this lifts it as the
+    block ends: a concurrent request for the same URL in between is refused as it would have
+    been anyway (its host is still busy); a genuine failure of the same URL recorded in between
+    is lifted too, which costs one more fetch of that URL, no more than a fresh URL does."""
+    if toolkit_names_missing():
+        log_fallback()
+        yield
+        return
+    refused: set[str] = set()
+    token = _refused.set(refused)
+    try:
+        yield
+    finally:
+        _refused.reset(token)
+        for client_id in refused:
+            cimd.cache.delete(cimd._backoff_cache_key(client_id))
+
+
+def check_toolkit_names(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """System check: a warning when the backoff of capacity refusals cannot be lifted."""
+    from django.core import checks
+
+    missing = toolkit_names_missing()
+    if not missing:
+        return []
+    return [checks.Warning(
+        f"django-oauth-toolkit internals changed: {', '.join(missing)} not found; a client-metadata-document "
+        "fetch refused because its host or address is busy will back its client_id URL off for "
+        "CIMD_FAILURE_BACKOFF_SECONDS (every client on a busy address is locked out that much longer).",
+        hint="Install the django-oauth-toolkit version pyproject.toml names, or check "
+             "oauth/metadata_documents.py and oauth/validators.py against the new one and widen the bound.",
+        obj="oauth.metadata_documents", id="oauth.W001")]

@@ -5,6 +5,10 @@ first exchange gave in force, although the second use shows the code leaked and 
 be the thief. :class:`RegistryValidator` records each exchange (:class:`oauth.models.ExchangedCode`)
 and, when a code it has seen is presented again, revokes that exchange's access token and the
 whole refresh-token family rotated from it.
+
+It also keeps a client-metadata-document fetch refused for capacity (its host or address busy,
+:class:`oauth.metadata_documents.CapacityRefused`) from backing the client's URL off like a failure
+(:meth:`RegistryValidator._load_application`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from oauth2_provider.models import get_access_token_model, get_refresh_token_mod
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauth2_provider.settings import oauth2_settings
 
+from .metadata_documents import capacity_refusals_not_backed_off
 from .models import ExchangedCode
 
 log = logging.getLogger(__name__)
@@ -34,6 +39,18 @@ class RegistryValidator(OAuth2Validator):
         if not valid and code and client is not None:
             revoke_reused(code, client)
         return valid
+
+    def _load_application(self, client_id: str, request: Any) -> Any:
+        """The toolkit's lookup, which fetches a metadata-document client's URL on first sight
+        (``cimd.resolve_cimd_application``) and when it is stale (``cimd.refresh_if_stale``), and
+        backs the URL off for a minute whatever stopped the fetch. A refusal because the URL's
+        host or address is busy is lifted from that backoff here: the client gets in as soon as
+        the host has a free place. ``_load_application`` is private to the toolkit, so
+        :func:`oauth.metadata_documents.toolkit_names_missing` checks it at start-up; if it is
+        gone, this is never called and the refusal is backed off as before (``manage.py check``
+        warns, oauth.W001)."""
+        with capacity_refusals_not_backed_off():
+            return super()._load_application(client_id, request)
 
     def _save_bearer_token(self, token: dict[str, Any], request: Any, *args: Any, **kwargs: Any) -> Any:
         result = super()._save_bearer_token(token, request, *args, **kwargs)
