@@ -30,10 +30,7 @@ from typing import Any, Iterable, Mapping
 from django.db import connection, models
 from django.utils import timezone
 
-from registry.release import services
-from registry.storage import blobs as content
 from registry.audit import User, audit_row, write_audit_rows
-from registry.changes import record_changes, service_scope
 from registry.authoring.drafts import (
     PROMPT_FIELDS,
     RESOURCE_FIELDS,
@@ -45,9 +42,13 @@ from registry.authoring.drafts import (
     resources_by_uri,
     variable_rows,
 )
-from registry.errors import ContentTooLarge, RegistryError
-from registry.kinds import KINDS
 from registry.authoring.listing import list_changed, listing_of
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of
+from registry.changes import record_changes, service_scope
+from registry.conf import max_upload_bytes
+from registry.errors import ContentTooLarge, RegistryError
+from registry.formats.uris import normalize_uri, normalize_uri_template
+from registry.kinds import KINDS
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -63,9 +64,8 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.base import label_name_validator, served_key_of
-from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of
-from registry.formats.uris import normalize_uri, normalize_uri_template
-from registry.conf import max_upload_bytes
+from registry.release import services
+from registry.storage import blobs as content
 
 CHUNK = 500  # rows per statement / keys per IN (...)
 _FIELDS = {"prompt": PROMPT_FIELDS, "resource": RESOURCE_FIELDS, "template": TEMPLATE_FIELDS}

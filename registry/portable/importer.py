@@ -19,31 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from django.db import transaction
 from django.db.models import Max, Prefetch
 
-from registry.release import services
 from registry.audit import User
-from registry.changes import recording
-from registry.portable.bulk import BulkWriter
 from registry.authoring.drafts import draft_data, normalised, save_draft
+from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.authoring.validation import validate_entry
+from registry.changes import recording
 from registry.errors import RegistryError
+from registry.formats.uris import normalize_uri, normalize_uri_template
 from registry.kinds import KINDS
 from registry.models import PromptMessage, Resource, VersionedEntry
-from registry.portable.format import (
-    SECTIONS,
-    EntrySpec,
-    FormatError,
-    Loaded,
-    dump_document,
-    entry_document,
-    load_file,
-    load_path,
-    read_entries,
-)
-from registry.authoring.snapshots import content_hash, snapshot_of
-from registry.formats.uris import normalize_uri, normalize_uri_template
-from registry.authoring.validation import validate_entry
+from registry.portable.bulk import BulkWriter
+from registry.portable.check import EntrySpec, read_entries
+from registry.portable.dump import dump_document, entry_document
+from registry.portable.format import FormatError, SECTIONS
+from registry.portable.parse import Loaded, load_file, load_path
+from registry.release import services
 
 ACTOR = "registry_import"
 ORDER = ("resource", "template", "prompt")  # resources first: prompts may embed or link them

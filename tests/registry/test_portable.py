@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from registry.portable.format import MAX_NESTING, FormatError, dump_document, entry_document, load_file, parse_yaml, read_entries
+from registry.portable.check import read_entries
+from registry.portable.dump import dump_document, entry_document
+from registry.portable.format import FormatError, MAX_NESTING
+from registry.portable.parse import load_file, parse_yaml
 from tests.factories import PNG_1X1
 
 PNG_B64 = base64.b64encode(PNG_1X1).decode()
@@ -339,31 +342,31 @@ def _writer_document() -> dict:
 
 
 def test_libyaml_writes_exactly_the_text_the_python_writer_writes(monkeypatch):
-    from registry.portable import format as portable
+    from registry.portable import dump
 
-    if portable.FAST_DUMPER is None:
+    if dump.FAST_DUMPER is None:
         pytest.skip("PyYAML was built without libyaml")
     document = _writer_document()
     fast = dump_document(document, header="# header\n")
-    monkeypatch.setattr(portable, "FAST_DUMPER", None)
+    monkeypatch.setattr(dump, "FAST_DUMPER", None)
     assert fast == dump_document(document, header="# header\n")
     assert fast.startswith("# header\nprompts:\n- name: p000\n")
-    assert portable.yaml.safe_load(fast) == document
+    assert dump.yaml.safe_load(fast) == document
 
 
 def test_export_writes_runs_of_entries_with_libyaml_and_only_escaping_ones_one_by_one(monkeypatch):
-    from registry.portable import format as portable
+    from registry.portable import dump
 
-    if portable.FAST_DUMPER is None:
+    if dump.FAST_DUMPER is None:
         pytest.skip("PyYAML was built without libyaml")
     calls: list[tuple[str, int]] = []
-    real = portable._dump
+    real = dump._dump
 
     def spy(data, dumper):
-        calls.append(("python" if dumper is portable._Dumper else "libyaml", len(data)))
+        calls.append(("python" if dumper is dump._Dumper else "libyaml", len(data)))
         return real(data, dumper)
 
-    monkeypatch.setattr(portable, "_dump", spy)
+    monkeypatch.setattr(dump, "_dump", spy)
     dump_document(_writer_document())
     assert calls == [("libyaml", 20), ("python", 1), ("python", 1), ("libyaml", 20), ("libyaml", 1)]
 
@@ -411,7 +414,7 @@ ONE_PASS_DOCUMENTS = [
 
 @pytest.mark.parametrize("text", ONE_PASS_DOCUMENTS)
 def test_reading_from_the_check_pass_gives_the_data_lines_and_problems_composing_gives(text, monkeypatch):
-    from registry.portable import format as portable
+    from registry.portable import parse
 
     def outcome() -> tuple:
         try:
@@ -422,29 +425,29 @@ def test_reading_from_the_check_pass_gives_the_data_lines_and_problems_composing
 
     one_pass = outcome()
 
-    class Composing(portable.EventBuilder):
+    class Composing(parse.EventBuilder):
         def feed(self, event):
             self.ok = False
 
-    monkeypatch.setattr(portable, "EventBuilder", Composing)
+    monkeypatch.setattr(parse, "EventBuilder", Composing)
     assert one_pass == outcome()
 
 
 def test_an_export_is_read_in_the_check_pass_without_composing(monkeypatch):
-    from registry.portable import format as portable
+    from registry.portable import parse
 
-    document, real_compose = _writer_document(), portable._compose
+    document, real_compose = _writer_document(), parse._compose
     text = dump_document(document)
     composed = []
-    monkeypatch.setattr(portable, "_compose", lambda *args: composed.append(args) or real_compose(*args))
+    monkeypatch.setattr(parse, "_compose", lambda *args: composed.append(args) or real_compose(*args))
     loaded = parse_yaml(text, "export.yaml")
     assert loaded.data == document and composed == []
 
-    class Composing(portable.EventBuilder):
+    class Composing(parse.EventBuilder):
         def feed(self, event):
             self.ok = False
 
-    monkeypatch.setattr(portable, "EventBuilder", Composing)
+    monkeypatch.setattr(parse, "EventBuilder", Composing)
     assert parse_yaml(text, "export.yaml").lines == loaded.lines and len(composed) == 1
 
 
