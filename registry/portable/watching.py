@@ -1,7 +1,8 @@
 """Watched folders: files on disk are the source of truth for the entries they define.
 
-`watch_imports` imports a YAML file or folder once, then again whenever a YAML file or a
-`file:` side file under it changes. File events come from the `watchfiles` library (native
+`watch_imports` starts watching, imports a YAML file or folder once, then again whenever a YAML
+file or a `file:` side file under it changes. Watching starts first, so an edit made while the
+first import (or any round) runs is seen and imported by the next round: no window loses one. File events come from the `watchfiles` library (native
 notifications, not a polling loop). A burst of changes (a `git pull` touching forty files)
 is one round: watchfiles groups events until none arrived for `QUIET_MS` (its `step`), up to
 `BURST_MS` (its `debounce`). Each round is one `import_documents` call, so one transaction:
@@ -25,6 +26,7 @@ from registry.portable.importer import ImportFailed, ImportReport, import_docume
 
 QUIET_MS = 300  # a round starts once the files were quiet this long...
 BURST_MS = 3000  # ...or at the latest this long after the first change of a burst
+ARM_MS = 200  # how long the first wait for changes lasts: it only starts the native watcher
 
 
 @dataclass
@@ -113,12 +115,25 @@ def watch_imports(
         relevant.side_files |= outcome.side_files  # a file named once stays watched: renaming it back is a change
         log(f"{reason}: {outcome.line()}")
 
+    # The native watcher exists from the generator's first step on, and keeps what changes while
+    # a round runs for the next step: arm it (a short wait that may find nothing), then import.
+    batches = iter(changes(root, watch_filter=relevant, debounce=BURST_MS, step=QUIET_MS, stop_event=stop,
+                           raise_interrupt=False, yield_on_timeout=True, rust_timeout=ARM_MS))
+    early = next(batches, None)
     one("initial import")
-    for batch in changes(root, watch_filter=relevant, debounce=BURST_MS, step=QUIET_MS,
-                         stop_event=stop, raise_interrupt=False):
+    pending = [early] if early else []
+    for batch in _chain(pending, batches):
         if stop.is_set():
             break
+        if not batch:
+            continue  # a timeout with nothing changed
         names = sorted({Path(p).name for _change, p in batch})
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         one(f"{len(names)} file(s) changed ({shown})")
     return rounds
+
+
+def _chain(first: list[set[tuple[watchfiles.Change, str]]],
+           rest: Iterable[set[tuple[watchfiles.Change, str]]]) -> Iterable[set[tuple[watchfiles.Change, str]]]:
+    yield from first
+    yield from rest

@@ -65,6 +65,33 @@ def test_forty_files_changed_in_a_burst_make_one_import(tmp_path):
     assert watcher.lines[1].startswith("40 file(s) changed (r00.yaml, r01.yaml, r02.yaml and 37 more)")
 
 
+def test_an_edit_made_while_the_first_import_runs_is_imported_by_the_next_round(tmp_path):
+    """Watching starts before the first import: an edit during it (a long import of a large folder)
+    is not lost, however long the import takes."""
+    (tmp_path / "a.yaml").write_text(resource_yaml("docs://a"))
+    rounds, lines, stop = [], [], threading.Event()
+
+    def run_round():
+        rounds.append(time.monotonic())
+        if len(rounds) == 1:  # during the first import: someone saves the file
+            (tmp_path / "a.yaml").write_text(resource_yaml("docs://a", text="edited meanwhile"))
+            time.sleep(0.5)  # the import goes on for a while after the edit
+        return watching.Round(problems=("counted",), side_files=frozenset())
+
+    thread = threading.Thread(target=watching.watch_imports, kwargs=dict(
+        path=tmp_path, publish=False, note="", log=lines.append, stop=stop, run_round=run_round))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(rounds) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(rounds) == 2, lines
+        assert lines[1].startswith("1 file(s) changed (a.yaml)")
+    finally:
+        stop.set()
+        thread.join(10)
+
+
 def test_files_that_are_neither_yaml_nor_named_side_files_start_no_round(tmp_path):
     (tmp_path / "a.yaml").write_text(resource_yaml("docs://a"))
     with Watcher(tmp_path) as watcher:
