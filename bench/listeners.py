@@ -9,6 +9,10 @@ and of the LAST listener, and exits. Run from the benches, not by hand:
 
   python bench/listeners.py --port 8000 -k 1000 [--uri docs://doc-00001] [--sources 5]
 
+--uris A,B,... subscribes each stream to several URIs, and --by-uri reports instead, per stream,
+the receipt times of every `notifications/resources/updated` by its URI ({"streams": [{uri:
+[times]}]}), so a bench can tell which change reached which listener (bench/lost.py).
+
 Anonymous streams are limited per peer address (MAX_STREAMS_PER_CLIENT, 2,000), so --sources N
 spreads the connections over the local addresses 127.0.0.1 .. 127.0.0.N. The soft open-files
 limit is raised to the hard one (each stream is a socket).
@@ -24,10 +28,13 @@ import signal
 import sys
 import time
 
+UPDATED = "notifications/resources/updated"
 
-def request(port: int, uri: str) -> bytes:
+
+def request(port: int, uris: list[str]) -> bytes:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {
-        "notifications": {"promptsListChanged": True, "resourcesListChanged": True, "resourceSubscriptions": [uri]},
+        "notifications": {"promptsListChanged": True, "resourcesListChanged": True,
+                          "resourceSubscriptions": uris},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                   "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
     head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
@@ -41,13 +48,16 @@ async def main() -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("-k", type=int, default=1000)
     ap.add_argument("--uri", default="docs://doc-00001")
+    ap.add_argument("--uris", default="", help="comma-separated URIs to subscribe to (instead of --uri)")
+    ap.add_argument("--by-uri", action="store_true",
+                    help="report each stream's resources/updated receipts by URI")
     ap.add_argument("--sources", type=int, default=1, help="local addresses 127.0.0.1..N to connect from")
     args = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     opened = 0
-    payload = request(args.port, args.uri)
+    payload = request(args.port, [u for u in args.uris.split(",") if u] or [args.uri])
     # receipts[i] = receipt times (wall clock) of the i-th notification on each stream
     receipts: list[list[float]] = []
 
@@ -62,6 +72,10 @@ async def main() -> None:
             self.head = b""
             self.seen = 0
             self.transport: asyncio.Transport | None = None
+            self.chunked = False
+            self.raw = b""  # --by-uri: bytes not yet de-chunked
+            self.body = b""  # --by-uri: de-chunked SSE text not yet split into events
+            self.updated: dict[str, list[float]] = {}  # --by-uri: URI -> receipt times
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             self.transport = transport  # type: ignore[assignment]
@@ -73,13 +87,46 @@ async def main() -> None:
                 self.head += data
                 if b"acknowledged" not in self.head:
                     return
+                head, _, body = self.head.partition(b"\r\n\r\n")
+                self.chunked = b"transfer-encoding: chunked" in head.lower()
                 data = self.head.split(b"acknowledged", 1)[1]
                 self.acknowledged.set_result(None)
+                if args.by_uri:  # the acknowledgement's own event is skipped: it names no update
+                    self.raw = body
+                    self.events(now)
+                    return
+            if args.by_uri:
+                self.raw += data
+                self.events(now)
+                return
             for _ in range(data.count(b"notifications/")):
                 if self.seen >= len(receipts):
                     receipts.append([])
                 receipts[self.seen].append(now)
                 self.seen += 1
+
+        def events(self, now: float) -> None:
+            """De-chunk what arrived, then record every complete SSE event naming an updated URI."""
+            if not self.chunked:
+                self.body += self.raw
+                self.raw = b""
+            while self.chunked:
+                size_end = self.raw.find(b"\r\n")
+                if size_end < 0:
+                    break
+                size = int(self.raw[:size_end].split(b";")[0] or b"0", 16)
+                if len(self.raw) < size_end + 2 + size + 2:
+                    break
+                self.body += self.raw[size_end + 2:size_end + 2 + size]
+                self.raw = self.raw[size_end + 2 + size + 2:]
+            *blocks, self.body = self.body.replace(b"\r\n", b"\n").split(b"\n\n")
+            for block in blocks:
+                data = b"".join(line[5:].strip() for line in block.split(b"\n") if line.startswith(b"data:"))
+                if UPDATED.encode() not in data:
+                    continue
+                message = json.loads(data)
+                if message.get("method") == UPDATED:
+                    self.updated.setdefault(message["params"]["uri"], []).append(now)
 
         def connection_lost(self, exc: Exception | None) -> None:
             if not self.acknowledged.done():
@@ -105,6 +152,9 @@ async def main() -> None:
     for stream in streams:
         if stream.transport is not None:
             stream.transport.close()
+    if args.by_uri:
+        print(json.dumps({"streams": [stream.updated for stream in streams]}), flush=True)
+        return
     print(json.dumps({"frames": [{"first": min(r), "last": max(r), "count": len(r)} for r in receipts]}), flush=True)
 
 

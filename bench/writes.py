@@ -141,11 +141,13 @@ class Publisher:
             sys.exit(f"draft edit failed: HTTP {status} {body}")
         return text
 
-    def publish(self, path: str) -> float:
+    def publish(self, path: str, uri: str = URI) -> float:
+        """One publish through `path`; the import path may publish another docs://doc-XXXXX (`uri`)."""
         if path == "import":
             self.n += 1
-            doc = (f"resources:\n  - uri: {URI}\n    name: doc-00001\n    mime_type: text/markdown\n"
-                   f"    text: \"# doc-00001 v{self.n}\\n\"\n    labels: [production]\n")
+            name = uri.removeprefix("docs://")
+            doc = (f"resources:\n  - uri: {uri}\n    name: {name}\n    mime_type: text/markdown\n"
+                   f"    text: \"# {name} v{self.n}\\n\"\n    labels: [production]\n")
             status, body, ms = self.client.request(
                 "POST", "/api/v1/import/?publish=true&note=bench&override_reason=bench", doc,
                 content_type="application/yaml")
