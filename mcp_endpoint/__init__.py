@@ -5,8 +5,9 @@ Layers (imports point downward only)::
     routing.build_application ─┐
     consumers.McpHttpApp ──────┼─> dispatcher ──> handlers ──> registry.catalog / clients / fetches
     management/commands/mcp_stdio ┘      │
-                                         └─> sessions (McpSession rows + per-process cache)
-    pure helpers, no Django, no registry: jsonrpc, sse, errors, versions, shapes, pagination, context
+                                         └─> wire/sessions (McpSession rows + per-process cache)
+    wire/ (no registry): jsonrpc, errors, versions, shapes, pagination, context, batches, sessions;
+    sse
 
 * ``consumers`` — HTTP only: verbs, Host/Origin (DNS rebinding), Accept (406), Content-Type
   (415), body limit (413), bearer auth (401), JSON vs SSE replies, the long-lived SSE loop.

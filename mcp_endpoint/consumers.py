@@ -25,7 +25,7 @@ from django.http.request import split_domain_port, validate_host
 
 from oauth.resource import challenge, resource_url
 
-from . import errors, jsonrpc, sse
+from . import sse
 from .daphne_server import daphne_connection
 from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
@@ -34,7 +34,8 @@ from .layer_health import health
 from .mailbox import Mailbox
 from .revocation import revocations
 from .settings import mcp_settings, on_reload
-from .versions import headers_from_asgi
+from .wire import errors, jsonrpc
+from .wire.versions import headers_from_asgi
 
 logger = logging.getLogger(__name__)
 

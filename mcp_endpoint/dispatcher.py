@@ -18,16 +18,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors, handlers, jsonrpc, replay, shapes
-from .batches import run_batch
+from . import handlers, replay
 from .hub import DROP, Listener, StreamLimitReached, session_group
 from .hub import hub as notification_hub
-from .context import Identity, RequestContext
-from .jsonrpc import Message, RawJSON
-from .sessions import Session, peer_key
-from .sessions import store as session_store
 from .settings import mcp_settings, on_reload
-from .versions import (
+from .wire import errors, jsonrpc, shapes
+from .wire.batches import run_batch
+from .wire.context import Identity, RequestContext
+from .wire.jsonrpc import Message, RawJSON
+from .wire.sessions import Session, peer_key
+from .wire.sessions import store as session_store
+from .wire.versions import (
     DEFAULT_LEGACY,
     H_PROTOCOL_VERSION,
     H_SESSION_ID,

@@ -19,18 +19,18 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from registry import argtypes, catalog, catalog_pages, clients, fetches, uris, warmup
-from registry.models.base import PRODUCTION
 from registry import errors as registry_errors
+from registry.models.base import PRODUCTION
 
-from . import errors, shapes
-from .context import Identity, RequestContext
 from .hub import hub as notification_hub
-from .jsonrpc import RawJSON, dumps
-from .pagination import cursor_key, paginate
 from .result_cache import ResultCache
-from .sessions import LOG_LEVELS
-from .sessions import store as session_store
 from .settings import mcp_settings, on_reload
+from .wire import errors, shapes
+from .wire.context import Identity, RequestContext
+from .wire.jsonrpc import RawJSON, dumps
+from .wire.pagination import cursor_key, paginate
+from .wire.sessions import LOG_LEVELS
+from .wire.sessions import store as session_store
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Legacy (2025-xx) sessions. Kept in the database so every worker process sees them; each
-process fronts them with a short-lived in-memory cache (see sessions.py)."""
+process fronts them with a short-lived in-memory cache (see wire/sessions.py)."""
 
 from __future__ import annotations
 

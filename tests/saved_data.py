@@ -103,7 +103,7 @@ def _reset_process_caches() -> None:
     caches) is dropped, so the first test that loads the rows starts as cold as every other."""
     from mcp_endpoint import handlers
     from mcp_endpoint.hub import hub
-    from mcp_endpoint.sessions import store
+    from mcp_endpoint.wire.sessions import store
     from registry import changes, content_cache, warmup
 
     warmup.join()

@@ -210,7 +210,8 @@ async def test_stream_ends_at_a_keepalive_tick_once_the_session_is_gone(registry
 
 async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_data, settings, monkeypatch):
     """Warm catalog and content + cached session: list/get/read on both wires never leave the event loop."""
-    from mcp_endpoint import handlers, sessions
+    from mcp_endpoint import handlers
+    from mcp_endpoint.wire import sessions
     from registry import warmup
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "SESSION_CACHE_SECONDS": 60}

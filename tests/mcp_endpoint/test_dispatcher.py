@@ -156,7 +156,7 @@ async def test_a_batch_longer_than_the_limit_is_one_32600_error_and_runs_nothing
     reply = await dispatcher.post(legacy_headers(sid, "2025-03-26"), batch, anonymous())
     error = json.loads(reply.body)["error"]
     assert reply.status == 400 and error["code"] == -32600 and "at most 5 messages (got 6)" in error["message"]
-    from mcp_endpoint.sessions import store as session_store
+    from mcp_endpoint.wire.sessions import store as session_store
 
     assert (await session_store.get(sid, fresh=True)).subscriptions == set()
 

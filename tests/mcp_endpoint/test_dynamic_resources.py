@@ -9,10 +9,10 @@ import pytest
 from channels.db import database_sync_to_async
 
 from mcp_endpoint import handlers
-from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
 from mcp_endpoint.hub import RESOURCE_UPDATED, Hub, Listener, Told
-from mcp_endpoint.jsonrpc import RawJSON
+from mcp_endpoint.wire.context import RequestContext
+from mcp_endpoint.wire.jsonrpc import RawJSON
 from registry import changes, dynamic, services
 from registry.catalog import Viewer, load_catalog
 from registry.changes import Change

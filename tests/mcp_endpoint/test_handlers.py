@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from mcp_endpoint import errors, handlers
-from mcp_endpoint.context import RequestContext
+from mcp_endpoint import handlers
 from mcp_endpoint.dispatcher import server_info
-from mcp_endpoint.jsonrpc import RawJSON
+from mcp_endpoint.wire import errors
+from mcp_endpoint.wire.context import RequestContext
+from mcp_endpoint.wire.jsonrpc import RawJSON
 from registry import errors as registry_errors
 from registry.clients import create_client
 

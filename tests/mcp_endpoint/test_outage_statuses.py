@@ -10,7 +10,7 @@ from django.db import OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from mcp_endpoint.consumers import McpHttpApp
-from mcp_endpoint.sessions import store
+from mcp_endpoint.wire.sessions import store
 
 from .conftest import LEGACY, call_asgi, legacy_headers, modern_request, rpc
 

@@ -11,8 +11,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from mcp_endpoint import handlers
-from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
+from mcp_endpoint.wire.context import RequestContext
 from registry import catalog, changes, services, warmup
 from registry.clients import create_client
 from tests.factories import make_prompt

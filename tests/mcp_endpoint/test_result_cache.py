@@ -7,9 +7,9 @@ import json
 import pytest
 
 from mcp_endpoint import handlers
-from mcp_endpoint.context import RequestContext
 from mcp_endpoint.dispatcher import server_info
 from mcp_endpoint.result_cache import ENTRY_OVERHEAD_BYTES, ResultCache
+from mcp_endpoint.wire.context import RequestContext
 from registry import changes
 
 

@@ -100,7 +100,7 @@ async def open_listen(authorization: str, rid: int = 9) -> OpenStream:
 
 
 async def open_get_stream(authorization: str) -> OpenStream:
-    from mcp_endpoint.sessions import store
+    from mcp_endpoint.wire.sessions import store
 
     headers = legacy_headers()
     headers["authorization"] = authorization

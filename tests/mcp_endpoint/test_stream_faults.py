@@ -44,7 +44,7 @@ def anonymous(settings):
 
 
 async def test_a_database_error_in_a_legacy_session_lookup_is_a_json_rpc_503(registry_data, anonymous, monkeypatch):
-    from mcp_endpoint import sessions
+    from mcp_endpoint.wire import sessions
 
     async def down(*args, **kwargs):
         raise OperationalError("connection refused")

@@ -19,9 +19,9 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from ..models import McpSession
+from ..settings import mcp_settings, on_reload
 from . import errors, jsonrpc
-from .models import McpSession
-from .settings import mcp_settings, on_reload
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _TOUCH_EVERY = 60.0  # seconds between last_seen writes for a busy session
