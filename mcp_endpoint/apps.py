@@ -12,15 +12,16 @@ class McpEndpointConfig(AppConfig):
 
         from registry.signals import credentials_changed, registry_changed
 
-        from . import daphne_server, handoff, revocation
-        from .hub import forward_registry_changes
+        from . import daphne_server
+        from .notify import handoff, revocation
+        from .notify.hub import forward_registry_changes
         from .open_files import fit_stream_limits
 
         registry_changed.connect(forward_registry_changes, dispatch_uid="mcp_endpoint.forward_registry_changes")
         # A revoked client's (or token's, or user's) open streams end at once, in every process.
         credentials_changed.connect(revocation.record_credentials_change,
                                     dispatch_uid="mcp_endpoint.record_credentials_change")
-        # A request's own changes reach the hub once its response is out (mcp_endpoint/handoff.py).
+        # A request's own changes reach the hub once its response is out (notify/handoff.py).
         request_started.connect(handoff.request_started, dispatch_uid="mcp_endpoint.handoff.request_started")
         request_finished.connect(handoff.request_finished, dispatch_uid="mcp_endpoint.handoff.request_finished")
         # `manage.py check` warns when a daphne/Twisted name the server patches rely on is gone.

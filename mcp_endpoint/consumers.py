@@ -29,10 +29,10 @@ from . import sse
 from .daphne_server import daphne_connection
 from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
-from .hub import DROP
-from .layer_health import health
-from .mailbox import Mailbox
-from .revocation import revocations
+from .notify.hub import DROP
+from .notify.layer_health import health
+from .notify.mailbox import Mailbox
+from .notify.revocation import revocations
 from .settings import mcp_settings, on_reload
 from .wire import errors, jsonrpc
 from .wire.versions import headers_from_asgi
@@ -475,7 +475,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     due = loop.time() + keepalive
     checked = loop.time()
     fired: list[bool] = []
-    # Credentials changed somewhere (a revocation, mcp_endpoint/revocation.py): re-check now.
+    # Credentials changed somewhere (a revocation, mcp_endpoint/notify/revocation.py): re-check now.
     recheck_now: list[bool] = []
 
     def request_recheck() -> None:

@@ -498,7 +498,7 @@ class DaphneConnection:
     never suspends: it checks that the connection is still there and calls
     ``protocol.handle_reply(message)``, which writes to Twisted at once. :meth:`write` does the
     same two steps as a plain call, so the hub can write a frame to an idle stream while it
-    walks the listeners (mcp_endpoint/mailbox.py) instead of waking 1,000 stream tasks.
+    walks the listeners (mcp_endpoint/notify/mailbox.py) instead of waking 1,000 stream tasks.
 
     Because daphne's send never waits, a client that stops reading never slows its stream
     down: Twisted queues whatever the kernel does not take, without end. :meth:`backed_up`

@@ -18,9 +18,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import handlers, replay
-from .hub import DROP, Listener, StreamLimitReached, session_group
-from .hub import hub as notification_hub
+from . import handlers
+from .notify import replay
+from .notify.hub import DROP, Listener, StreamLimitReached, session_group
+from .notify.hub import hub as notification_hub
 from .settings import mcp_settings, on_reload
 from .wire import errors, jsonrpc, shapes
 from .wire.batches import run_batch
@@ -159,7 +160,7 @@ async def _close_streams(group: str) -> None:
         if layer is not None:
             await layer.group_send(group, {"type": "mcp.close"})
     except Exception:  # streams also notice at their next keep-alive check
-        from .layer_health import health
+        from .notify.layer_health import health
 
         health.failure(logger, "could not signal stream close to %s", group)
 
@@ -271,7 +272,7 @@ class Dispatcher:
         """HTTP GET: the legacy session's standalone SSE stream; 405 on the modern wire.
 
         Its events carry change-log positions as SSE ids; a ``Last-Event-ID`` replays what
-        changed since then for this session (see :mod:`mcp_endpoint.replay`)."""
+        changed since then for this session (see :mod:`mcp_endpoint.notify.replay`)."""
         version_header = headers.get(H_PROTOCOL_VERSION)
         sid = headers.get(H_SESSION_ID)
         if sid is None:

@@ -22,7 +22,7 @@ from registry import argtypes, catalog, catalog_pages, clients, fetches, uris, w
 from registry import errors as registry_errors
 from registry.models.base import PRODUCTION
 
-from .hub import hub as notification_hub
+from .notify.hub import hub as notification_hub
 from .result_cache import ResultCache
 from .settings import mcp_settings, on_reload
 from .wire import errors, shapes

@@ -102,7 +102,7 @@ def _reset_process_caches() -> None:
     """What a build left in this process's memory (catalogs, cached content, the endpoint's
     caches) is dropped, so the first test that loads the rows starts as cold as every other."""
     from mcp_endpoint import handlers
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
     from mcp_endpoint.wire.sessions import store
     from registry import changes, content_cache, warmup
 

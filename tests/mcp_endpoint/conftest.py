@@ -12,7 +12,7 @@ from channels.testing import ApplicationCommunicator
 
 from mcp_endpoint import handlers
 from mcp_endpoint.consumers import McpHttpApp
-from mcp_endpoint.hub import hub as notification_hub
+from mcp_endpoint.notify.hub import hub as notification_hub
 from mcp_endpoint.wire.sessions import store
 from registry import services
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user

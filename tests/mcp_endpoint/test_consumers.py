@@ -158,7 +158,7 @@ async def test_get_without_session_is_405_and_with_unknown_session_404(mcp_app, 
 
 
 async def test_listen_stream_acknowledges_then_ends_without_a_result_on_server_restart(registry_data, settings):
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     app = McpHttpApp()
     headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}},
@@ -300,8 +300,8 @@ async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_dr
     """The hub's mailbox wakes the loop directly; what is queued by then goes out as one body."""
     from mcp_endpoint.consumers import run_stream_loop
     from mcp_endpoint.dispatcher import Stream
-    from mcp_endpoint.hub import DROP
-    from mcp_endpoint.mailbox import Mailbox
+    from mcp_endpoint.notify.hub import DROP
+    from mcp_endpoint.notify.mailbox import Mailbox
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
     frames = Mailbox(10)
@@ -329,7 +329,7 @@ async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_dr
 async def test_cancelling_a_streaming_request_ends_its_stream_loop_and_releases_its_listener(registry_data, settings):
     """The stream loop runs as a task of its own; the server cancelling the request (daphne does
     on disconnect and at its application close timeout) must end that task too."""
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
     app = McpHttpApp()

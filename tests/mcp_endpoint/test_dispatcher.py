@@ -301,7 +301,7 @@ async def test_listen_acknowledges_only_honoured_notifications_first(registry_da
     assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 42
     assert ack["params"]["notifications"] == {"promptsListChanged": True,
                                               "resourceSubscriptions": ["test://static-text"]}
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     (listener,) = hub.listeners
     assert (listener.prompts, listener.resources, listener.uris) == (True, False, {"test://static-text"})

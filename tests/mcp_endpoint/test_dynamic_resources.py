@@ -10,7 +10,7 @@ from channels.db import database_sync_to_async
 
 from mcp_endpoint import handlers
 from mcp_endpoint.dispatcher import server_info
-from mcp_endpoint.hub import RESOURCE_UPDATED, Hub, Listener, Told
+from mcp_endpoint.notify.hub import RESOURCE_UPDATED, Hub, Listener, Told
 from mcp_endpoint.wire.context import RequestContext
 from mcp_endpoint.wire.jsonrpc import RawJSON
 from registry import changes, dynamic, services

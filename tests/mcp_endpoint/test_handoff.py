@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from django.core.signals import request_finished, request_started
 
-from mcp_endpoint import handoff
-from mcp_endpoint.hub import Hub, hub
+from mcp_endpoint.notify import handoff
+from mcp_endpoint.notify.hub import Hub, hub
 from registry.changes import Change
 
 CHANGE = [Change(7, "prompt", "greet", "production", True)]

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from mcp_endpoint.hub import (
+from mcp_endpoint.notify.hub import (
     DROP,
     PROMPTS_CHANGED,
     RESOURCE_UPDATED,
@@ -205,7 +205,7 @@ def test_change_log_rows_older_than_the_retention_are_pruned(settings):
 
     from django.utils import timezone
 
-    from mcp_endpoint.hub import prune_change_log
+    from mcp_endpoint.notify.hub import prune_change_log
     from mcp_endpoint.settings import mcp_settings
     from registry.models import ChangeLogEntry
 
@@ -220,7 +220,7 @@ def test_change_log_rows_older_than_the_retention_are_pruned(settings):
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_failed_refresh_is_retried_and_never_leaves_a_stale_catalog(monkeypatch):
-    from mcp_endpoint import hub as hub_module
+    from mcp_endpoint.notify import hub as hub_module
     from registry.catalog import cached_catalog
 
     prompt = await database_sync_to_async(make_prompt)("greet")
@@ -265,7 +265,7 @@ async def test_the_committing_thread_does_not_wait_for_the_channel_layer(monkeyp
     """The publishing request hands the cross-worker send to the hub's loop and returns at once."""
     import threading
 
-    from mcp_endpoint import hub as hub_module
+    from mcp_endpoint.notify import hub as hub_module
     from registry.changes import ChangeBatch
 
     layer = _SlowLayer()
@@ -294,7 +294,7 @@ async def test_the_committing_thread_does_not_wait_for_the_channel_layer(monkeyp
 async def test_a_large_fan_out_lets_the_event_loop_run_other_work_between_slices():
     """The publishing request (and the first streams' writes) need not wait for every listener's
     frame to be queued: the hub yields every FANOUT_SLICE listeners."""
-    from mcp_endpoint.hub import FANOUT_SLICE
+    from mcp_endpoint.notify.hub import FANOUT_SLICE
 
     prompt = await database_sync_to_async(make_prompt)("greet")
     await database_sync_to_async(publish)(prompt)

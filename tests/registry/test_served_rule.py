@@ -10,7 +10,7 @@ import itertools
 
 import pytest
 
-from mcp_endpoint.hub import PROMPTS_CHANGED, Listener, Told, diff_catalogs, notifications_for
+from mcp_endpoint.notify.hub import PROMPTS_CHANGED, Listener, Told, diff_catalogs, notifications_for
 from registry import catalog_pages, changes, reviews
 from registry.buckets import gets_candidate
 from registry.catalog import load_catalog

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 
 from channels.db import database_sync_to_async
 
-from .settings import mcp_settings
+from ..settings import mcp_settings
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ def _rows_after(top: int | None) -> list[tuple[int, list[Any], list[str]]]:
 
     from django.utils import timezone
 
-    from .models import CredentialChange
+    from ..models import CredentialChange
 
     rows = CredentialChange.objects.order_by("id")
     if top is None:
@@ -197,7 +197,7 @@ def prune() -> int:
 
     from django.utils import timezone
 
-    from .models import CredentialChange
+    from ..models import CredentialChange
 
     deleted, _ = CredentialChange.objects.filter(created__lt=timezone.now() - timedelta(seconds=PRUNE_SECONDS)).delete()
     return deleted
@@ -224,7 +224,7 @@ def record_credentials_change(sender: Any, client_ids: Iterable[Any] = (), token
     durable row first, the local wake-up once it commits (a rolled-back change wakes nothing)."""
     from django.db import transaction
 
-    from .models import CredentialChange
+    from ..models import CredentialChange
 
     clients = sorted({c for c in client_ids if c is not None}, key=str)
     tokens = sorted({t for t in token_checksums if t})

@@ -28,8 +28,8 @@ from registry.catalog import Viewer, catalog_for
 from registry.models import PRODUCTION
 from registry.viewer import may_differ_by_client, served_item
 
-from .settings import mcp_settings
-from .wire import jsonrpc
+from ..settings import mcp_settings
+from ..wire import jsonrpc
 
 PROMPTS_CHANGED = "notifications/prompts/list_changed"
 RESOURCES_CHANGED = "notifications/resources/list_changed"

@@ -39,10 +39,10 @@ from registry.changes import Change, ChangeBatch
 from registry.consistency import served_fingerprint, stale_keys
 from registry.viewer import served_item
 
+from ..settings import mcp_settings
 from . import layer_health
 from .applied import AppliedIds
 from .mailbox import Mailbox
-from .settings import mcp_settings
 
 log = logging.getLogger(__name__)
 
@@ -745,7 +745,7 @@ def _changes_wanted(after_id: int, gaps: list[int]) -> list[Change]:
 
 
 def _stored_subscriptions(session_ids: list[str]) -> dict[str, list[str]]:
-    from .models import McpSession
+    from ..models import McpSession
 
     out: dict[str, list[str]] = {}
     for start in range(0, len(session_ids), 500):
