@@ -10,11 +10,10 @@ class McpEndpointConfig(AppConfig):
         from django.core import checks
         from django.core.signals import request_finished, request_started
 
-        from registry.signals import credentials_changed, registry_changed
-
         from . import daphne_server
         from .notify import handoff, revocation
-        from .notify.hub import forward_registry_changes
+        from .notify.handoff import forward_registry_changes
+        from .notify.reads import credentials_changed, registry_changed
         from .open_files import fit_stream_limits
 
         registry_changed.connect(forward_registry_changes, dispatch_uid="mcp_endpoint.forward_registry_changes")

@@ -29,8 +29,8 @@ from . import sse
 from .daphne_server import daphne_connection
 from .dispatcher import Dispatcher, Reply, Stream, error_reply
 from .dispatcher import dispatcher as default_dispatcher
-from .notify.hub import DROP
 from .notify.layer_health import health
+from .notify.listeners import DROP
 from .notify.mailbox import Mailbox
 from .notify.revocation import revocations
 from .settings import mcp_settings, on_reload

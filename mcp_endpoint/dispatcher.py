@@ -20,8 +20,8 @@ from typing import Any
 
 from . import handlers
 from .notify import replay
-from .notify.hub import DROP, Listener, StreamLimitReached, session_group
 from .notify.hub import hub as notification_hub
+from .notify.listeners import DROP, Listener, StreamLimitReached, session_group
 from .settings import mcp_settings, on_reload
 from .wire import errors, jsonrpc, shapes
 from .wire.batches import run_batch

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Mailbox:
-    __slots__ = ("maxsize", "_items", "_getter", "waker", "deliver")
+    __slots__ = ("_getter", "_items", "deliver", "maxsize", "waker")
 
     def __init__(self, maxsize: int = 0) -> None:
         self.maxsize = maxsize

@@ -29,11 +29,13 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from channels.db import database_sync_to_async
 
 from ..settings import mcp_settings
+from .reads import forget_cached_tokens
 
 log = logging.getLogger(__name__)
 
@@ -199,14 +201,13 @@ def prune() -> int:
 
     from ..models import CredentialChange
 
-    deleted, _ = CredentialChange.objects.filter(created__lt=timezone.now() - timedelta(seconds=PRUNE_SECONDS)).delete()
+    cutoff = timezone.now() - timedelta(seconds=PRUNE_SECONDS)
+    deleted, _ = CredentialChange.objects.filter(created__lt=cutoff).delete()
     return deleted
 
 
 def forget_cached_credentials() -> None:
     """Drop this process's cached token and client answers, so a re-check reads the database."""
-    from registry.clients import forget_cached_tokens
-
     forget_cached_tokens()
     try:
         from oauth import bearer
@@ -218,8 +219,8 @@ def forget_cached_credentials() -> None:
 revocations = Revocations()
 
 
-def record_credentials_change(sender: Any, client_ids: Iterable[Any] = (), token_checksums: Iterable[str] = (),
-                              **kwargs: Any) -> None:
+def record_credentials_change(sender: Any, client_ids: Iterable[Any] = (),
+                              token_checksums: Iterable[str] = (), **kwargs: Any) -> None:
     """``registry.signals.credentials_changed`` receiver, inside the changing transaction: the
     durable row first, the local wake-up once it commits (a rolled-back change wakes nothing)."""
     from django.db import transaction

@@ -244,6 +244,18 @@ store = SessionStore()
 on_reload(store.clear_cache)
 
 
+def stored_subscriptions(session_ids: list[str]) -> dict[str, list[str]]:
+    """The stored subscriptions of these sessions, by session id (sync: queries, 500 ids at a time).
+
+    The hub re-reads its legacy GET streams' subscriptions before every delivery, so a
+    ``resources/subscribe`` served by another worker counts even while the channel layer is down."""
+    out: dict[str, list[str]] = {}
+    for start in range(0, len(session_ids), 500):
+        rows = McpSession.objects.filter(pk__in=session_ids[start:start + 500])
+        out.update((pk, list(subs or ())) for pk, subs in rows.values_list("pk", "subscriptions"))
+    return out
+
+
 def prune(*, keep_ended_seconds: float = 3600.0) -> int:
     """Delete rows of sessions that are expired, or ended more than ``keep_ended_seconds`` ago
     (sync; for a periodic job). Returns the number of rows deleted."""

@@ -300,7 +300,7 @@ async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_dr
     """The hub's mailbox wakes the loop directly; what is queued by then goes out as one body."""
     from mcp_endpoint.consumers import run_stream_loop
     from mcp_endpoint.dispatcher import Stream
-    from mcp_endpoint.notify.hub import DROP
+    from mcp_endpoint.notify.listeners import DROP
     from mcp_endpoint.notify.mailbox import Mailbox
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}

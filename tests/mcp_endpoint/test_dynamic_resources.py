@@ -10,7 +10,9 @@ from channels.db import database_sync_to_async
 
 from mcp_endpoint import handlers
 from mcp_endpoint.dispatcher import server_info
-from mcp_endpoint.notify.hub import RESOURCE_UPDATED, Hub, Listener, Told
+from mcp_endpoint.notify.diff import RESOURCE_UPDATED, Told
+from mcp_endpoint.notify.hub import Hub
+from mcp_endpoint.notify.listeners import Listener
 from mcp_endpoint.wire.context import RequestContext
 from mcp_endpoint.wire.jsonrpc import RawJSON
 from registry import changes, dynamic, services

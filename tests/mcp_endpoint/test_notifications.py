@@ -121,7 +121,7 @@ async def test_legacy_get_stream_gets_updates_for_subscribed_uris(registry_data,
 
 async def test_catch_up_delivers_a_change_committed_by_another_process(registry_data, settings):
     """A change the hub never heard of directly (another process, no channel layer) still arrives."""
-    from mcp_endpoint.notify import hub as hub_module
+    from mcp_endpoint.notify import handoff
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "CHANGE_POLL_SECONDS": 0.1}
     app = McpHttpApp()
@@ -132,7 +132,7 @@ async def test_catch_up_delivers_a_change_committed_by_another_process(registry_
     try:
         await edit_and_publish_resource("test://static-text", "From elsewhere")
     finally:
-        registry_changed.connect(hub_module.forward_registry_changes,
+        registry_changed.connect(handoff.forward_registry_changes,
                                  dispatch_uid="mcp_endpoint.forward_registry_changes")
     note = await next_message(comm)
     assert note["params"]["uri"] == "test://static-text"

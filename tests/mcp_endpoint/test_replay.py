@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_endpoint.notify.replay import (
-    PROMPTS_CHANGED,
-    RESOURCE_UPDATED,
-    RESOURCES_CHANGED,
-    changed_since,
-    everything,
-)
+from mcp_endpoint.notify.diff import PROMPTS_CHANGED, RESOURCE_UPDATED, RESOURCES_CHANGED
+from mcp_endpoint.notify.replay import changed_since, everything
 from registry import services
 from registry.catalog import Viewer
 from registry.models import ChangeLogEntry

@@ -10,7 +10,8 @@ import itertools
 
 import pytest
 
-from mcp_endpoint.notify.hub import PROMPTS_CHANGED, Listener, Told, diff_catalogs, notifications_for
+from mcp_endpoint.notify.diff import PROMPTS_CHANGED, Told, diff_catalogs, notifications_for
+from mcp_endpoint.notify.listeners import Listener
 from registry import catalog_pages, changes, reviews
 from registry.buckets import gets_candidate
 from registry.catalog import load_catalog
