@@ -18,7 +18,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import handlers
+from .handlers.completion import completion_complete
+from .handlers.domain_errors import translate_domain_error, translate_outage
+from .handlers.identity import authenticate, authenticate_stdio, still_authorised
+from .handlers.lists import prompts_list, resource_templates_list, resources_list
+from .handlers.prompts import prompts_get
+from .handlers.resources import canonical_uri, resources_read
+from .handlers.session import logging_set_level
+from .handlers.subscriptions import resources_subscribe, resources_unsubscribe
+from .handlers.tools import tools_call, tools_list
 from .notify import replay
 from .notify.hub import hub as notification_hub
 from .notify.listeners import DROP, Listener, StreamLimitReached, session_group
@@ -56,14 +64,14 @@ _MODERN_STATUS = {
 }
 
 _COMMON: dict[str, Handler] = {
-    "prompts/list": handlers.prompts_list,
-    "prompts/get": handlers.prompts_get,
-    "resources/list": handlers.resources_list,
-    "resources/read": handlers.resources_read,
-    "resources/templates/list": handlers.resource_templates_list,
-    "completion/complete": handlers.completion_complete,
-    "tools/list": handlers.tools_list,
-    "tools/call": handlers.tools_call,
+    "prompts/list": prompts_list,
+    "prompts/get": prompts_get,
+    "resources/list": resources_list,
+    "resources/read": resources_read,
+    "resources/templates/list": resource_templates_list,
+    "completion/complete": completion_complete,
+    "tools/list": tools_list,
+    "tools/call": tools_call,
 }
 
 
@@ -75,9 +83,9 @@ LEGACY_METHODS: dict[str, Handler] = dict(
     _COMMON,
     **{
         "ping": _ping,
-        "logging/setLevel": handlers.logging_set_level,
-        "resources/subscribe": handlers.resources_subscribe,
-        "resources/unsubscribe": handlers.resources_unsubscribe,
+        "logging/setLevel": logging_set_level,
+        "resources/subscribe": resources_subscribe,
+        "resources/unsubscribe": resources_unsubscribe,
     },
 )
 # server/discover and subscriptions/listen are dispatched specially (see _modern_request).
@@ -196,11 +204,11 @@ def http_status(err: errors.McpError | None, *, modern: bool) -> int:
 
 def as_mcp_error(exc: BaseException, *, modern: bool) -> errors.McpError:
     if not isinstance(exc, errors.McpError):
-        unavailable = handlers.translate_outage(exc)
+        unavailable = translate_outage(exc)
         if unavailable is not None:
             logger.warning("%s while handling an MCP request: %r", unavailable.message, exc)
             return unavailable
-        translated = handlers.translate_domain_error(exc)
+        translated = translate_domain_error(exc)
         if translated is None:
             logger.exception("Unexpected error while handling an MCP request", exc_info=exc)
             return errors.InternalError()
@@ -236,7 +244,7 @@ class Dispatcher:
         """``client``: the ASGI scope's (host, port); anonymous sessions are bounded per network.
         ``resource``: this endpoint's public URL, the audience OAuth tokens must carry."""
         try:
-            identity = await handlers.authenticate(authorization, resource)
+            identity = await authenticate(authorization, resource)
         except errors.McpError:
             raise
         except Exception as exc:  # the token lookup hit a database outage: 503, not a crash
@@ -496,7 +504,7 @@ class Dispatcher:
         async def alive() -> bool:
             # A DELETE served by another process, or a revoked client, ends this stream within a
             # keep-alive interval.
-            if not await handlers.still_authorised(identity):
+            if not await still_authorised(identity):
                 return False
             return await session_store.get(session.session_id) is not None
 
@@ -598,7 +606,7 @@ class Dispatcher:
         identity = ctx.identity
 
         async def alive() -> bool:  # re-checked every keep-alive tick, and at once when credentials change
-            return await handlers.still_authorised(identity)
+            return await still_authorised(identity)
 
         stream = Stream(first=[ack], groups=[], render=lambda event: None, closing=closing, modern=True,
                         frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
@@ -701,7 +709,7 @@ def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, by
         if len(uris) > limit:
             raise errors.InvalidParams(f"notifications.resourceSubscriptions may hold at most {limit} URIs",
                                        data={"limit": limit})
-        honoured["resourceSubscriptions"] = list(dict.fromkeys(handlers.canonical_uri(u) for u in uris))
+        honoured["resourceSubscriptions"] = list(dict.fromkeys(canonical_uri(u) for u in uris))
     sub_meta = {META_SUBSCRIPTION_ID: msg.id}
 
     def render(method: str, params: dict[str, Any] | None) -> bytes:
@@ -777,4 +785,4 @@ __all__ = [
 
 def stdio_identity(client_name: str | None) -> Identity:
     """Credentials for stdio come from the environment (``--client``), never from messages."""
-    return handlers.authenticate_stdio(client_name)
+    return authenticate_stdio(client_name)

@@ -101,7 +101,7 @@ def _split(folder: Path, base: SavedData | None) -> None:
 def _reset_process_caches() -> None:
     """What a build left in this process's memory (catalogs, cached content, the endpoint's
     caches) is dropped, so the first test that loads the rows starts as cold as every other."""
-    from mcp_endpoint import handlers
+    from mcp_endpoint.handlers.catalogs import reset_caches
     from mcp_endpoint.notify.hub import hub
     from mcp_endpoint.wire.sessions import store
     from registry import changes, content_cache, warmup
@@ -109,6 +109,6 @@ def _reset_process_caches() -> None:
     warmup.join()
     changes.bump_generation()
     content_cache.cache.clear()
-    handlers.reset_caches()
+    reset_caches()
     store.clear_cache()
     hub.__init__()  # type: ignore[misc]

@@ -210,7 +210,8 @@ async def test_stream_ends_at_a_keepalive_tick_once_the_session_is_gone(registry
 
 async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_data, settings, monkeypatch):
     """Warm catalog and content + cached session: list/get/read on both wires never leave the event loop."""
-    from mcp_endpoint import handlers
+    from mcp_endpoint.handlers import catalogs, identity, reads
+    from mcp_endpoint.handlers.catalogs import reset_caches
     from mcp_endpoint.wire import sessions
     from registry import warmup
 
@@ -227,12 +228,13 @@ async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_
     def forbidden(*args, **kwargs):
         raise AssertionError("left the hot path")
 
-    monkeypatch.setattr(handlers.source, "load_catalog", forbidden)
-    monkeypatch.setattr(handlers.source, "warm_catalog", forbidden)
-    monkeypatch.setattr(handlers.source, "page_catalog", forbidden)
+    monkeypatch.setattr(reads.source, "load_catalog", forbidden)
+    monkeypatch.setattr(reads.source, "warm_catalog", forbidden)
+    monkeypatch.setattr(reads.source, "page_catalog", forbidden)
     monkeypatch.setattr(sessions, "_db_load", forbidden)
-    monkeypatch.setattr(handlers, "database_sync_to_async", forbidden)
-    handlers.reset_caches()  # served from the catalog and content cache, not from the result cache
+    for module in (catalogs, identity):  # every handler module that may leave the event loop
+        monkeypatch.setattr(module, "database_sync_to_async", forbidden)
+    reset_caches()  # served from the catalog and content cache, not from the result cache
     for method, params in calls:
         headers, body = modern_request(method, params)
         assert (await call_asgi(mcp_app, "POST", headers, body)).status == 200, method

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mcp_endpoint.dispatcher import dispatcher
-from mcp_endpoint.handlers import anonymous
+from mcp_endpoint.handlers.identity import anonymous
 from mcp_endpoint.models import McpSession
 from tests.mcp_endpoint.conftest import LEGACY, MODERN, legacy_headers, modern_request, rpc
 
@@ -357,7 +357,7 @@ async def test_posted_responses_are_accepted_without_body_on_both_wires(registry
 
 
 async def test_results_for_a_client_bound_to_another_label_are_private(registry_data):
-    from mcp_endpoint.handlers import identity_of
+    from mcp_endpoint.handlers.identity import identity_of
     from registry.catalog import Viewer
 
     headers, body = modern_request("prompts/list")

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from mcp_endpoint.dispatcher import StdioState
-from mcp_endpoint.handlers import anonymous
+from mcp_endpoint.handlers.identity import anonymous
 from mcp_endpoint.management.commands.mcp_stdio import serve
 
 pytestmark = pytest.mark.django_db(transaction=True)
