@@ -27,8 +27,8 @@ from oauth.resource import challenge, resource_url
 
 from . import sse
 from .daphne_server import daphne_connection
-from .dispatcher import Dispatcher, Reply, Stream, error_reply
-from .dispatcher import dispatcher as default_dispatcher
+from .dispatch.dispatcher import Dispatcher, Reply, Stream, error_reply
+from .dispatch.dispatcher import dispatcher as default_dispatcher
 from .notify.layer_health import health
 from .notify.listeners import DROP
 from .notify.mailbox import Mailbox

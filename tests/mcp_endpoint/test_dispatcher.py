@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcp_endpoint.dispatcher import dispatcher
+from mcp_endpoint.dispatch.dispatcher import dispatcher
 from mcp_endpoint.handlers.identity import anonymous
 from mcp_endpoint.models import McpSession
 from tests.mcp_endpoint.conftest import LEGACY, MODERN, legacy_headers, modern_request, rpc

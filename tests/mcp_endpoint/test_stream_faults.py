@@ -11,7 +11,7 @@ from channels.testing import ApplicationCommunicator
 from django.db import OperationalError
 
 from mcp_endpoint.consumers import McpHttpApp, run_stream_loop
-from mcp_endpoint.dispatcher import Stream
+from mcp_endpoint.dispatch.dispatcher import Stream
 
 from .conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
@@ -60,7 +60,7 @@ async def test_a_database_error_in_a_legacy_session_lookup_is_a_json_rpc_503(reg
                                            (RuntimeError("a bug"), 500)])
 async def test_an_error_escaping_the_dispatcher_is_a_json_error_and_never_reaches_the_server(
         registry_data, anonymous, monkeypatch, error, status):
-    from mcp_endpoint.dispatcher import dispatcher
+    from mcp_endpoint.dispatch.dispatcher import dispatcher
 
     async def broken(*args, **kwargs):
         raise error

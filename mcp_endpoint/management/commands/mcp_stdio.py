@@ -13,7 +13,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_endpoint.dispatcher import StdioState, dispatcher, stdio_identity
+from mcp_endpoint.dispatch.dispatcher import StdioState, dispatcher, stdio_identity
 from mcp_endpoint.wire import errors
 
 logger = logging.getLogger("mcp_endpoint.stdio")

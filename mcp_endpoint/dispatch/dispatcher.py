@@ -18,26 +18,26 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .handlers.completion import completion_complete
-from .handlers.domain_errors import translate_domain_error, translate_outage
-from .handlers.identity import authenticate, authenticate_stdio, still_authorised
-from .handlers.lists import prompts_list, resource_templates_list, resources_list
-from .handlers.prompts import prompts_get
-from .handlers.resources import canonical_uri, resources_read
-from .handlers.session import logging_set_level
-from .handlers.subscriptions import resources_subscribe, resources_unsubscribe
-from .handlers.tools import tools_call, tools_list
-from .notify import replay
-from .notify.hub import hub as notification_hub
-from .notify.listeners import DROP, Listener, StreamLimitReached, session_group
-from .settings import mcp_settings, on_reload
-from .wire import errors, jsonrpc, shapes
-from .wire.batches import run_batch
-from .wire.context import Identity, RequestContext
-from .wire.jsonrpc import Message, RawJSON
-from .wire.sessions import Session, peer_key
-from .wire.sessions import store as session_store
-from .wire.versions import (
+from ..handlers.completion import completion_complete
+from ..handlers.domain_errors import translate_domain_error, translate_outage
+from ..handlers.identity import authenticate, authenticate_stdio, still_authorised
+from ..handlers.lists import prompts_list, resource_templates_list, resources_list
+from ..handlers.prompts import prompts_get
+from ..handlers.resources import canonical_uri, resources_read
+from ..handlers.session import logging_set_level
+from ..handlers.subscriptions import resources_subscribe, resources_unsubscribe
+from ..handlers.tools import tools_call, tools_list
+from ..notify import replay
+from ..notify.hub import hub as notification_hub
+from ..notify.listeners import DROP, Listener, StreamLimitReached, session_group
+from ..settings import mcp_settings, on_reload
+from ..wire import errors, jsonrpc, shapes
+from ..wire.batches import run_batch
+from ..wire.context import Identity, RequestContext
+from ..wire.jsonrpc import Message, RawJSON
+from ..wire.sessions import Session, peer_key
+from ..wire.sessions import store as session_store
+from ..wire.versions import (
     DEFAULT_LEGACY,
     H_PROTOCOL_VERSION,
     H_SESSION_ID,
@@ -168,7 +168,7 @@ async def _close_streams(group: str) -> None:
         if layer is not None:
             await layer.group_send(group, {"type": "mcp.close"})
     except Exception:  # streams also notice at their next keep-alive check
-        from .notify.layer_health import health
+        from ..notify.layer_health import health
 
         health.failure(logger, "could not signal stream close to %s", group)
 
