@@ -27,8 +27,10 @@ from oauth.resource import challenge, resource_url
 
 from . import sse
 from .daphne_server import daphne_connection
-from .dispatch.dispatcher import Dispatcher, Reply, Stream, error_reply
+from .dispatch.dispatcher import Dispatcher
 from .dispatch.dispatcher import dispatcher as default_dispatcher
+from .dispatch.replies import Reply, error_reply
+from .dispatch.streams import Stream
 from .notify.layer_health import health
 from .notify.listeners import DROP
 from .notify.mailbox import Mailbox

@@ -1,4 +1,4 @@
-"""logging/setLevel: the one legacy-session setting a client changes."""
+"""ping and logging/setLevel: a legacy session's own methods."""
 
 from __future__ import annotations
 
@@ -16,4 +16,8 @@ async def logging_set_level(ctx: RequestContext, params: dict[str, Any]) -> dict
         raise errors.InvalidParams(f"params.level must be one of {', '.join(LOG_LEVELS)}",
                                    data={"level": level})
     await session_store.set_log_level(ctx.session, level)
+    return {}
+
+
+async def ping(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     return {}

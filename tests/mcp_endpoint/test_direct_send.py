@@ -11,7 +11,7 @@ from daphne.server import Server
 
 from mcp_endpoint.consumers import run_stream_loop
 from mcp_endpoint.daphne_server import daphne_connection
-from mcp_endpoint.dispatch.dispatcher import Stream
+from mcp_endpoint.dispatch.streams import Stream
 from mcp_endpoint.notify.listeners import CLOSE
 from mcp_endpoint.notify.mailbox import Mailbox
 

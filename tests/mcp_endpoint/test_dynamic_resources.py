@@ -8,7 +8,7 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from mcp_endpoint.dispatch.dispatcher import server_info
+from mcp_endpoint.dispatch.discovery import server_info
 from mcp_endpoint.handlers.catalogs import reset_caches
 from mcp_endpoint.handlers.identity import anonymous
 from mcp_endpoint.handlers.lists import resource_templates_list, resources_list

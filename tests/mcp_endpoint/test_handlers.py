@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mcp_endpoint.dispatch.dispatcher import server_info
+from mcp_endpoint.dispatch.discovery import server_info
 from mcp_endpoint.handlers import reads
 from mcp_endpoint.handlers.completion import completion_complete
 from mcp_endpoint.handlers.domain_errors import translate_domain_error

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from mcp_endpoint.dispatch.dispatcher import StdioState
+from mcp_endpoint.dispatch.stdio import StdioState
 from mcp_endpoint.handlers.identity import anonymous
 from mcp_endpoint.management.commands.mcp_stdio import serve
 

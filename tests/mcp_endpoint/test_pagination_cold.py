@@ -10,7 +10,7 @@ import threading
 import pytest
 from channels.db import database_sync_to_async
 
-from mcp_endpoint.dispatch.dispatcher import server_info
+from mcp_endpoint.dispatch.discovery import server_info
 from mcp_endpoint.handlers import reads
 from mcp_endpoint.handlers.catalogs import reset_caches
 from mcp_endpoint.handlers.identity import anonymous, authenticate

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcp_endpoint.dispatch.dispatcher import server_info
+from mcp_endpoint.dispatch.discovery import server_info
 from mcp_endpoint.handlers import catalogs
 from mcp_endpoint.handlers.identity import anonymous
 from mcp_endpoint.handlers.lists import prompts_list, resources_list

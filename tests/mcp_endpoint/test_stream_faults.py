@@ -11,7 +11,7 @@ from channels.testing import ApplicationCommunicator
 from django.db import OperationalError
 
 from mcp_endpoint.consumers import McpHttpApp, run_stream_loop
-from mcp_endpoint.dispatch.dispatcher import Stream
+from mcp_endpoint.dispatch.streams import Stream
 
 from .conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 

@@ -13,7 +13,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_endpoint.dispatch.dispatcher import StdioState, dispatcher, stdio_identity
+from mcp_endpoint.dispatch.stdio import StdioState, handle_line, stdio_identity
 from mcp_endpoint.wire import errors
 
 logger = logging.getLogger("mcp_endpoint.stdio")
@@ -62,7 +62,7 @@ async def _serve_lines(stdin, stdout, state: StdioState, loop) -> None:
         if not line:
             continue
         try:
-            reply = await dispatcher.handle_stdio(line, state)
+            reply = await handle_line(line, state)
         except Exception:
             logger.exception("stdio: failed to handle a message")
             continue
