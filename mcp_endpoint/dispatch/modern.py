@@ -41,7 +41,7 @@ async def post(obj: Any, headers: dict[str, str], identity: Identity, duplicated
                 if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
                     notification_hub.cancel(owner, request_id)
             return Reply(202, modern=True)
-        ctx = modern_context(msg, headers, identity, duplicated_header)
+        ctx = modern_context(msg, identity, headers=headers, duplicated_header=duplicated_header)
     except Exception as exc:
         return error_reply(exc, rid, modern=True)
     if msg.method == "server/discover":

@@ -16,21 +16,18 @@ from typing import Any
 from ..handlers.identity import authenticate_stdio
 from ..notify.hub import hub as notification_hub
 from ..notify.listeners import DROP, Listener, StreamLimitReached
-from ..settings import mcp_settings
 from ..wire import errors, jsonrpc
 from ..wire.batches import run_batch
-from ..wire.context import Identity, RequestContext
+from ..wire.context import Identity
 from ..wire.sessions import Session
 from ..wire.versions import (
     DEFAULT_LEGACY,
-    META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
-    MODERN_VERSIONS,
     negotiate_legacy,
 )
 from . import legacy
-from .discovery import discover_result, initialize_result, server_info
-from .ladder import unsupported
+from .discovery import discover_result, initialize_result
+from .ladder import modern_context
 from .methods import LEGACY_METHODS, MODERN_METHODS, call
 from .replies import error_bytes
 from .streams import listen_subscription, plain_notification
@@ -121,15 +118,7 @@ async def _one(obj: Any, state: StdioState) -> bytes | None:
         return jsonrpc.encode_result(msg.id, initialize_result(state.version))
     if modern or msg.method == "server/discover":
         try:
-            if not isinstance(meta, dict) or META_CLIENT_CAPABILITIES not in meta \
-                    or META_PROTOCOL_VERSION not in meta:
-                raise errors.InvalidParams("params._meta must carry protocolVersion and clientCapabilities")
-            version = meta[META_PROTOCOL_VERSION]
-            if version not in MODERN_VERSIONS:
-                raise unsupported(version)
-            ctx = RequestContext(version=version, modern=True, identity=state.identity,
-                                 server_info=server_info(version), ttl_ms=mcp_settings.CACHE_TTL_MS,
-                                 client_capabilities=meta[META_CLIENT_CAPABILITIES])
+            ctx = modern_context(msg, state.identity)  # the ladder HTTP climbs, less its header rung
         except Exception as exc:
             return error_bytes(exc, msg.id, modern=True)
         if msg.method == "server/discover":
