@@ -10,11 +10,11 @@ class McpEndpointConfig(AppConfig):
         from django.core import checks
         from django.core.signals import request_finished, request_started
 
-        from . import daphne_server
         from .notify import handoff, revocation
         from .notify.handoff import forward_registry_changes
         from .notify.reads import credentials_changed, registry_changed
-        from .open_files import fit_stream_limits
+        from .transport import daphne_server
+        from .transport.open_files import fit_stream_limits
 
         registry_changed.connect(forward_registry_changes, dispatch_uid="mcp_endpoint.forward_registry_changes")
         # A revoked client's (or token's, or user's) open streams end at once, in every process.

@@ -18,7 +18,7 @@ listener hears about a change only if what *it* is served (its label, its scope,
 URIs) actually changed. Listeners are queues drained by their own stream loop, so a slow or
 stuck client never delays the others; a queue that overflows closes that one stream. On daphne
 the hub writes a frame to an idle stream itself, and a client whose connection Twisted reports
-backed up is cut off (mcp_endpoint/daphne_server.py).
+backed up is cut off (mcp_endpoint/transport/daphne_server.py).
 """
 
 from __future__ import annotations

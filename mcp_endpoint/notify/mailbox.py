@@ -30,7 +30,8 @@ class Mailbox:
         self._items: deque[Any] = deque()
         self._getter: asyncio.Future | None = None  # one pending get() (its only reader is one stream)
         self.waker: Callable[[], None] | None = None  # set by the stream loop draining it
-        # Set by a parked stream loop that can write a frame at once (mcp_endpoint/daphne_server.py):
+        # Set by a parked stream loop that can write a frame at once
+        # (mcp_endpoint/transport/daphne_server.py):
         # an item it takes (returns True) never enters the queue and wakes nobody.
         self.deliver: Callable[[Any], bool] | None = None
 

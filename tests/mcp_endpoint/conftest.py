@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from channels.testing import ApplicationCommunicator
 
-from mcp_endpoint.consumers import McpHttpApp
 from mcp_endpoint.handlers.catalogs import reset_caches
 from mcp_endpoint.notify.hub import hub as notification_hub
+from mcp_endpoint.transport.consumers import McpHttpApp
 from mcp_endpoint.wire.sessions import store
 from registry import services
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user

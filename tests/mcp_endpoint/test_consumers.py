@@ -9,8 +9,8 @@ import pytest
 from channels.layers import get_channel_layer
 from channels.testing import ApplicationCommunicator, HttpCommunicator
 
-from mcp_endpoint.consumers import McpHttpApp
 from mcp_endpoint.notify.listeners import session_group
+from mcp_endpoint.transport.consumers import McpHttpApp
 from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("anonymous_allowed")]
@@ -243,8 +243,8 @@ async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_
 
 
 async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(settings):
-    from mcp_endpoint.consumers import run_stream_loop
     from mcp_endpoint.dispatch.streams import Stream
+    from mcp_endpoint.transport.consumers import run_stream_loop
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
     frames: asyncio.Queue = asyncio.Queue()
@@ -270,7 +270,7 @@ async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(s
 
 
 async def test_server_shutdown_ends_open_streams_without_their_closing_frame(registry_data, settings):
-    from mcp_endpoint.consumers import open_streams
+    from mcp_endpoint.transport.consumers import open_streams
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
     app = McpHttpApp()
@@ -300,10 +300,10 @@ async def test_anonymous_sessions_are_counted_under_the_callers_address(mcp_app,
 
 async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_drop(settings):
     """The hub's mailbox wakes the loop directly; what is queued by then goes out as one body."""
-    from mcp_endpoint.consumers import run_stream_loop
     from mcp_endpoint.dispatch.streams import Stream
     from mcp_endpoint.notify.listeners import DROP
     from mcp_endpoint.notify.mailbox import Mailbox
+    from mcp_endpoint.transport.consumers import run_stream_loop
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
     frames = Mailbox(10)

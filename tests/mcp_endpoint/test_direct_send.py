@@ -9,11 +9,11 @@ import functools
 import pytest
 from daphne.server import Server
 
-from mcp_endpoint.consumers import run_stream_loop
-from mcp_endpoint.daphne_server import daphne_connection
 from mcp_endpoint.dispatch.streams import Stream
 from mcp_endpoint.notify.listeners import CLOSE
 from mcp_endpoint.notify.mailbox import Mailbox
+from mcp_endpoint.transport.consumers import run_stream_loop
+from mcp_endpoint.transport.daphne_server import daphne_connection
 
 FRAME = b'event: message\ndata: {"n":1}\n\n'
 
@@ -186,7 +186,7 @@ def test_backed_up_is_twisteds_own_back_pressure_on_a_real_http_channel():
     from twisted.internet import tcp
     from twisted.web.http import HTTPChannel
 
-    from mcp_endpoint.daphne_server import DaphneConnection
+    from mcp_endpoint.transport.daphne_server import DaphneConnection
 
     class Reactor:
         def addWriter(self, writer):  # noqa: N802 - Twisted's interface

@@ -9,7 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import ApplicationCommunicator
 
-from mcp_endpoint.consumers import McpHttpApp
+from mcp_endpoint.transport.consumers import McpHttpApp
 from registry import services
 from registry.models import Prompt, Resource
 from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc

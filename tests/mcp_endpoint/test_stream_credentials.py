@@ -15,9 +15,9 @@ from asgiref.sync import sync_to_async
 from channels.testing import ApplicationCommunicator
 from django.utils import timezone
 
-from mcp_endpoint.consumers import McpHttpApp
 from mcp_endpoint.models import CredentialChange
 from mcp_endpoint.notify import revocation
+from mcp_endpoint.transport.consumers import McpHttpApp
 from oauth import bearer
 from registry.clients import create_client, forget_cached_tokens, issue_token
 from tests.factories import make_user

@@ -10,8 +10,8 @@ import pytest
 from channels.testing import ApplicationCommunicator
 from django.db import OperationalError
 
-from mcp_endpoint.consumers import McpHttpApp, run_stream_loop
 from mcp_endpoint.dispatch.streams import Stream
+from mcp_endpoint.transport.consumers import McpHttpApp, run_stream_loop
 
 from .conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
@@ -75,7 +75,7 @@ async def test_an_error_escaping_the_dispatcher_is_a_json_error_and_never_reache
 
 async def test_an_error_after_a_stream_started_ends_its_body_instead_of_escaping(registry_data, anonymous,
                                                                                  monkeypatch):
-    from mcp_endpoint import consumers
+    from mcp_endpoint.transport import consumers
 
     async def broken_loop(stream, receive, send):
         raise OperationalError("connection refused")

@@ -214,7 +214,7 @@ def check_patches(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         f"versions; {FALLBACKS[feature]}.",
         hint="Install the Twisted and daphne versions pyproject.toml names, or check mcp_endpoint/"
              "daphne_server.py against the new ones and widen the bounds.",
-        obj="mcp_endpoint.daphne_server", id="mcp_endpoint.W001")
+        obj="mcp_endpoint.transport.daphne_server", id="mcp_endpoint.W001")
         for feature, names in diagnose().items() if names]
 
 
@@ -503,7 +503,7 @@ class DaphneConnection:
     Because daphne's send never waits, a client that stops reading never slows its stream
     down: Twisted queues whatever the kernel does not take, without end. :meth:`backed_up`
     reads Twisted's own high-water mark, so the stream loop can cut that one client off
-    (``LISTENER_QUEUE_SIZE``'s promise, mcp_endpoint/consumers.py)."""
+    (``LISTENER_QUEUE_SIZE``'s promise, mcp_endpoint/transport/consumers.py)."""
 
     __slots__ = ("connections", "protocol")
 

@@ -25,19 +25,19 @@ from django.http.request import split_domain_port, validate_host
 
 from oauth.resource import challenge, resource_url
 
+from ..dispatch.dispatcher import Dispatcher
+from ..dispatch.dispatcher import dispatcher as default_dispatcher
+from ..dispatch.replies import Reply, error_reply
+from ..dispatch.streams import Stream
+from ..notify.layer_health import health
+from ..notify.listeners import DROP
+from ..notify.mailbox import Mailbox
+from ..notify.revocation import revocations
+from ..settings import mcp_settings, on_reload
+from ..wire import errors, jsonrpc
+from ..wire.versions import headers_from_asgi
 from . import sse
 from .daphne_server import daphne_connection
-from .dispatch.dispatcher import Dispatcher
-from .dispatch.dispatcher import dispatcher as default_dispatcher
-from .dispatch.replies import Reply, error_reply
-from .dispatch.streams import Stream
-from .notify.layer_health import health
-from .notify.listeners import DROP
-from .notify.mailbox import Mailbox
-from .notify.revocation import revocations
-from .settings import mcp_settings, on_reload
-from .wire import errors, jsonrpc
-from .wire.versions import headers_from_asgi
 
 logger = logging.getLogger(__name__)
 
