@@ -89,7 +89,7 @@ DEFAULTS: dict[str, Any] = {
 class McpSettings:
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
-        self._ceilings: dict[str, int] = {}  # facts of this process (open_files.py), kept across reloads
+        self._ceilings: dict[str, int] = {}  # facts of this process (transport/open_files.py), kept
 
     def clamp(self, name: str, ceiling: int | None) -> None:
         """Cap a numeric setting at ``ceiling`` in this process (None removes the cap)."""

@@ -1,8 +1,8 @@
 """Streams end within a second when the credentials they were opened with change, in every process.
 
 A long-lived stream (a 2026-07-28 listen, a legacy GET stream) keeps the identity it was opened
-with and re-checks it (``handlers.still_authorised``) at every keep-alive tick. A revocation must
-not wait for that tick (15 s by default), nor for a token's expiry (up to an hour): revoking a
+with and re-checks it (``still_authorised``, handlers/identity.py) at every keep-alive tick. A
+revocation must not wait for that tick (15 s by default), nor for a token's expiry (up to an hour): revoking a
 client, deleting an OAuth token or connection, deactivating a user, re-labelling or re-scoping a
 client, giving it a new token (``registry.signals.credentials_changed``) makes the streams that
 depend on it re-check at once.
@@ -18,7 +18,7 @@ How the news travels:
      below the newest id), and rows are pruned after an hour.
 
 A woken stream runs its usual re-check; if the credentials no longer serve it, it ends without a
-result (consumers.run_stream_loop), so the client reconnects and meets the current answer.
+result (transport/stream_loop.py), so the client reconnects and meets the current answer.
 """
 
 from __future__ import annotations

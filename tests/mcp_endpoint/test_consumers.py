@@ -244,7 +244,7 @@ async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_
 
 async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(settings):
     from mcp_endpoint.dispatch.streams import Stream
-    from mcp_endpoint.transport.consumers import run_stream_loop
+    from mcp_endpoint.transport.stream_loop import run_stream_loop
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
     frames: asyncio.Queue = asyncio.Queue()
@@ -270,7 +270,7 @@ async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(s
 
 
 async def test_server_shutdown_ends_open_streams_without_their_closing_frame(registry_data, settings):
-    from mcp_endpoint.transport.consumers import open_streams
+    from mcp_endpoint.transport.stream_loop import open_streams
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
     app = McpHttpApp()
@@ -303,7 +303,7 @@ async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_dr
     from mcp_endpoint.dispatch.streams import Stream
     from mcp_endpoint.notify.listeners import DROP
     from mcp_endpoint.notify.mailbox import Mailbox
-    from mcp_endpoint.transport.consumers import run_stream_loop
+    from mcp_endpoint.transport.stream_loop import run_stream_loop
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
     frames = Mailbox(10)

@@ -12,8 +12,8 @@ from daphne.server import Server
 from mcp_endpoint.dispatch.streams import Stream
 from mcp_endpoint.notify.listeners import CLOSE
 from mcp_endpoint.notify.mailbox import Mailbox
-from mcp_endpoint.transport.consumers import run_stream_loop
 from mcp_endpoint.transport.daphne_server import daphne_connection
+from mcp_endpoint.transport.stream_loop import run_stream_loop
 
 FRAME = b'event: message\ndata: {"n":1}\n\n'
 

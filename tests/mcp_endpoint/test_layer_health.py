@@ -44,8 +44,8 @@ def test_an_outage_is_summarised_periodically_and_its_end_logged_once(caplog):
 
 def test_other_layer_failures_during_an_outage_are_logged_at_debug_only(caplog):
     health = LayerHealth()
-    log = logging.getLogger("mcp_endpoint.transport.consumers")
-    with caplog.at_level(logging.DEBUG, logger="mcp_endpoint.transport.consumers"):
+    log = logging.getLogger("mcp_endpoint.transport.stream_loop")
+    with caplog.at_level(logging.DEBUG, logger="mcp_endpoint.transport.stream_loop"):
         for _ in range(5):
             try:
                 raise ConnectionError("down")

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from mcp_endpoint.dispatch.stdio import StdioState
 from mcp_endpoint.handlers.identity import anonymous
-from mcp_endpoint.management.commands.mcp_stdio import serve
+from mcp_endpoint.transport.stdio import serve
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -18,8 +18,8 @@ import pytest
 
 from mcp_endpoint.dispatch.stdio import StdioState
 from mcp_endpoint.handlers.identity import anonymous
-from mcp_endpoint.management.commands.mcp_stdio import serve
 from mcp_endpoint.transport.consumers import McpHttpApp
+from mcp_endpoint.transport.stdio import serve
 from tests.mcp_endpoint.conftest import MODERN, call_asgi
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("anonymous_allowed")]

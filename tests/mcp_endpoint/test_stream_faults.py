@@ -11,7 +11,8 @@ from channels.testing import ApplicationCommunicator
 from django.db import OperationalError
 
 from mcp_endpoint.dispatch.streams import Stream
-from mcp_endpoint.transport.consumers import McpHttpApp, run_stream_loop
+from mcp_endpoint.transport.consumers import McpHttpApp
+from mcp_endpoint.transport.stream_loop import run_stream_loop
 
 from .conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
