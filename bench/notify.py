@@ -23,7 +23,7 @@ counts the changes that had their own. Publishes are
 server runs on CPU 0 (worker B on CPU 1), listeners and publisher on CPU 1. Streams from one
 peer address are capped at 2,000 (MAX_STREAMS_PER_CLIENT), so large N connect from several
 loopback addresses. The open-files limit is raised to the hard limit in this process and in
-bench/listeners.py (the server raises its own, mcp_endpoint/open_files.py).
+bench/listeners.py (the server raises its own, mcp_endpoint/transport/open_files.py).
 
 --peer also runs the older comparison with the official-SDK peer (../shared/bench).
 --server uvicorn runs the same on uvicorn workers (uvloop, httptools) for comparison.

@@ -5,7 +5,7 @@ Each client keeps one HTTP/1.1 connection to http://127.0.0.1:PORT/mcp (or, with
 --port, to each port in turn) and loops prompts/list, resources/list, resources/templates/list
 (first page) back to back, each reply checked for its list. A list request after a change,
 before the process has refreshed its catalog, reads the database and starts a full catalog
-rebuild (registry/warmup.py), which is the traffic that raced the hub's deliveries
+rebuild (registry/serving/warmup.py), which is the traffic that raced the hub's deliveries
 (bench/lost.py). The shared load generator (../shared/bench/mcp_load.py) has no resources/list,
 hence this. Prints one JSON line {"ready": R} once every connection is open, then loops; on
 SIGTERM or when stdin closes it prints {"requests": n, "errors": e, "per_method": {...},

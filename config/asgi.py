@@ -18,12 +18,13 @@ from django.conf import settings  # noqa: E402
 
 from config.gc_tuning import tune_for_serving  # noqa: E402
 from config.http_limits import RequestLimits, body_limit, refusal_response  # noqa: E402
-from mcp_endpoint import daphne_server  # noqa: E402
 from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app registry ready)
+from mcp_endpoint.transport import daphne_server  # noqa: E402
 
 # Under daphne, Twisted's HTTP channel refuses oversized heads and bodies and times out heads
 # that do not arrive, and writes go to the socket at once (each with a fallback when Twisted or
-# daphne changed: mcp_endpoint/daphne_server.py). Any other server gets the ASGI layer below.
+# daphne changed: mcp_endpoint/transport/daphne_server.py). Any other server gets the ASGI layer
+# below.
 daphne_server.install(daphne_server.Limits(
     head_bytes=settings.MAX_REQUEST_HEAD_BYTES, body_bytes=body_limit,
     head_seconds=settings.REQUEST_HEAD_TIMEOUT_SECONDS, answer=refusal_response))

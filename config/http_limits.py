@@ -6,7 +6,7 @@ Large"; a body over the limit of its path "413 Payload Too Large", refused on it
 request head that has not arrived within REQUEST_HEAD_TIMEOUT_SECONDS "408 Request Timeout".
 Every refusal carries a JSON-RPC error body and ``Connection: close``.
 
-Under daphne, Twisted's HTTP channel enforces them itself (mcp_endpoint/daphne_server.py, from
+Under daphne, Twisted's HTTP channel enforces them itself (mcp_endpoint/transport/daphne_server.py, from
 the rules here): Twisted would otherwise spool a body of any size to a temporary file before the
 application sees it, and drop an oversized head without a word. Under any other server
 (uvicorn) the outermost ASGI layer :class:`RequestLimits` does it, before Django, which would spool a large body again, reads anything. A request head that

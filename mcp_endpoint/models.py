@@ -1,5 +1,5 @@
 """Legacy (2025-xx) sessions. Kept in the database so every worker process sees them; each
-process fronts them with a short-lived in-memory cache (see sessions.py)."""
+process fronts them with a short-lived in-memory cache (see wire/sessions.py)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class McpSession(models.Model):
 
 class CredentialChange(models.Model):
     """A change to what lets clients be served (registry.signals.credentials_changed), kept so
-    that every process re-checks the streams it holds for them (mcp_endpoint/revocation.py),
+    that every process re-checks the streams it holds for them (mcp_endpoint/notify/revocation.py),
     whether or not the channel layer is up. Rows are pruned after an hour: a stream still open
     by then has been re-checked at its keep-alive ticks anyway."""
 

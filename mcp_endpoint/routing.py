@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .consumers import McpHttpApp
+from .transport.consumers import McpHttpApp
 
 MCP_PATH = "/mcp"
 

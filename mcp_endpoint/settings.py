@@ -25,7 +25,6 @@ Keys (all optional):
                            Python 1.x/2.x, and mcp-remote) try twice, this far apart, then give up for
                            good: twice this must outlast a restart (daphne takes 4-13 s)
     CHANGE_POLL_SECONDS    how often each process catches up from the change log (default 0.5)
-    CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (default 7 days)
     CHANGE_GAP_SECONDS     how long a missing change-log id (a transaction still open, or rolled
                            back) is waited for before it is given up on (default 600)
     CONSISTENCY_CHECK_SECONDS  how often each process compares its catalogs with the database
@@ -67,7 +66,6 @@ DEFAULTS: dict[str, Any] = {
     "KEEPALIVE_SECONDS": 15.0,
     "STREAM_RETRY_MS": 10_000,
     "CHANGE_POLL_SECONDS": 0.5,
-    "CHANGE_LOG_RETENTION_SECONDS": 7 * 24 * 3600,
     "CHANGE_GAP_SECONDS": 600.0,
     "CONSISTENCY_CHECK_SECONDS": 30.0,
     "REPLAY_LIMIT": 10_000,
@@ -89,7 +87,7 @@ DEFAULTS: dict[str, Any] = {
 class McpSettings:
     def __init__(self) -> None:
         self._cached: dict[str, Any] = {}
-        self._ceilings: dict[str, int] = {}  # facts of this process (open_files.py), kept across reloads
+        self._ceilings: dict[str, int] = {}  # facts of this process (transport/open_files.py), kept
 
     def clamp(self, name: str, ceiling: int | None) -> None:
         """Cap a numeric setting at ``ceiling`` in this process (None removes the cap)."""

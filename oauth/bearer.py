@@ -98,7 +98,7 @@ def token_usable(checksum: str, client_id: int | None) -> bool:
     """Whether the access token with this checksum still serves: it exists, has not expired,
     its user is active and (given `client_id`) its application and user are still the connection
     served as that client. The answer is cached for CACHE_S, its expiry instant with it, so an
-    expiry counts at once; a change drops the cache (mcp_endpoint/revocation.py)."""
+    expiry counts at once; a change drops the cache (mcp_endpoint/notify/revocation.py)."""
     key = (checksum, client_id)
     entry = _live.get(key)
     now = time.monotonic()

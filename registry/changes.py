@@ -204,6 +204,18 @@ def changes_wanted(after_id: int, gaps: list[int]) -> list[Change]:
     return sorted(found, key=lambda c: c.id)
 
 
+def change_log_bounds() -> tuple[int | None, int | None]:
+    """The oldest and the newest id in the change log (None, None when it is empty)."""
+    ids = ChangeLogEntry.objects.order_by("id").values_list("id", flat=True)
+    return ids.first(), ids.last()
+
+
+def change_rows_after(after: int, limit: int) -> list[tuple[str, str, str, bool]]:
+    """(kind, key, label, list_changed) of the rows after ``after``, at most ``limit`` (a replay)."""
+    return list(ChangeLogEntry.objects.filter(id__gt=after).order_by("id")
+                .values_list("entry_kind", "entry_key", "label", "list_changed")[:limit])
+
+
 def prune_change_log() -> int:
     """Delete rows older than CHANGE_LOG_RETENTION_SECONDS (registry.conf); returns how many."""
     cutoff = timezone.now() - timedelta(seconds=float(registry_settings.CHANGE_LOG_RETENTION_SECONDS))

@@ -101,9 +101,9 @@ def _split(folder: Path, base: SavedData | None) -> None:
 def _reset_process_caches() -> None:
     """What a build left in this process's memory (catalogs, cached content, the endpoint's
     caches) is dropped, so the first test that loads the rows starts as cold as every other."""
-    from mcp_endpoint import handlers
-    from mcp_endpoint.hub import hub
-    from mcp_endpoint.sessions import store
+    from mcp_endpoint.handlers.catalogs import reset_caches
+    from mcp_endpoint.notify.hub import hub
+    from mcp_endpoint.wire.sessions import store
     from registry import changes
     from registry.serving import warmup
     from registry.storage import cache as content_cache
@@ -111,6 +111,6 @@ def _reset_process_caches() -> None:
     warmup.join()
     changes.bump_generation()
     content_cache.cache.clear()
-    handlers.reset_caches()
+    reset_caches()
     store.clear_cache()
     hub.__init__()  # type: ignore[misc]

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from channels.testing import ApplicationCommunicator
 
-from mcp_endpoint import handlers
-from mcp_endpoint.consumers import McpHttpApp
-from mcp_endpoint.hub import hub as notification_hub
-from mcp_endpoint.sessions import store
+from mcp_endpoint.handlers.catalogs import reset_caches
+from mcp_endpoint.notify.hub import hub as notification_hub
+from mcp_endpoint.transport.consumers import McpHttpApp
+from mcp_endpoint.wire.sessions import store
 from registry.release import services
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user
 from tests.saved_data import SavedData
@@ -24,11 +24,11 @@ LEGACY = "2025-11-25"
 
 @pytest.fixture(autouse=True)
 def _fresh_endpoint_caches():
-    handlers.reset_caches()
+    reset_caches()
     store.clear_cache()
     notification_hub.__init__()  # listeners and catalogs of an earlier test's event loop
     yield
-    handlers.reset_caches()
+    reset_caches()
     store.clear_cache()
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_endpoint.applied import AppliedIds
+from mcp_endpoint.notify.applied import AppliedIds
 
 
 def test_a_low_id_committed_after_higher_ones_is_still_new():
@@ -57,7 +57,7 @@ def test_seeding_treats_missing_recent_ids_as_transactions_in_flight():
 
 
 def test_a_huge_jump_in_ids_is_bounded_and_asks_for_a_consistency_check():
-    from mcp_endpoint.applied import MAX_GAPS
+    from mcp_endpoint.notify.applied import MAX_GAPS
 
     ids = AppliedIds(0)
     ids.done(ids.claim([10 * MAX_GAPS]))

@@ -15,7 +15,9 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection, transaction
 
-from mcp_endpoint.hub import PROMPTS_CHANGED, Hub, Listener, Told
+from mcp_endpoint.notify.diff import PROMPTS_CHANGED, Told
+from mcp_endpoint.notify.hub import Hub
+from mcp_endpoint.notify.listeners import Listener
 from mcp_endpoint.settings import mcp_settings
 from registry.release import services
 from registry.serving.catalogs import catalog_for

@@ -9,8 +9,8 @@ import pytest
 from channels.layers import get_channel_layer
 from channels.testing import ApplicationCommunicator, HttpCommunicator
 
-from mcp_endpoint.consumers import McpHttpApp
-from mcp_endpoint.dispatcher import session_group
+from mcp_endpoint.notify.listeners import session_group
+from mcp_endpoint.transport.consumers import McpHttpApp
 from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("anonymous_allowed")]
@@ -158,7 +158,7 @@ async def test_get_without_session_is_405_and_with_unknown_session_404(mcp_app, 
 
 
 async def test_listen_stream_acknowledges_then_ends_without_a_result_on_server_restart(registry_data, settings):
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     app = McpHttpApp()
     headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}},
@@ -210,7 +210,9 @@ async def test_stream_ends_at_a_keepalive_tick_once_the_session_is_gone(registry
 
 async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_data, settings, monkeypatch):
     """Warm catalog and content + cached session: list/get/read on both wires never leave the event loop."""
-    from mcp_endpoint import handlers, sessions
+    from mcp_endpoint.handlers import catalogs, identity, reads
+    from mcp_endpoint.handlers.catalogs import reset_caches
+    from mcp_endpoint.wire import sessions
     from registry.serving import warmup
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "SESSION_CACHE_SECONDS": 60}
@@ -226,12 +228,13 @@ async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_
     def forbidden(*args, **kwargs):
         raise AssertionError("left the hot path")
 
-    monkeypatch.setattr(handlers.source, "load_catalog", forbidden)
-    monkeypatch.setattr(handlers.source, "warm_catalog", forbidden)
-    monkeypatch.setattr(handlers.source, "page_catalog", forbidden)
+    monkeypatch.setattr(reads.source, "load_catalog", forbidden)
+    monkeypatch.setattr(reads.source, "warm_catalog", forbidden)
+    monkeypatch.setattr(reads.source, "page_catalog", forbidden)
     monkeypatch.setattr(sessions, "_db_load", forbidden)
-    monkeypatch.setattr(handlers, "database_sync_to_async", forbidden)
-    handlers.reset_caches()  # served from the catalog and content cache, not from the result cache
+    for module in (catalogs, identity):  # every handler module that may leave the event loop
+        monkeypatch.setattr(module, "database_sync_to_async", forbidden)
+    reset_caches()  # served from the catalog and content cache, not from the result cache
     for method, params in calls:
         headers, body = modern_request(method, params)
         assert (await call_asgi(mcp_app, "POST", headers, body)).status == 200, method
@@ -240,8 +243,8 @@ async def test_hot_path_makes_no_database_query_or_thread_hop(mcp_app, registry_
 
 
 async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(settings):
-    from mcp_endpoint.consumers import run_stream_loop
-    from mcp_endpoint.dispatcher import Stream
+    from mcp_endpoint.dispatch.streams import Stream
+    from mcp_endpoint.transport.stream_loop import run_stream_loop
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
     frames: asyncio.Queue = asyncio.Queue()
@@ -267,7 +270,7 @@ async def test_stream_loop_relays_queued_frames_and_ends_on_the_close_sentinel(s
 
 
 async def test_server_shutdown_ends_open_streams_without_their_closing_frame(registry_data, settings):
-    from mcp_endpoint.consumers import open_streams
+    from mcp_endpoint.transport.stream_loop import open_streams
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
     app = McpHttpApp()
@@ -297,10 +300,10 @@ async def test_anonymous_sessions_are_counted_under_the_callers_address(mcp_app,
 
 async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_drop(settings):
     """The hub's mailbox wakes the loop directly; what is queued by then goes out as one body."""
-    from mcp_endpoint.consumers import run_stream_loop
-    from mcp_endpoint.dispatcher import Stream
-    from mcp_endpoint.hub import DROP
-    from mcp_endpoint.mailbox import Mailbox
+    from mcp_endpoint.dispatch.streams import Stream
+    from mcp_endpoint.notify.listeners import DROP
+    from mcp_endpoint.notify.mailbox import Mailbox
+    from mcp_endpoint.transport.stream_loop import run_stream_loop
 
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30}
     frames = Mailbox(10)
@@ -328,7 +331,7 @@ async def test_frames_queued_together_leave_in_one_write_and_the_loop_ends_on_dr
 async def test_cancelling_a_streaming_request_ends_its_stream_loop_and_releases_its_listener(registry_data, settings):
     """The stream loop runs as a task of its own; the server cancelling the request (daphne does
     on disconnect and at its application close timeout) must end that task too."""
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "KEEPALIVE_SECONDS": 30}
     app = McpHttpApp()

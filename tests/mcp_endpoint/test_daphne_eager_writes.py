@@ -1,5 +1,5 @@
 """Twisted TCP writes go to the socket at once when nothing is queued, and keep Twisted's order,
-buffering and loss handling otherwise (the eager-writes patch of mcp_endpoint/daphne_server.py)."""
+buffering and loss handling otherwise (the eager-writes patch of mcp_endpoint/transport/daphne_server.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from twisted.internet import tcp
 from twisted.internet.protocol import Protocol
 
-from mcp_endpoint import daphne_server
+from mcp_endpoint.transport import daphne_server
 
 from .test_daphne_server import LIMITS
 

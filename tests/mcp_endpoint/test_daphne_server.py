@@ -15,7 +15,7 @@ from twisted.internet.testing import StringTransport
 from twisted.web import http
 
 from config.http_limits import refusal_response
-from mcp_endpoint import daphne_server
+from mcp_endpoint.transport import daphne_server
 
 MIB = 1024 * 1024
 
@@ -219,7 +219,7 @@ def test_a_missing_name_leaves_its_feature_on_the_plain_path_logged_once_and_war
     monkeypatch.setattr(patched_owner, FLAGS[feature], False, raising=False)
     monkeypatch.setattr(patched_owner, patched, unpatched)
     monkeypatch.delattr(owner, name)
-    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.daphne_server"):
+    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.transport.daphne_server"):
         first = daphne_server.install(LIMITS)
         second = daphne_server.install(LIMITS)
     assert first[feature] is False and second[feature] is False
@@ -238,7 +238,7 @@ def test_without_twisteds_back_pressure_flag_streams_keep_the_asynchronous_send(
     assert daphne_server.daphne_connection(send) is not None
     daphne_server.diagnose.cache_clear()
     monkeypatch.delattr(http.HTTPChannel, "_waitingForTransport")
-    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.daphne_server"):
+    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.transport.daphne_server"):
         assert daphne_server.daphne_connection(send) is None
         assert daphne_server.daphne_connection(send) is None
     assert len([r for r in caplog.records if daphne_server.DIRECT_SEND in r.getMessage()]) == 1

@@ -9,11 +9,11 @@ import functools
 import pytest
 from daphne.server import Server
 
-from mcp_endpoint.consumers import run_stream_loop
-from mcp_endpoint.daphne_server import daphne_connection
-from mcp_endpoint.dispatcher import Stream
-from mcp_endpoint.hub import CLOSE
-from mcp_endpoint.mailbox import Mailbox
+from mcp_endpoint.dispatch.streams import Stream
+from mcp_endpoint.notify.listeners import CLOSE
+from mcp_endpoint.notify.mailbox import Mailbox
+from mcp_endpoint.transport.daphne_server import daphne_connection
+from mcp_endpoint.transport.stream_loop import run_stream_loop
 
 FRAME = b'event: message\ndata: {"n":1}\n\n'
 
@@ -182,10 +182,11 @@ def test_backed_up_is_twisteds_own_back_pressure_on_a_real_http_channel():
     """The flag read is the one this Twisted sets: a peer that reads nothing makes it true once
     more than the channel's buffer size is queued."""
     import socket
+
     from twisted.internet import tcp
     from twisted.web.http import HTTPChannel
 
-    from mcp_endpoint.daphne_server import DaphneConnection
+    from mcp_endpoint.transport.daphne_server import DaphneConnection
 
     class Reactor:
         def addWriter(self, writer):  # noqa: N802 - Twisted's interface

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mcp_endpoint.dispatcher import dispatcher
-from mcp_endpoint.handlers import anonymous
+from mcp_endpoint.dispatch.dispatcher import dispatcher
+from mcp_endpoint.handlers.identity import anonymous
 from mcp_endpoint.models import McpSession
 from tests.mcp_endpoint.conftest import LEGACY, MODERN, legacy_headers, modern_request, rpc
 
@@ -156,7 +156,7 @@ async def test_a_batch_longer_than_the_limit_is_one_32600_error_and_runs_nothing
     reply = await dispatcher.post(legacy_headers(sid, "2025-03-26"), batch, anonymous())
     error = json.loads(reply.body)["error"]
     assert reply.status == 400 and error["code"] == -32600 and "at most 5 messages (got 6)" in error["message"]
-    from mcp_endpoint.sessions import store as session_store
+    from mcp_endpoint.wire.sessions import store as session_store
 
     assert (await session_store.get(sid, fresh=True)).subscriptions == set()
 
@@ -301,7 +301,7 @@ async def test_listen_acknowledges_only_honoured_notifications_first(registry_da
     assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 42
     assert ack["params"]["notifications"] == {"promptsListChanged": True,
                                               "resourceSubscriptions": ["test://static-text"]}
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     (listener,) = hub.listeners
     assert (listener.prompts, listener.resources, listener.uris) == (True, False, {"test://static-text"})
@@ -357,7 +357,7 @@ async def test_posted_responses_are_accepted_without_body_on_both_wires(registry
 
 
 async def test_results_for_a_client_bound_to_another_label_are_private(registry_data):
-    from mcp_endpoint.handlers import identity_of
+    from mcp_endpoint.handlers.identity import identity_of
     from registry.serving.viewer import Viewer
 
     headers, body = modern_request("prompts/list")

@@ -8,11 +8,17 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from mcp_endpoint import handlers
-from mcp_endpoint.context import RequestContext
-from mcp_endpoint.dispatcher import server_info
-from mcp_endpoint.hub import RESOURCE_UPDATED, Hub, Listener, Told
-from mcp_endpoint.jsonrpc import RawJSON
+from mcp_endpoint.dispatch.discovery import server_info
+from mcp_endpoint.handlers.catalogs import reset_caches
+from mcp_endpoint.handlers.identity import anonymous
+from mcp_endpoint.handlers.lists import resource_templates_list, resources_list
+from mcp_endpoint.handlers.resources import resources_read
+from mcp_endpoint.handlers.tools import tools_list
+from mcp_endpoint.notify.diff import RESOURCE_UPDATED, Told
+from mcp_endpoint.notify.hub import Hub
+from mcp_endpoint.notify.listeners import Listener
+from mcp_endpoint.wire.context import RequestContext
+from mcp_endpoint.wire.jsonrpc import RawJSON
 from registry import changes
 from registry.release import services
 from registry.serving import dynamic
@@ -26,7 +32,7 @@ RECENT = "registry://changes/recent"
 
 
 def ctx(version="2026-07-28", identity=None):
-    identity = identity or handlers.anonymous()
+    identity = identity or anonymous()
     return RequestContext(version=version, modern=version == "2026-07-28", identity=identity,
                           server_info=server_info(version))
 
@@ -42,11 +48,11 @@ def publish(entry, labels=("production",)):
 @pytest.mark.django_db(transaction=True)
 async def test_dynamic_read_carries_the_providers_ttl_and_scope_on_2026_07_28(monkeypatch):
     await database_sync_to_async(publish)(await database_sync_to_async(make_prompt)("greet"))
-    handlers.reset_caches()
-    result = as_dict(await handlers.resources_read(ctx(), {"uri": RECENT}))
+    reset_caches()
+    result = as_dict(await resources_read(ctx(), {"uri": RECENT}))
     assert result["ttlMs"] == 10_000 and result["cacheScope"] == "public"
     assert [c["mimeType"] for c in result["contents"]] == ["text/markdown", "application/json"]
-    static = as_dict(await handlers.tools_list(ctx(), {}))
+    static = as_dict(await tools_list(ctx(), {}))
     assert static["ttlMs"] == ctx().ttl_ms  # other results keep the endpoint's default
 
     def secret(catalog, viewer, params, uri):
@@ -55,17 +61,17 @@ async def test_dynamic_read_carries_the_providers_ttl_and_scope_on_2026_07_28(mo
     monkeypatch.setattr(dynamic, "PROVIDERS", list(dynamic.PROVIDERS))
     dynamic.provider(uri="registry://whoami", title="Who am I", mime_type="text/plain", ttl_ms=1234,
                      cache_scope="private")(secret)
-    private = as_dict(await handlers.resources_read(ctx(), {"uri": "registry://whoami"}))
+    private = as_dict(await resources_read(ctx(), {"uri": "registry://whoami"}))
     assert (private["ttlMs"], private["cacheScope"]) == (1234, "private")
-    legacy = as_dict(await handlers.resources_read(ctx("2025-11-25"), {"uri": RECENT}))
+    legacy = as_dict(await resources_read(ctx("2025-11-25"), {"uri": RECENT}))
     assert "ttlMs" not in legacy and legacy["contents"][0]["uri"] == RECENT
 
 
 @pytest.mark.django_db(transaction=True)
 async def test_dynamic_resources_are_in_the_mcp_lists():
-    handlers.reset_caches()
-    listed = as_dict(await handlers.resources_list(ctx(), {}))
-    templates = as_dict(await handlers.resource_templates_list(ctx(), {}))
+    reset_caches()
+    listed = as_dict(await resources_list(ctx(), {}))
+    templates = as_dict(await resource_templates_list(ctx(), {}))
     assert RECENT in [r["uri"] for r in listed["resources"]]
     assert "registry://prompts/{name}/changelog" in [t["uriTemplate"] for t in templates["resourceTemplates"]]
 

@@ -7,17 +7,16 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
-from mcp_endpoint.hub import (
-    DROP,
+from mcp_endpoint.notify.diff import (
     PROMPTS_CHANGED,
     RESOURCE_UPDATED,
     RESOURCES_CHANGED,
-    Hub,
-    Listener,
     Told,
     diff_catalogs,
     notifications_for,
 )
+from mcp_endpoint.notify.hub import Hub
+from mcp_endpoint.notify.listeners import DROP, Listener
 from registry import changes
 from registry.release import services
 from registry.serving.catalogs import load_catalog
@@ -207,12 +206,10 @@ def test_change_log_rows_older_than_the_retention_are_pruned(settings):
 
     from django.utils import timezone
 
-    from mcp_endpoint.hub import prune_change_log
-    from mcp_endpoint.settings import mcp_settings
+    from registry.changes import prune_change_log
     from registry.models import ChangeLogEntry
 
-    settings.MCP_ENDPOINT = {"CHANGE_LOG_RETENTION_SECONDS": 3600}
-    mcp_settings.reload()
+    settings.REGISTRY = {**settings.REGISTRY, "CHANGE_LOG_RETENTION_SECONDS": 3600}
     old = ChangeLogEntry.objects.create(entry_kind="prompt", entry_key="old")
     ChangeLogEntry.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(hours=2))
     recent = ChangeLogEntry.objects.create(entry_kind="prompt", entry_key="recent")
@@ -222,7 +219,7 @@ def test_change_log_rows_older_than_the_retention_are_pruned(settings):
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_failed_refresh_is_retried_and_never_leaves_a_stale_catalog(monkeypatch):
-    from mcp_endpoint import hub as hub_module
+    from mcp_endpoint.notify import hub as hub_module
     from registry.serving.catalogs import cached_catalog
 
     prompt = await database_sync_to_async(make_prompt)("greet")
@@ -251,52 +248,11 @@ async def test_a_failed_refresh_is_retried_and_never_leaves_a_stale_catalog(monk
     assert served.version == 2
 
 
-class _SlowLayer:
-    """A channel layer whose group_send waits until the test lets it go."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.sent: list[dict] = []
-
-    async def group_send(self, group, event):
-        await self.release.wait()
-        self.sent.append(event)
-
-
-async def test_the_committing_thread_does_not_wait_for_the_channel_layer(monkeypatch):
-    """The publishing request hands the cross-worker send to the hub's loop and returns at once."""
-    import threading
-
-    from mcp_endpoint import hub as hub_module
-    from registry.changes import ChangeBatch
-
-    layer = _SlowLayer()
-    monkeypatch.setattr(hub_module, "_layer", lambda: layer)
-    monkeypatch.setattr(hub_module, "_in_memory", lambda layer: False)
-    monkeypatch.setattr(hub_module.hub, "loop", asyncio.get_running_loop())
-    monkeypatch.setattr(hub_module.hub, "submit_threadsafe", lambda changes: None)
-    batch = ChangeBatch([Change(1, "resource", "docs://x", "production", False)])
-    committing = threading.Thread(target=hub_module.forward_registry_changes, args=(ChangeBatch,),
-                                  kwargs={"batch": batch}, daemon=True)
-    committing.start()
-    for _ in range(500):  # the loop stays free meanwhile, so a send it waited for could still finish
-        if not committing.is_alive():
-            break
-        await asyncio.sleep(0.01)
-    assert not committing.is_alive() and layer.sent == []  # returned before the send completed
-    layer.release.set()
-    for _ in range(100):
-        if layer.sent:
-            break
-        await asyncio.sleep(0.01)
-    assert layer.sent == [{"type": "registry.changed", "changes": [[1, "resource", "docs://x", "production", False]]}]
-
-
 @pytest.mark.django_db(transaction=True)
 async def test_a_large_fan_out_lets_the_event_loop_run_other_work_between_slices():
     """The publishing request (and the first streams' writes) need not wait for every listener's
     frame to be queued: the hub yields every FANOUT_SLICE listeners."""
-    from mcp_endpoint.hub import FANOUT_SLICE
+    from mcp_endpoint.notify.hub import FANOUT_SLICE
 
     prompt = await database_sync_to_async(make_prompt)("greet")
     await database_sync_to_async(publish)(prompt)

@@ -1,6 +1,6 @@
 import pytest
 
-from mcp_endpoint import errors, jsonrpc
+from mcp_endpoint.wire import errors, jsonrpc
 
 
 def test_parse_body_rejects_malformed_json_with_parse_error():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from mcp_endpoint.layer_health import SUMMARY_SECONDS, LayerHealth
+from mcp_endpoint.notify.layer_health import SUMMARY_SECONDS, LayerHealth
 
 
 def receive_error() -> logging.LogRecord:
@@ -20,7 +20,7 @@ def receive_error() -> logging.LogRecord:
 
 def test_channels_redis_tracebacks_pass_once_per_outage_and_are_counted_after(caplog):
     health = LayerHealth()
-    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.hub"):
+    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.notify.hub"):
         passed = [health.filter(receive_error()) for _ in range(30)]  # 30 s of a once-a-second error
     assert passed == [True] + [False] * 29
     assert health.suppressed == 29 and health.down
@@ -29,7 +29,7 @@ def test_channels_redis_tracebacks_pass_once_per_outage_and_are_counted_after(ca
 
 def test_an_outage_is_summarised_periodically_and_its_end_logged_once(caplog):
     health = LayerHealth()
-    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.hub"):
+    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.notify.hub"):
         for second in range(int(2 * SUMMARY_SECONDS) + 1):
             health.probe_failed(now=1000.0 + second)
         health.probe_ok(now=1000.0 + 2 * SUMMARY_SECONDS + 1)
@@ -44,8 +44,8 @@ def test_an_outage_is_summarised_periodically_and_its_end_logged_once(caplog):
 
 def test_other_layer_failures_during_an_outage_are_logged_at_debug_only(caplog):
     health = LayerHealth()
-    log = logging.getLogger("mcp_endpoint.consumers")
-    with caplog.at_level(logging.DEBUG, logger="mcp_endpoint.consumers"):
+    log = logging.getLogger("mcp_endpoint.transport.stream_loop")
+    with caplog.at_level(logging.DEBUG, logger="mcp_endpoint.transport.stream_loop"):
         for _ in range(5):
             try:
                 raise ConnectionError("down")

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from mcp_endpoint.mailbox import Mailbox
+from mcp_endpoint.notify.mailbox import Mailbox
 
 
 async def test_a_mailbox_keeps_order_and_refuses_frames_past_its_size():

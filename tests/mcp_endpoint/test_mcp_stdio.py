@@ -8,9 +8,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from mcp_endpoint.dispatcher import StdioState
-from mcp_endpoint.handlers import anonymous
-from mcp_endpoint.management.commands.mcp_stdio import serve
+from mcp_endpoint.dispatch.stdio import StdioState
+from mcp_endpoint.handlers.identity import anonymous
+from mcp_endpoint.transport.stdio import serve
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,7 +61,7 @@ async def test_a_2024_11_05_host_connects_and_gets_only_what_that_revision_defin
 
 
 def test_audio_blocks_become_text_before_2025_03_26():
-    from mcp_endpoint.shapes import shape_block
+    from mcp_endpoint.wire.shapes import shape_block
 
     audio = {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
     assert shape_block(audio, "2024-11-05")["type"] == "text"

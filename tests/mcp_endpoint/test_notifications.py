@@ -9,7 +9,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import ApplicationCommunicator
 
-from mcp_endpoint.consumers import McpHttpApp
+from mcp_endpoint.transport.consumers import McpHttpApp
 from registry.release import services
 from registry.models import Prompt, Resource
 from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
@@ -75,7 +75,7 @@ async def test_listen_stream_receives_update_for_a_subscribed_uri_after_publish(
 
 
 async def test_listen_stream_hears_nothing_it_did_not_ask_for(registry_data, anonymous_allowed):
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     app = McpHttpApp()
     comm = await open_listen(app, {"promptsListChanged": True})
@@ -88,7 +88,7 @@ async def test_listen_stream_hears_nothing_it_did_not_ask_for(registry_data, ano
 
 
 async def test_draft_only_change_announces_nothing(registry_data, anonymous_allowed):
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     app = McpHttpApp()
     comm = await open_listen(app, {"promptsListChanged": True, "resourcesListChanged": True})
@@ -121,7 +121,7 @@ async def test_legacy_get_stream_gets_updates_for_subscribed_uris(registry_data,
 
 async def test_catch_up_delivers_a_change_committed_by_another_process(registry_data, settings):
     """A change the hub never heard of directly (another process, no channel layer) still arrives."""
-    from mcp_endpoint import hub as hub_module
+    from mcp_endpoint.notify import handoff
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "CHANGE_POLL_SECONDS": 0.1}
     app = McpHttpApp()
@@ -132,7 +132,7 @@ async def test_catch_up_delivers_a_change_committed_by_another_process(registry_
     try:
         await edit_and_publish_resource("test://static-text", "From elsewhere")
     finally:
-        registry_changed.connect(hub_module.forward_registry_changes,
+        registry_changed.connect(handoff.forward_registry_changes,
                                  dispatch_uid="mcp_endpoint.forward_registry_changes")
     note = await next_message(comm)
     assert note["params"]["uri"] == "test://static-text"
@@ -143,7 +143,7 @@ async def test_catch_up_delivers_a_change_committed_by_another_process(registry_
 async def test_a_process_without_streams_still_serves_changes_committed_elsewhere(registry_data, settings,
                                                                                  monkeypatch):
     """The request path starts the catch-up, so a worker nobody listens on never serves stale content."""
-    from mcp_endpoint import hub as hub_module
+    from mcp_endpoint.notify import hub as hub_module
     from registry.changes import ChangeBatch
 
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "CHANGE_POLL_SECONDS": 0.1}
@@ -164,7 +164,7 @@ async def test_a_process_without_streams_still_serves_changes_committed_elsewher
 
 
 async def test_a_listen_refused_for_its_accept_header_holds_no_stream_slot(registry_data, anonymous_allowed):
-    from mcp_endpoint.hub import hub
+    from mcp_endpoint.notify.hub import hub
 
     app = McpHttpApp()
     headers, body = modern_request("subscriptions/listen", {"notifications": {"promptsListChanged": True}})

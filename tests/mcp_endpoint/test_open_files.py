@@ -7,9 +7,9 @@ import resource
 
 import pytest
 
-from mcp_endpoint import open_files
-from mcp_endpoint.open_files import RESERVED_DESCRIPTORS, fit_stream_limits
 from mcp_endpoint.settings import mcp_settings
+from mcp_endpoint.transport import open_files
+from mcp_endpoint.transport.open_files import RESERVED_DESCRIPTORS, fit_stream_limits
 
 
 class FakeLimits:
@@ -42,7 +42,7 @@ def limits(monkeypatch):
 def test_a_low_soft_limit_is_raised_as_far_as_the_streams_need(limits, settings, caplog):
     settings.MCP_ENDPOINT = {"MAX_STREAMS": 10_000, "MAX_STREAMS_PER_CLIENT": 2_000}
     fake = limits(1024, 1_048_576)
-    with caplog.at_level(logging.INFO, logger="mcp_endpoint.open_files"):
+    with caplog.at_level(logging.INFO, logger="mcp_endpoint.transport.open_files"):
         assert fit_stream_limits() == (10_000 + RESERVED_DESCRIPTORS, 1_048_576)
     assert fake.calls == [(10_000 + RESERVED_DESCRIPTORS, 1_048_576)]
     assert mcp_settings.MAX_STREAMS == 10_000 and mcp_settings.MAX_STREAMS_PER_CLIENT == 2_000
@@ -52,7 +52,7 @@ def test_a_low_soft_limit_is_raised_as_far_as_the_streams_need(limits, settings,
 def test_a_hard_limit_too_low_lowers_both_stream_limits_and_says_so(limits, settings, caplog):
     settings.MCP_ENDPOINT = {"MAX_STREAMS": 10_000, "MAX_STREAMS_PER_CLIENT": 2_000}
     fake = limits(1024, 1024)
-    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.open_files"):
+    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.transport.open_files"):
         fit_stream_limits()
     assert fake.calls == []  # already at the hard limit
     assert mcp_settings.MAX_STREAMS == mcp_settings.MAX_STREAMS_PER_CLIENT == 1024 - RESERVED_DESCRIPTORS
@@ -71,7 +71,7 @@ def test_raising_partway_lowers_the_streams_to_what_the_hard_limit_allows(limits
 def test_a_refused_raise_is_logged_and_the_streams_fit_the_old_limit(limits, settings, caplog):
     settings.MCP_ENDPOINT = {"MAX_STREAMS": 10_000, "MAX_STREAMS_PER_CLIENT": 100}
     limits(1024, 65536, refuse=True)
-    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.open_files"):
+    with caplog.at_level(logging.WARNING, logger="mcp_endpoint.transport.open_files"):
         fit_stream_limits()
     assert "Could not raise the open-file limit from 1024" in caplog.text
     assert mcp_settings.MAX_STREAMS == 768 and mcp_settings.MAX_STREAMS_PER_CLIENT == 100

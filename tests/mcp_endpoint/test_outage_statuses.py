@@ -9,8 +9,8 @@ import pytest
 from django.db import OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from mcp_endpoint.consumers import McpHttpApp
-from mcp_endpoint.sessions import store
+from mcp_endpoint.transport.consumers import McpHttpApp
+from mcp_endpoint.wire.sessions import store
 
 from .conftest import LEGACY, call_asgi, legacy_headers, modern_request, rpc
 

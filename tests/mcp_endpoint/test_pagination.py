@@ -1,7 +1,7 @@
 import pytest
 
-from mcp_endpoint import errors
-from mcp_endpoint.pagination import decode_cursor, encode_cursor, paginate
+from mcp_endpoint.wire import errors
+from mcp_endpoint.wire.pagination import decode_cursor, encode_cursor, paginate
 
 SECRET = b"k" * 32
 ITEMS = [{"name": f"p{i:03d}"} for i in range(250)]

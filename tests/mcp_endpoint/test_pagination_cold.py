@@ -10,9 +10,13 @@ import threading
 import pytest
 from channels.db import database_sync_to_async
 
-from mcp_endpoint import handlers
-from mcp_endpoint.context import RequestContext
-from mcp_endpoint.dispatcher import server_info
+from mcp_endpoint.dispatch.discovery import server_info
+from mcp_endpoint.handlers import reads
+from mcp_endpoint.handlers.catalogs import reset_caches
+from mcp_endpoint.handlers.identity import anonymous, authenticate
+from mcp_endpoint.handlers.lists import prompts_list, resource_templates_list, resources_list
+from mcp_endpoint.handlers.prompts import prompts_get
+from mcp_endpoint.wire.context import RequestContext
 from registry import changes
 from registry.release import services
 from registry.serving import warmup
@@ -22,12 +26,12 @@ from tests.factories import make_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-LISTS = [(handlers.prompts_list, "prompts"), (handlers.resources_list, "resources"),
-         (handlers.resource_templates_list, "resourceTemplates")]
+LISTS = [(prompts_list, "prompts"), (resources_list, "resources"),
+         (resource_templates_list, "resourceTemplates")]
 
 
 def ctx(identity=None, version="2026-07-28"):
-    return RequestContext(version=version, modern=version == "2026-07-28", identity=identity or handlers.anonymous(),
+    return RequestContext(version=version, modern=version == "2026-07-28", identity=identity or anonymous(),
                           server_info=server_info(version), session=None)
 
 
@@ -35,7 +39,7 @@ def no_catalog() -> None:
     """As just after a start: no fresh catalog and no cached result."""
     warmup.join()
     changes.bump_generation()
-    handlers.reset_caches()
+    reset_caches()
 
 
 async def pages(handler, context, *, cold: bool) -> list[bytes]:
@@ -68,7 +72,7 @@ async def test_database_pages_are_the_catalogs_pages_byte_for_byte(many_prompts,
 async def test_database_pages_of_a_scoped_client_on_another_label_are_the_catalogs(many_prompts):
     _client, token = await database_sync_to_async(create_client)(name="ops-staging", label="staging",
                                                                  scope_tags="ops")
-    identity = await handlers.authenticate(f"Bearer {token}")
+    identity = await authenticate(f"Bearer {token}")
     for handler, _field in LISTS:
         cold = await pages(handler, ctx(identity), cold=True)
         assert cold == await warm_pages(handler, ctx(identity), "staging")
@@ -78,10 +82,10 @@ async def test_first_prompts_list_after_start_does_not_build_the_whole_catalog(m
     no_catalog()
     built, warmed, read = [], [], []
     monkeypatch.setattr(catalogs, "load_catalog", lambda label: built.append(label))
-    monkeypatch.setattr(handlers.source, "warm_catalog", lambda label: warmed.append((label, list(built))))
+    monkeypatch.setattr(reads.source, "warm_catalog", lambda label: warmed.append((label, list(built))))
     real_read = catalogs.read_entries
     monkeypatch.setattr(catalogs, "read_entries", lambda label, ids: read.append(real_read(label, ids)) or read[-1])
-    page = json.loads((await handlers.prompts_list(ctx(), {})).data)
+    page = json.loads((await prompts_list(ctx(), {})).data)
     assert len(page["prompts"]) == 100 and page["nextCursor"]
     assert built == [] and warmed == [("production", [])]  # the build is started after the answer, not awaited
     assert len(read) == 1 and len(read[0].prompt_items) == 101 and not read[0].resource_items
@@ -106,15 +110,15 @@ async def test_publish_during_warm_up_is_served(many_prompts, monkeypatch):
         return built
 
     monkeypatch.setattr(catalogs, "load_catalog", slow_load)
-    await handlers.prompts_list(ctx(), {})
+    await prompts_list(ctx(), {})
     assert started.wait(30)  # the warm-up has read the registry and is not done yet
     await database_sync_to_async(publish_new)(many_prompts)
-    handlers.reset_caches()
-    listed = json.loads((await handlers.prompts_list(ctx(), {})).data)["prompts"]
+    reset_caches()
+    listed = json.loads((await prompts_list(ctx(), {})).data)["prompts"]
     assert listed[0]["name"] == "aaa-new"
     monkeypatch.setattr(catalogs, "load_catalog", real_load)
     finish.set()
-    served = await handlers.prompts_get(ctx(), {"name": "aaa-new"})
+    served = await prompts_get(ctx(), {"name": "aaa-new"})
     assert served["messages"][0]["content"]["text"] == "fresh"
     # prompts/get of one stored entry reads just that entry; the catalog asked for now is built after the publish
     rebuilt = await asyncio.wrap_future(warmup.warm("production"))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_endpoint.replay import PROMPTS_CHANGED, RESOURCE_UPDATED, RESOURCES_CHANGED, changed_since, everything
+from mcp_endpoint.notify.diff import PROMPTS_CHANGED, RESOURCE_UPDATED, RESOURCES_CHANGED
+from mcp_endpoint.notify.replay import changed_since, everything
 from registry.release import services
 from registry.serving.viewer import Viewer
 from registry.models import ChangeLogEntry

@@ -6,15 +6,18 @@ import json
 
 import pytest
 
-from mcp_endpoint import handlers
-from mcp_endpoint.context import RequestContext
-from mcp_endpoint.dispatcher import server_info
-from mcp_endpoint.result_cache import ENTRY_OVERHEAD_BYTES, ResultCache
+from mcp_endpoint.dispatch.discovery import server_info
+from mcp_endpoint.handlers import catalogs
+from mcp_endpoint.handlers.identity import anonymous
+from mcp_endpoint.handlers.lists import prompts_list, resources_list
+from mcp_endpoint.handlers.resources import resources_read
+from mcp_endpoint.handlers.result_cache import ENTRY_OVERHEAD_BYTES, ResultCache
+from mcp_endpoint.wire.context import RequestContext
 from registry import changes
 
 
 def ctx(version="2025-11-25"):
-    return RequestContext(version=version, modern=version == "2026-07-28", identity=handlers.anonymous(),
+    return RequestContext(version=version, modern=version == "2026-07-28", identity=anonymous(),
                           server_info=server_info(version), session=None)
 
 
@@ -24,14 +27,14 @@ async def test_many_generations_leave_only_the_current_generations_results(regis
     per_generation = None
     for _ in range(40):
         changes.bump_generation()
-        await handlers.prompts_list(ctx(), {})
-        await handlers.resources_list(ctx(), {})
-        await handlers.resources_read(ctx(), {"uri": "test://static-text"})
+        await prompts_list(ctx(), {})
+        await resources_list(ctx(), {})
+        await resources_read(ctx(), {"uri": "test://static-text"})
         if per_generation is None:
-            per_generation = len(handlers._results)
+            per_generation = len(catalogs.results)
     assert per_generation == 3
-    assert len(handlers._results) == per_generation
-    assert handlers._results.generation == changes.generation()
+    assert len(catalogs.results) == per_generation
+    assert catalogs.results.generation == changes.generation()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -40,16 +43,16 @@ async def test_cached_results_stay_within_the_byte_budget(registry_data, many_pr
     settings.MCP_ENDPOINT = {"ALLOW_ANONYMOUS": True, "RESULT_CACHE_BYTES": budget, "PAGE_SIZE": 10}
     cursor, pages = None, 0
     while True:
-        page = await handlers.prompts_list(ctx(), {"cursor": cursor} if cursor else {})
+        page = await prompts_list(ctx(), {"cursor": cursor} if cursor else {})
         pages += 1
-        assert handlers._results.nbytes <= budget
+        assert catalogs.results.nbytes <= budget
         cursor = json.loads(page.data).get("nextCursor")
         if not cursor:
             break
     assert pages > 20
-    assert 0 < len(handlers._results) < pages  # older pages were evicted, the newest is kept
-    last = await handlers.prompts_list(ctx(), {"cursor": None})
-    assert await handlers.prompts_list(ctx(), {}) is last  # still a cache: a repeat is a hit
+    assert 0 < len(catalogs.results) < pages  # older pages were evicted, the newest is kept
+    last = await prompts_list(ctx(), {"cursor": None})
+    assert await prompts_list(ctx(), {}) is last  # still a cache: a repeat is a hit
 
 
 def _cache(max_bytes=10_000, max_entries=100):

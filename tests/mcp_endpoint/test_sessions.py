@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from mcp_endpoint.models import McpSession
-from mcp_endpoint.sessions import new_session_id, store, well_formed
+from mcp_endpoint.wire.sessions import new_session_id, store, well_formed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,7 +65,7 @@ async def test_idle_sessions_expire(settings):
 
 
 async def test_malformed_ids_are_unknown_without_a_query(monkeypatch):
-    from mcp_endpoint import sessions
+    from mcp_endpoint.wire import sessions
 
     async def no_query(*args):
         raise AssertionError("queried the database")
@@ -93,7 +93,7 @@ def test_prune_deletes_expired_and_long_ended_sessions_only(settings):
 
 # ------------------------------------------------------------------ bounds
 def test_peer_key_counts_ipv4_addresses_and_ipv6_networks():
-    from mcp_endpoint.sessions import peer_key
+    from mcp_endpoint.wire.sessions import peer_key
 
     assert peer_key(("203.0.113.7", 5000)) == "203.0.113.7"
     assert peer_key(["2001:db8:1:2:aaaa::1", 5000]) == peer_key(("2001:db8:1:2:bbbb::9", 1)) == "2001:db8:1:2::/64"
@@ -150,7 +150,7 @@ async def test_all_anonymous_sessions_together_are_bounded(settings):
 async def test_deeply_nested_client_info_or_capabilities_are_invalid_params_not_an_internal_error():
     """orjson stops serialising at 254 levels: an initialize nesting its capabilities deeper was
     answered -32603 with a traceback in the log."""
-    from mcp_endpoint.errors import InvalidParams
+    from mcp_endpoint.wire.errors import InvalidParams
 
     deep: dict = {}
     inner = deep
@@ -165,7 +165,7 @@ async def test_deeply_nested_client_info_or_capabilities_are_invalid_params_not_
 
 
 async def test_oversized_client_info_or_capabilities_are_refused_and_store_nothing(settings):
-    from mcp_endpoint.errors import InvalidParams
+    from mcp_endpoint.wire.errors import InvalidParams
 
     settings.MCP_ENDPOINT = {"MAX_CLIENT_INFO_BYTES": 100}
     for info, caps, field in (({"name": "x" * 200}, {}, "clientInfo"), ({"name": "t"}, {"x": "y" * 200}, "capabilities")):

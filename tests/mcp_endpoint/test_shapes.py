@@ -1,4 +1,4 @@
-from mcp_endpoint import shapes
+from mcp_endpoint.wire import shapes
 
 PROMPT = {"name": "p", "title": "P", "description": "d", "icons": [{"src": "x"}],
           "arguments": [{"name": "a", "title": "A", "required": True}]}

@@ -30,12 +30,12 @@ async def test_reading_a_resource_whose_bytes_are_missing_is_an_internal_error_w
 
 
 async def test_a_read_resource_is_served_again_from_the_content_cache(mcp_app, registry_data, anonymous_allowed):
-    from mcp_endpoint import handlers
+    from mcp_endpoint.handlers.catalogs import reset_caches
 
     headers, body = modern_request("resources/read", {"uri": "test://static-text"})
     first = (await call_asgi(mcp_app, "POST", headers, body)).json()["result"]["contents"][0]
     hits = content_cache.cache.stats()["hits"]
-    handlers.reset_caches()  # not the serialised-result cache: the content cache answers
+    reset_caches()  # not the serialised-result cache: the content cache answers
     second = (await call_asgi(mcp_app, "POST", headers, body)).json()["result"]["contents"][0]
     assert first == second and first["text"]
     assert content_cache.cache.stats()["hits"] > hits

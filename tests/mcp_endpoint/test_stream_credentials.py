@@ -15,9 +15,9 @@ from asgiref.sync import sync_to_async
 from channels.testing import ApplicationCommunicator
 from django.utils import timezone
 
-from mcp_endpoint import revocation
-from mcp_endpoint.consumers import McpHttpApp
 from mcp_endpoint.models import CredentialChange
+from mcp_endpoint.notify import revocation
+from mcp_endpoint.transport.consumers import McpHttpApp
 from oauth import bearer
 from registry.serving.clients import create_client, forget_cached_tokens, issue_token
 from tests.factories import make_user
@@ -100,7 +100,7 @@ async def open_listen(authorization: str, rid: int = 9) -> OpenStream:
 
 
 async def open_get_stream(authorization: str) -> OpenStream:
-    from mcp_endpoint.sessions import store
+    from mcp_endpoint.wire.sessions import store
 
     headers = legacy_headers()
     headers["authorization"] = authorization

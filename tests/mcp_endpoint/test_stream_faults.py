@@ -10,8 +10,9 @@ import pytest
 from channels.testing import ApplicationCommunicator
 from django.db import OperationalError
 
-from mcp_endpoint.consumers import McpHttpApp, run_stream_loop
-from mcp_endpoint.dispatcher import Stream
+from mcp_endpoint.dispatch.streams import Stream
+from mcp_endpoint.transport.consumers import McpHttpApp
+from mcp_endpoint.transport.stream_loop import run_stream_loop
 
 from .conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
@@ -44,7 +45,7 @@ def anonymous(settings):
 
 
 async def test_a_database_error_in_a_legacy_session_lookup_is_a_json_rpc_503(registry_data, anonymous, monkeypatch):
-    from mcp_endpoint import sessions
+    from mcp_endpoint.wire import sessions
 
     async def down(*args, **kwargs):
         raise OperationalError("connection refused")
@@ -60,7 +61,7 @@ async def test_a_database_error_in_a_legacy_session_lookup_is_a_json_rpc_503(reg
                                            (RuntimeError("a bug"), 500)])
 async def test_an_error_escaping_the_dispatcher_is_a_json_error_and_never_reaches_the_server(
         registry_data, anonymous, monkeypatch, error, status):
-    from mcp_endpoint.dispatcher import dispatcher
+    from mcp_endpoint.dispatch.dispatcher import dispatcher
 
     async def broken(*args, **kwargs):
         raise error
@@ -75,7 +76,7 @@ async def test_an_error_escaping_the_dispatcher_is_a_json_error_and_never_reache
 
 async def test_an_error_after_a_stream_started_ends_its_body_instead_of_escaping(registry_data, anonymous,
                                                                                  monkeypatch):
-    from mcp_endpoint import consumers
+    from mcp_endpoint.transport import consumers
 
     async def broken_loop(stream, receive, send):
         raise OperationalError("connection refused")

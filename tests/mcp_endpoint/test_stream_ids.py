@@ -7,7 +7,7 @@ import re
 import pytest
 from channels.testing import ApplicationCommunicator
 
-from mcp_endpoint.consumers import McpHttpApp
+from mcp_endpoint.transport.consumers import McpHttpApp
 from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("anonymous_allowed")]

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from mcp_endpoint.dispatcher import dispatcher
-from mcp_endpoint.handlers import ARGUMENTS_INPUT, anonymous
+from mcp_endpoint.dispatch.dispatcher import dispatcher
+from mcp_endpoint.handlers.identity import anonymous
+from mcp_endpoint.handlers.prompts import ARGUMENTS_INPUT
 from tests.factories import make_resource, make_typed_prompt, make_user
 from tests.mcp_endpoint.conftest import LEGACY, MODERN, legacy_headers, modern_request, publish, rpc
 

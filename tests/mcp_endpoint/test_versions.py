@@ -2,8 +2,8 @@ import base64
 
 import pytest
 
-from mcp_endpoint import errors
-from mcp_endpoint.versions import (
+from mcp_endpoint.wire import errors
+from mcp_endpoint.wire.versions import (
     check_modern_headers,
     decode_header_value,
     headers_from_asgi,

@@ -11,8 +11,7 @@ from oauth.models import GroupDefault, OAuthConnection
 from registry.serving.clients import create_client
 from registry.models import McpClient
 from tests.factories import make_user
-from tests.mcp_endpoint.conftest import (  # noqa: F401 (fixtures)
-    call_asgi, mcp_app, modern_request, registry_data, saved_registry_data)
+from tests.mcp_endpoint.conftest import call_asgi, mcp_app, modern_request, registry_data, saved_registry_data  # noqa: F401 (fixtures)
 from tests.oauth.conftest import make_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -165,12 +164,12 @@ async def test_pre_shared_tokens_keep_working_next_to_oauth(mcp_app, registry_da
 async def test_open_streams_end_when_their_oauth_token_is_revoked(registry_data):
     from oauth2_provider.models import AccessToken
 
-    from mcp_endpoint import handlers
+    from mcp_endpoint.handlers.identity import authenticate, still_authorised
 
     user = await sync_to_async(make_user)("Editors")
     token = await sync_to_async(make_token)(user)
-    identity = await handlers.authenticate(f"Bearer {token}", "http://127.0.0.1:8000/mcp")
-    assert identity.oauth_token and await handlers.still_authorised(identity)
+    identity = await authenticate(f"Bearer {token}", "http://127.0.0.1:8000/mcp")
+    assert identity.oauth_token and await still_authorised(identity)
     await sync_to_async(lambda: AccessToken.objects.all().delete())()
     bearer.forget_cached()
-    assert not await handlers.still_authorised(identity)
+    assert not await still_authorised(identity)

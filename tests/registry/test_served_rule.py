@@ -10,7 +10,8 @@ import itertools
 
 import pytest
 
-from mcp_endpoint.hub import PROMPTS_CHANGED, Listener, Told, diff_catalogs, notifications_for
+from mcp_endpoint.notify.diff import PROMPTS_CHANGED, Told, diff_catalogs, notifications_for
+from mcp_endpoint.notify.listeners import Listener
 from registry import changes
 from registry.release import reviews
 from registry.serving import pages as catalog_pages

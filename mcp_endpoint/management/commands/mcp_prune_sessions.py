@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from mcp_endpoint.sessions import prune
+from mcp_endpoint.wire.sessions import prune
 
 
 class Command(BaseCommand):

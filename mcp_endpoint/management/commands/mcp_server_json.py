@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_endpoint.server_json import ServerJsonError, server_json
+from mcp_endpoint.wire.server_json import ServerJsonError, server_json
 
 
 class Command(BaseCommand):

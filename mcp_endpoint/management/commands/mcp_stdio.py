@@ -1,8 +1,9 @@
 """``python manage.py mcp_stdio [--client NAME]``: MCP over stdio.
 
 One JSON-RPC message per line on stdin, one reply per line on stdout (protocol only), logs on
-stderr, exit on EOF. Same dispatcher as HTTP; both wire generations (a line whose params carry
-the 2026-07-28 ``_meta`` is served statelessly, everything else as one implicit legacy session).
+stderr, exit on EOF (mcp_endpoint/transport/stdio.py). Same dispatch as HTTP; both wire
+generations (a line whose params carry the 2026-07-28 ``_meta`` is served statelessly,
+everything else as one implicit legacy session: mcp_endpoint/dispatch/stdio.py).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from mcp_endpoint import errors
-from mcp_endpoint.dispatcher import StdioState, dispatcher, stdio_identity
-
-logger = logging.getLogger("mcp_endpoint.stdio")
+from mcp_endpoint.dispatch.stdio import StdioState, stdio_identity
+from mcp_endpoint.transport.stdio import serve
+from mcp_endpoint.wire import errors
 
 
 class Command(BaseCommand):
@@ -33,39 +33,3 @@ class Command(BaseCommand):
         except errors.McpError as exc:
             raise CommandError(exc.message) from exc
         asyncio.run(serve(sys.stdin.buffer, sys.stdout.buffer, StdioState(identity=identity)))
-
-
-async def serve(stdin, stdout, state: StdioState) -> None:
-    """Read lines in a worker thread (stdin is blocking), answer in order, flush per reply.
-
-    Notifications (legacy session, listen subscriptions) are written between replies, one
-    message per line, from the same event loop, so lines never interleave."""
-    loop = asyncio.get_running_loop()
-
-    def send(line: bytes) -> None:
-        stdout.write(line + b"\n")
-        stdout.flush()
-
-    state.send = send
-    try:
-        await _serve_lines(stdin, stdout, state, loop)
-    finally:
-        state.close()
-
-
-async def _serve_lines(stdin, stdout, state: StdioState, loop) -> None:
-    while True:
-        line = await loop.run_in_executor(None, stdin.readline)
-        if not line:
-            return  # EOF
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            reply = await dispatcher.handle_stdio(line, state)
-        except Exception:
-            logger.exception("stdio: failed to handle a message")
-            continue
-        if reply is not None:
-            stdout.write(reply + b"\n")
-            stdout.flush()

@@ -1,8 +1,8 @@
 """Streams end within a second when the credentials they were opened with change, in every process.
 
 A long-lived stream (a 2026-07-28 listen, a legacy GET stream) keeps the identity it was opened
-with and re-checks it (``handlers.still_authorised``) at every keep-alive tick. A revocation must
-not wait for that tick (15 s by default), nor for a token's expiry (up to an hour): revoking a
+with and re-checks it (``still_authorised``, handlers/identity.py) at every keep-alive tick. A
+revocation must not wait for that tick (15 s by default), nor for a token's expiry (up to an hour): revoking a
 client, deleting an OAuth token or connection, deactivating a user, re-labelling or re-scoping a
 client, giving it a new token (``registry.signals.credentials_changed``) makes the streams that
 depend on it re-check at once.
@@ -18,7 +18,7 @@ How the news travels:
      below the newest id), and rows are pruned after an hour.
 
 A woken stream runs its usual re-check; if the credentials no longer serve it, it ends without a
-result (consumers.run_stream_loop), so the client reconnects and meets the current answer.
+result (transport/stream_loop.py), so the client reconnects and meets the current answer.
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from channels.db import database_sync_to_async
 
-from .settings import mcp_settings
+from ..settings import mcp_settings
+from .reads import forget_cached_tokens
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +184,7 @@ def _rows_after(top: int | None) -> list[tuple[int, list[Any], list[str]]]:
 
     from django.utils import timezone
 
-    from .models import CredentialChange
+    from ..models import CredentialChange
 
     rows = CredentialChange.objects.order_by("id")
     if top is None:
@@ -197,16 +199,15 @@ def prune() -> int:
 
     from django.utils import timezone
 
-    from .models import CredentialChange
+    from ..models import CredentialChange
 
-    deleted, _ = CredentialChange.objects.filter(created__lt=timezone.now() - timedelta(seconds=PRUNE_SECONDS)).delete()
+    cutoff = timezone.now() - timedelta(seconds=PRUNE_SECONDS)
+    deleted, _ = CredentialChange.objects.filter(created__lt=cutoff).delete()
     return deleted
 
 
 def forget_cached_credentials() -> None:
     """Drop this process's cached token and client answers, so a re-check reads the database."""
-    from registry.serving.clients import forget_cached_tokens
-
     forget_cached_tokens()
     try:
         from oauth import bearer
@@ -218,13 +219,13 @@ def forget_cached_credentials() -> None:
 revocations = Revocations()
 
 
-def record_credentials_change(sender: Any, client_ids: Iterable[Any] = (), token_checksums: Iterable[str] = (),
-                              **kwargs: Any) -> None:
+def record_credentials_change(sender: Any, client_ids: Iterable[Any] = (),
+                              token_checksums: Iterable[str] = (), **kwargs: Any) -> None:
     """``registry.signals.credentials_changed`` receiver, inside the changing transaction: the
     durable row first, the local wake-up once it commits (a rolled-back change wakes nothing)."""
     from django.db import transaction
 
-    from .models import CredentialChange
+    from ..models import CredentialChange
 
     clients = sorted({c for c in client_ids if c is not None}, key=str)
     tokens = sorted({t for t in token_checksums if t})

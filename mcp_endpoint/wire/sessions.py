@@ -19,9 +19,9 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from ..models import McpSession
+from ..settings import mcp_settings, on_reload
 from . import errors, jsonrpc
-from .models import McpSession
-from .settings import mcp_settings, on_reload
 
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _TOUCH_EVERY = 60.0  # seconds between last_seen writes for a busy session
@@ -242,6 +242,18 @@ def _db_update(sid: str, **fields: Any) -> None:
 
 store = SessionStore()
 on_reload(store.clear_cache)
+
+
+def stored_subscriptions(session_ids: list[str]) -> dict[str, list[str]]:
+    """The stored subscriptions of these sessions, by session id (sync: queries, 500 ids at a time).
+
+    The hub re-reads its legacy GET streams' subscriptions before every delivery, so a
+    ``resources/subscribe`` served by another worker counts even while the channel layer is down."""
+    out: dict[str, list[str]] = {}
+    for start in range(0, len(session_ids), 500):
+        rows = McpSession.objects.filter(pk__in=session_ids[start:start + 500])
+        out.update((pk, list(subs or ())) for pk, subs in rows.values_list("pk", "subscriptions"))
+    return out
 
 
 def prune(*, keep_ended_seconds: float = 3600.0) -> int:

@@ -214,7 +214,7 @@ def check_patches(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         f"versions; {FALLBACKS[feature]}.",
         hint="Install the Twisted and daphne versions pyproject.toml names, or check mcp_endpoint/"
              "daphne_server.py against the new ones and widen the bounds.",
-        obj="mcp_endpoint.daphne_server", id="mcp_endpoint.W001")
+        obj="mcp_endpoint.transport.daphne_server", id="mcp_endpoint.W001")
         for feature, names in diagnose().items() if names]
 
 
@@ -498,12 +498,12 @@ class DaphneConnection:
     never suspends: it checks that the connection is still there and calls
     ``protocol.handle_reply(message)``, which writes to Twisted at once. :meth:`write` does the
     same two steps as a plain call, so the hub can write a frame to an idle stream while it
-    walks the listeners (mcp_endpoint/mailbox.py) instead of waking 1,000 stream tasks.
+    walks the listeners (mcp_endpoint/notify/mailbox.py) instead of waking 1,000 stream tasks.
 
     Because daphne's send never waits, a client that stops reading never slows its stream
     down: Twisted queues whatever the kernel does not take, without end. :meth:`backed_up`
     reads Twisted's own high-water mark, so the stream loop can cut that one client off
-    (``LISTENER_QUEUE_SIZE``'s promise, mcp_endpoint/consumers.py)."""
+    (``LISTENER_QUEUE_SIZE``'s promise, mcp_endpoint/transport/consumers.py)."""
 
     __slots__ = ("connections", "protocol")
 

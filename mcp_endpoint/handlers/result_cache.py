@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # Rough cost of one entry beyond its serialised bytes (key tuple, OrderedDict node, wrapper).
 ENTRY_OVERHEAD_BYTES = 256

@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-log = logging.getLogger("mcp_endpoint.hub")
+log = logging.getLogger("mcp_endpoint.notify.hub")
 
 SUMMARY_SECONDS = 30.0  # how often an ongoing outage is summarised
 

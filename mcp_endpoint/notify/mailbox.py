@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Mailbox:
-    __slots__ = ("maxsize", "_items", "_getter", "waker", "deliver")
+    __slots__ = ("_getter", "_items", "deliver", "maxsize", "waker")
 
     def __init__(self, maxsize: int = 0) -> None:
         self.maxsize = maxsize
         self._items: deque[Any] = deque()
         self._getter: asyncio.Future | None = None  # one pending get() (its only reader is one stream)
         self.waker: Callable[[], None] | None = None  # set by the stream loop draining it
-        # Set by a parked stream loop that can write a frame at once (mcp_endpoint/daphne_server.py):
+        # Set by a parked stream loop that can write a frame at once
+        # (mcp_endpoint/transport/daphne_server.py):
         # an item it takes (returns True) never enters the queue and wakes nobody.
         self.deliver: Callable[[Any], bool] | None = None
 

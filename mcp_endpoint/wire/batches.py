@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..settings import mcp_settings
 from . import errors, jsonrpc
-from .settings import mcp_settings
 
 
 async def run_batch(items: list[Any], run_one: Callable[[Any], Awaitable[bytes | None]]) -> list[bytes] | bytes:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from .settings import mcp_settings
+from ..settings import mcp_settings
 
 logger = logging.getLogger(__name__)
 # Database connections, the listening socket, log and static files, non-stream requests.

@@ -23,21 +23,22 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from registry.serving import dynamic
-from registry.serving.catalogs import catalog_for
-from registry.serving.viewer import Viewer
-from registry.models import PRODUCTION
-from registry.serving.viewer import may_differ_by_client, served_item
+from ..settings import mcp_settings
+from ..wire import jsonrpc
+from .diff import PROMPTS_CHANGED, RESOURCE_UPDATED, RESOURCES_CHANGED, Note
+from .reads import (
+    PRODUCTION,
+    Viewer,
+    affected_uris,
+    catalog_for,
+    change_log_bounds,
+    change_rows_after,
+    may_differ_by_client,
+    served_item,
+    visible,
+)
 
-from . import jsonrpc
-from .settings import mcp_settings
-
-PROMPTS_CHANGED = "notifications/prompts/list_changed"
-RESOURCES_CHANGED = "notifications/resources/list_changed"
-RESOURCE_UPDATED = "notifications/resources/updated"
 PRIMING_VERSIONS = ("2025-11-25",)  # revisions that define the id-only priming event
-
-Note = tuple[str, dict[str, Any] | None]
 
 
 def everything(uris: set[str]) -> list[Note]:
@@ -49,19 +50,16 @@ def everything(uris: set[str]) -> list[Note]:
 def changed_since(last_event_id: str, viewer: Viewer, uris: set[str]) -> list[Note]:
     """What a session with ``viewer`` and subscriptions ``uris`` may have missed since the
     stream position ``last_event_id`` (sync: reads the change log and the label's catalog)."""
-    from registry.models import ChangeLogEntry
-
     try:
         after = int(last_event_id.strip())
     except (ValueError, AttributeError):
         return everything(uris)
-    ids = ChangeLogEntry.objects.order_by("id").values_list("id", flat=True)
-    oldest, newest = ids.first(), ids.last()
-    if after < 0 or (oldest is None and after > 0) or (oldest is not None and (after < oldest - 1 or after > newest)):
+    oldest, newest = change_log_bounds()
+    if after < 0 or (oldest is None and after > 0) or (
+            oldest is not None and (after < oldest - 1 or after > newest)):
         return everything(uris)  # pruned past it, or not a position of this registry
     limit = int(mcp_settings.REPLAY_LIMIT)
-    rows = list(ChangeLogEntry.objects.filter(id__gt=after).order_by("id")
-                .values_list("entry_kind", "entry_key", "label", "list_changed")[:limit + 1])
+    rows = change_rows_after(after, limit + 1)
     if len(rows) > limit:
         return everything(uris)
     catalog = catalog_for(viewer.label)
@@ -70,7 +68,7 @@ def changed_since(last_event_id: str, viewer: Viewer, uris: set[str]) -> list[No
     updated: dict[str, None] = {}
     dynamic_uris = {uri for uri in uris if uri not in catalog.resource_items}
     for kind, key, label, list_changed in rows:
-        for uri in dynamic.affected_uris(dynamic_uris, kind, key):
+        for uri in affected_uris(dynamic_uris, kind, key):
             if key == "*" or _maybe_seen(catalog, viewer, kind, key):
                 updated[uri] = None  # a computed resource reports every label's changes
         if label and label not in (viewer.label, PRODUCTION):
@@ -116,7 +114,7 @@ def _maybe_seen(catalog: Any, viewer: Viewer, kind: str, key: str) -> bool:
         return True
     if kind == "template" and all(t.uri_template != key for t in catalog.template_items):
         return True
-    return dynamic.visible(catalog, viewer, kind, key)
+    return visible(catalog, viewer, kind, key)
 
 
 def _matches(template: Any, uri: str) -> bool:
@@ -133,7 +131,8 @@ async def opening_frames(listener: Any, last_event_id: str | None, protocol_vers
     priming event so that even a quiet stream can be resumed."""
     event_id = str(position)
     if last_event_id is not None:
-        notes = await database_sync_to_async(changed_since)(last_event_id, listener.viewer, set(listener.uris))
+        notes = await database_sync_to_async(changed_since)(last_event_id, listener.viewer,
+                                                            set(listener.uris))
         if notes:
             return [(jsonrpc.encode_notification(method, params), event_id) for method, params in notes]
     if protocol_version in PRIMING_VERSIONS:
