@@ -28,6 +28,18 @@ REGISTRY_LAYERS = (
     ("portable",),
     ("admin", "templatetags", "management", "apps", "migrations"),
 )
+# mcp_endpoint/, bottom up: wire (JSON-RPC, versions, shapes, sessions) -> notify (the hub) ->
+# handlers (one adapter per method) -> dispatch (the validation ladder, both wires) -> transport.
+ENDPOINT_LAYERS = (
+    ("__init__", "settings", "models", "migrations", "wire"),
+    ("notify",),
+    ("handlers",),
+    ("dispatch",),
+    ("transport",),
+    ("routing", "apps", "management"),
+)
+# The only endpoint modules that name the registry: its read seams.
+ENDPOINT_SEAMS = ("mcp_endpoint.handlers.reads", "mcp_endpoint.notify.reads")
 # The project's apps, bottom up (config, the project package, is above all of them).
 PACKAGE_LAYERS = (("registry",), ("oauth", "webhooks"), ("api", "mcp_endpoint"), ("config",))
 
@@ -123,18 +135,28 @@ def test_no_module_imports_another_in_a_circle():
     assert _cycles(graph()) == []
 
 
-def test_registry_imports_point_down_its_layers():
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@pytest.mark.parametrize("package, layers", [("registry", REGISTRY_LAYERS), ("mcp_endpoint", ENDPOINT_LAYERS)])
+def test_imports_point_down_the_layers_of_each_app(package, layers):
     upward = []
     for module, targets in graph().items():
-        if not module.startswith("registry."):
+        if module.split(".")[0] != package:
             continue
-        room = module.split(".")[1]
         for target in targets:
-            if target.startswith("registry.") and target.count(".") >= 1:
-                other = target.split(".")[1]
-                if _layer_of(REGISTRY_LAYERS, other) > _layer_of(REGISTRY_LAYERS, room):
-                    upward.append(f"{module} -> {target}")
+            if target.split(".")[0] == package and _layer_of(layers, _room(target)) > _layer_of(layers, _room(module)):
+                upward.append(f"{module} -> {target}")
     assert upward == []
+
+
+def test_the_endpoint_reaches_the_registry_through_its_read_seams_only():
+    outside = sorted(f"{module} -> {target}" for module, targets in graph().items()
+                     if module.startswith("mcp_endpoint") and module not in ENDPOINT_SEAMS
+                     for target in targets if target.startswith("registry"))
+    assert outside == []
 
 
 def test_apps_import_only_apps_below_them():
