@@ -23,7 +23,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from registry.admin import diffview
+from registry.admin.diff.sections import build
 from registry.release import reviews, rollouts, services
 from registry.authoring import drafts, integrity
 from registry.admin.badges import badges_html, entry_badges
@@ -396,8 +396,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context = self._context(
             request, obj, _("Compare %(a)s with %(b)s") % {"a": a_name, "b": b_name},
             a=a, b=b, a_name=a_name, b_name=b_name, choices=choices,
-            diff=diffview.build(obj.kind, a_snap, b_snap, before_name=a_name, after_name=b_name,
-                                load=diff_loader(payloads)),
+            diff=build(obj.kind, a_snap, b_snap, before_name=a_name, after_name=b_name,
+                       load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/diff.html", context)
 
@@ -454,9 +454,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context = self._context(
             request, obj, _("Publish %(key)s") % {"key": obj.key},
             form=form, report=report, latest=latest,
-            diff=diffview.build(obj.kind, latest.snapshot if latest else None, draft,
-                                before_name=f"v{latest.number}" if latest else _("nothing published"),
-                                after_name=_("draft"), load=diff_loader(payloads)),
+            diff=build(obj.kind, latest.snapshot if latest else None, draft,
+                       before_name=f"v{latest.number}" if latest else _("nothing published"),
+                       after_name=_("draft"), load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
 
@@ -510,11 +510,11 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             request, obj, _("Request the release of %(key)s") % {"key": obj.key}, form=form, version=version,
             current=current,
             report=None if version else validate_entry(obj),
-            diff=diffview.build(obj.kind, current.version.snapshot if current else None, after,
-                                before_name=_("%(label)s now (v%(number)s)") % {
-                                    "label": label_name, "number": current.version.number} if current else _("nothing"),
-                                after_name=f"v{version.number}" if version else _("draft"),
-                                load=diff_loader(payloads)),
+            diff=build(obj.kind, current.version.snapshot if current else None, after,
+                       before_name=_("%(label)s now (v%(number)s)") % {
+                           "label": label_name, "number": current.version.number} if current else _("nothing"),
+                       after_name=f"v{version.number}" if version else _("draft"),
+                       load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/request.html", context)
 
@@ -641,9 +641,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
             request, obj, title % {"label": label_name, "key": obj.key, "number": target.number},
             form=form, label_name=label_name, current=current, target=target, rollback=rollback, protected=protected,
             incident=incident,
-            diff=diffview.build(obj.kind, current.version.snapshot if current else None, target.snapshot,
-                                before_name=_("now (%(version)s)") % {"version": current_name},
-                                after_name=_("after (v%(number)s)") % {"number": target.number}, load=diff_loader()),
+            diff=build(obj.kind, current.version.snapshot if current else None, target.snapshot,
+                       before_name=_("now (%(version)s)") % {"version": current_name},
+                       after_name=_("after (v%(number)s)") % {"number": target.number}, load=diff_loader()),
         )
         return TemplateResponse(request, "admin/registry/label.html", context)
 
@@ -670,9 +670,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         context = self._context(
             request, obj, _("Restore the draft of %(key)s from v%(number)s") % {"key": obj.key, "number": version.number},
             version=version,
-            diff=diffview.build(obj.kind, snapshot_of(obj, payloads), version.snapshot,
-                                before_name=_("current draft"), after_name=f"v{version.number}",
-                                load=diff_loader(payloads)),
+            diff=build(obj.kind, snapshot_of(obj, payloads), version.snapshot,
+                       before_name=_("current draft"), after_name=f"v{version.number}",
+                       load=diff_loader(payloads)),
         )
         return TemplateResponse(request, "admin/registry/restore.html", context)
 
