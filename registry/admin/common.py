@@ -30,7 +30,7 @@ from registry.admin.badges import badges_html, entry_badges
 from registry.admin.fetch_stats import rollout_progress, served_by_client, served_by_version
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import ContentMissing, InvalidEntry, PublishPermissionDenied, RegistryError, RolloutConflict
-from registry.admin.forms import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
+from registry.admin.forms.releases import LabelMoveForm, PublishForm, ReviewRequestForm, RolloutForm
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, AuditEntry, EntryVersion, FetchCounter, ReviewRequest, Rollout, VersionedEntry
 from registry.models.base import label_name_validator
@@ -159,7 +159,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, admin.ModelAdmin):
         obj = super().get_object(request, object_id, from_field)
         if obj is not None and request.method == "POST" and transaction.get_connection().in_atomic_block:
             # changeform_view is one transaction: lock the row and validate against its current
-            # revision, so a concurrent save is refused (forms.DraftRevisionMixin), never reverted.
+            # revision, so a concurrent save is refused (forms.entry.DraftRevisionMixin), never reverted.
             drafts.lock_draft(obj)
         return obj
 

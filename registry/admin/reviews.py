@@ -23,7 +23,7 @@ from registry.release import reviews
 from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
-from registry.admin.forms import ReviewDecisionForm
+from registry.admin.forms.releases import ReviewDecisionForm
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
 from registry.authoring.snapshots import diff_loader

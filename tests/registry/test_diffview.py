@@ -9,7 +9,8 @@ from registry.admin.diff.recorded import change_summary, from_changes
 from registry.admin.diff.sections import build
 from registry.admin.diff.values import field_label
 from registry.admin.diff.words import word_diff
-from registry.admin.forms import PromptArgumentForm, PromptForm, ResourceForm
+from registry.admin.forms.prompts import PromptArgumentForm, PromptForm
+from registry.admin.forms.resources import ResourceForm
 from registry.authoring.snapshots import diff_snapshots
 
 BEFORE = {
