@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.diff import recorded
-from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.access import ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.release.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry

@@ -14,7 +14,8 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
+from registry.admin.entries import VersionedEntryAdmin
+from registry.admin.thumbnails import stored_thumbnail
 from registry.formats import argtypes
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.admin.forms.entry import live_forms

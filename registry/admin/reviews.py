@@ -20,7 +20,7 @@ _ = gettext
 
 from registry.admin.diff.sections import build
 from registry.release import reviews
-from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
+from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
 from registry.admin.forms.releases import ReviewDecisionForm
