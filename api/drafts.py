@@ -38,7 +38,7 @@ from registry.authoring.validation import DraftReport, Problem, validate_prompt,
 
 class TextAsGiven(serializers.CharField):
     """A draft's text as given: not trimmed (DRF trims by default). The registry stores what was
-    typed, with LF line breaks, on every path (registry.admin.forms.NewlinesMixin), so a GET sent back
+    typed, with LF line breaks, on every path (registry.admin.forms.fields.NewlinesMixin), so a GET sent back
     as a PUT, or an imported entry saved through the API, changes nothing."""
 
     def __init__(self, **kwargs: Any) -> None:

@@ -11,8 +11,8 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.admin import diffview
-from registry.admin.common import ReadOnlyAdminMixin
+from registry.admin.diff import recorded
+from registry.admin.access import ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.release.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditEntry
@@ -47,13 +47,13 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
     @admin.display(description=gettext_lazy("change"))
     def change_summary(self, obj: AuditEntry) -> str:
         """One readable line per entry, e.g. "Message 2 text changed; Title changed"."""
-        return diffview.change_summary(obj.entry_kind, obj.changes)
+        return recorded.change_summary(obj.entry_kind, obj.changes)
 
     @admin.display(description=gettext_lazy("what changed"))
     def readable_changes(self, obj: AuditEntry) -> str:
         if not obj.changes:
             return _("No field changes recorded.")
-        diff = diffview.from_changes(obj.entry_kind, obj.changes, before_name=_("before"), after_name=_("after"),
+        diff = recorded.from_changes(obj.entry_kind, obj.changes, before_name=_("before"), after_name=_("after"),
                                      load=diff_loader())
         return render_to_string("admin/registry/_diff.html", {"diff": diff})
 

@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.serving import clients
-from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
+from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.fetch_stats import client_receives
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.models import FetchCounter, McpClient

@@ -14,16 +14,17 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
+from registry.admin.entries import VersionedEntryAdmin
+from registry.admin.thumbnails import stored_thumbnail
 from registry.formats import argtypes
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
-from registry.admin.forms import (
+from registry.admin.forms.entry import live_forms
+from registry.admin.forms.prompts import (
     PromptArgumentForm,
     PromptArgumentFormSet,
     PromptForm,
     PromptMessageForm,
     PromptMessageFormSet,
-    live_forms,
 )
 from registry.models import Prompt, PromptArgument, PromptMessage
 from registry.formats.rendering import render_prompt

@@ -12,9 +12,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from uritemplate import URITemplate
 
-from registry.admin.common import VersionedEntryAdmin, stored_thumbnail
+from registry.admin.entries import VersionedEntryAdmin
+from registry.admin.thumbnails import stored_thumbnail
 from registry.errors import RegistryError
-from registry.admin.forms import ResourceForm, ResourceTemplateForm, TemplateVariableForm, TemplateVariableFormSet
+from registry.admin.forms.resources import (
+    ResourceForm,
+    ResourceTemplateForm,
+    TemplateVariableForm,
+    TemplateVariableFormSet,
+)
 from registry.models import Resource, ResourceTemplate, TemplateVariable
 from registry.formats.rendering import render_body
 from registry.errors import ContentMissing

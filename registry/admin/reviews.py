@@ -18,12 +18,12 @@ from django.utils.translation import gettext, gettext_lazy
 
 _ = gettext
 
-from registry.admin import diffview
+from registry.admin.diff.sections import build
 from registry.release import reviews
-from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
+from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.errors import InvalidEntry, RegistryError
-from registry.admin.forms import ReviewDecisionForm
+from registry.admin.forms.releases import ReviewDecisionForm
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
 from registry.authoring.snapshots import diff_loader
@@ -186,7 +186,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             "is_requester": is_requester,
             "can_decide": review.is_pending and not is_requester and reviews.can_decide(request.user, review),
             "can_withdraw": review.is_pending and is_requester,
-            "diff": diffview.build(
+            "diff": build(
                 review.entry_kind, before, after,
                 before_name=(_("Now (%(what)s)") % {"what": base_name} if review.base_version
                              else _("Now (nothing served)")),

@@ -11,11 +11,16 @@ from functools import cache
 
 from django.utils.translation import get_language, gettext
 
-from registry.admin import forms
+from registry.admin.forms.prompts import PromptArgumentForm, PromptForm, PromptMessageForm
+from registry.admin.forms.resources import ResourceForm, ResourceTemplateForm, TemplateVariableForm
 from registry.models import ArgumentType
 from registry.models.prompts import ContentKind, MessageRole
 from registry.models.resources import Audience
 from registry.authoring.schema import Field
+
+# The edit forms whose field labels a schema field names ("PromptForm.description"), by class name.
+_EDIT_FORMS = {form.__name__: form for form in (PromptForm, PromptArgumentForm, PromptMessageForm,
+                                                ResourceForm, ResourceTemplateForm, TemplateVariableForm)}
 
 
 def label_text(field: Field) -> str:
@@ -32,7 +37,7 @@ def binary_label(field: Field) -> str:
 def _label_in(form: str, label: str, language: str | None) -> str:
     if form:
         form_name, field_name = form.split(".")
-        form_field = getattr(forms, form_name).base_fields.get(field_name)
+        form_field = _EDIT_FORMS[form_name].base_fields.get(field_name)
         if form_field is not None and form_field.label:
             return str(form_field.label)
     return gettext(label) if label else ""

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
-from registry.admin.common import InternalsMixin, ReadOnlyAdminMixin
+from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.models import (
     PromptLabel,

@@ -80,7 +80,7 @@ def _bytes(value: bytes | memoryview | content.Stored | None) -> bytes | content
 
 
 def _text(value: str | None) -> str:
-    """A text of draft data as stored: LF line breaks, nothing else changed (see registry.admin.forms.NewlinesMixin)."""
+    """A text of draft data as stored: LF line breaks, nothing else changed (see registry.admin.forms.fields.NewlinesMixin)."""
     return normalise_newlines(value or "")
 
 

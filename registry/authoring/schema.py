@@ -4,7 +4,7 @@ registry/authoring/snapshots.py writes snapshots; this module says what is in th
 "the fields of a prompt, a resource or a template" takes them from here instead of keeping its own
 list, so a field added to snapshots cannot be silently left out of one of them:
 
-- the diff (registry/admin/diffview.py) shows exactly these fields, with these labels, compared and
+- the diff (registry/admin/diff/) shows exactly these fields, with these labels, compared and
   displayed as `shows` says, and keys it does not find here only under "Other fields";
 - the listing (registry/authoring/listing.py) copies the keys in `listed` into the list items clients get;
 - the prompts-as-code format (registry/portable/format.py) accepts the `portable` keys as an entry's keys.

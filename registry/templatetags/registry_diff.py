@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from registry.admin import diffview
+from registry.admin.diff import recorded
 from registry.models import AuditEntry
 
 register = template.Library()
@@ -13,4 +13,4 @@ register = template.Library()
 @register.filter
 def change_summary(entry: AuditEntry) -> str:
     """'Message 2 text changed; Title changed' (plain text: the template escapes it)."""
-    return diffview.change_summary(entry.entry_kind, entry.changes)
+    return recorded.change_summary(entry.entry_kind, entry.changes)

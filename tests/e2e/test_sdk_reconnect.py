@@ -21,7 +21,7 @@ without Node.js/npm or the registries the test is skipped with the reason.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import shutil
@@ -76,12 +76,11 @@ asyncio.run(main())
 '''
 
 
-def _matrix():
-    spec = importlib.util.spec_from_file_location("run_matrix", CLIENTS_DIR / "run_matrix.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("run_matrix", module)  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+def _matrix(name: str):
+    """A module of the client matrix (bench/clients/NAME.py), imported by name as run_matrix.py imports it."""
+    if str(CLIENTS_DIR) not in sys.path:
+        sys.path.insert(0, str(CLIENTS_DIR))
+    return importlib.import_module(name)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +88,7 @@ def clients():
     """The installed clients, by slug (npm and pip installs into the matrix's cache, reused)."""
     if not (shutil.which("node") and shutil.which("npm")):
         pytest.skip("Node.js and npm are needed to install the TypeScript SDK clients")
-    matrix = _matrix()
+    matrix = _matrix("matrix_clients")
     wanted = {"ts-sdk-1.32", "ts-sdk-2.4", "py-mcp-1.30", "project", "mcp-remote-0.15"}
     found = {}
     for client in matrix.CLIENTS:
@@ -103,7 +102,7 @@ def clients():
 
 
 def _driver_commands(matrix, found, url: str) -> dict[str, tuple[list[str], Path]]:
-    cache = matrix.CACHE
+    cache = _matrix("matrix_paths").CACHE
     for slug in ("ts-sdk-1.32", "ts-sdk-2.4", "mcp-remote-0.15"):
         shutil.copy(CLIENTS_DIR / "ts_driver.mjs", cache / slug / "ts_driver.mjs")
     legacy = ["--generation", "2025-11-25"]

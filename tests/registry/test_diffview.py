@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import hashlib
 
-from registry.admin import diffview
-from registry.admin.forms import PromptArgumentForm, PromptForm, ResourceForm
+from registry.admin.diff.changes import NOT_SET, EntryDiff, Section, Segment
+from registry.admin.diff.recorded import change_summary, from_changes
+from registry.admin.diff.sections import build
+from registry.admin.diff.values import field_label
+from registry.admin.diff.words import word_diff
+from registry.admin.forms.prompts import PromptArgumentForm, PromptForm
+from registry.admin.forms.resources import ResourceForm
 from registry.authoring.snapshots import diff_snapshots
 
 BEFORE = {
@@ -31,7 +36,7 @@ AFTER = {
 }
 
 
-def _sections(diff: diffview.EntryDiff) -> dict[str, diffview.Section]:
+def _sections(diff: EntryDiff) -> dict[str, Section]:
     return {section.title or section.kind: section for section in diff.sections}
 
 
@@ -39,19 +44,19 @@ def test_fields_come_in_form_order_with_the_form_labels_and_words_for_nothing():
     before = {"uri": "docs://a", "name": "a", "text": "x", "mimeType": "text/plain", "size": 1}
     after = {"uri": "docs://a", "name": "b", "title": "A", "text": "y", "size": 1,
              "annotations": {"priority": 0.5, "audience": ["user", "assistant"]}}
-    [section] = diffview.build("resource", before, after).sections
+    [section] = build("resource", before, after).sections
     labels = [change.label for change in section.fields]
     form = ResourceForm.base_fields
     assert labels == [form["name"].label, form["title"].label, form["mime_type"].label, form["text"].label,
                       form["audience"].label, form["priority"].label]
     by_label = {change.label: change for change in section.fields}
-    assert by_label["Title"].before == diffview.NOT_SET and by_label["Title"].status == "added"
+    assert by_label["Title"].before == NOT_SET and by_label["Title"].status == "added"
     assert by_label[form["mime_type"].label].after.missing and by_label[form["mime_type"].label].status == "removed"
     assert by_label["Audience"].after.text == "User and assistant"
 
 
 def test_booleans_read_yes_and_no_and_arguments_form_a_table_with_changed_cells_marked():
-    diff = diffview.build("prompt", BEFORE, AFTER)
+    diff = build("prompt", BEFORE, AFTER)
     table = _sections(diff)["Arguments"].table
     assert table.columns == [PromptArgumentForm.base_fields[name].label
                              for name in ("name", "title", "description", "required", "default", "suggestions")]
@@ -64,11 +69,11 @@ def test_booleans_read_yes_and_no_and_arguments_form_a_table_with_changed_cells_
 
 
 def test_messages_are_bubbles_with_role_and_a_word_level_diff_and_files_are_summarised():
-    messages = _sections(diffview.build("prompt", BEFORE, AFTER))["Messages"].messages
+    messages = _sections(build("prompt", BEFORE, AFTER))["Messages"].messages
     assert [(m.number, m.status) for m in messages] == [(1, "changed"), (3, "added")]  # message 2 is unchanged
     first, image = messages
     assert (first.role.text, first.role_key) == ("User", "user")
-    assert diffview.Segment("ins", " carefully") in first.words
+    assert Segment("ins", " carefully") in first.words
     assert "".join(s.text for s in first.words if s.op != "ins") == BEFORE["messages"][0]["content"]["text"]
     file_field = next(f for f in image.fields if f.key == "content")
     digest = hashlib.sha256(b"\x89PNG-bytes").hexdigest()[:12]
@@ -79,7 +84,7 @@ def test_messages_are_bubbles_with_role_and_a_word_level_diff_and_files_are_summ
 def test_a_long_text_is_word_diffed_and_long_unchanged_stretches_are_folded():
     old = "Intro line\n" + "".join(f"line {n}\n" for n in range(30)) + "The quick fox.\n"
     new = "Intro line\n" + "".join(f"line {n}\n" for n in range(30)) + "The slow fox.\n"
-    [section] = diffview.build("template", {"body": old}, {"body": new}).sections
+    [section] = build("template", {"body": old}, {"body": new}).sections
     [change] = section.fields
     ops = [segment.op for segment in change.words]
     assert ops == ["gap", "same", "del", "ins", "same"]
@@ -89,15 +94,15 @@ def test_a_long_text_is_word_diffed_and_long_unchanged_stretches_are_folded():
 
 
 def test_a_changed_word_and_its_neighbour_read_as_one_replacement():
-    assert diffview.word_diff("the quick brown fox", "a slow brown fox") == [
-        diffview.Segment("del", "the quick"), diffview.Segment("ins", "a slow"), diffview.Segment("same", " brown fox")]
+    assert word_diff("the quick brown fox", "a slow brown fox") == [
+        Segment("del", "the quick"), Segment("ins", "a slow"), Segment("same", " brown fox")]
 
 
 def test_unknown_keys_are_shown_generically_after_the_known_ones_and_hash_references_are_summarised():
     before = {"uri": "docs://a", "name": "a", "blob": {"sha256": "ab" * 32, "size": 2048}}
     after = {"uri": "docs://a", "name": "a", "blob": {"sha256": "cd" * 32, "size": 4096},
              "tags": ["support", "billing"], "icons": [{"src": "x.png"}], "_meta": {"owner": "team"}}
-    sections = diffview.build("resource", before, after).sections
+    sections = build("resource", before, after).sections
     assert [s.title for s in sections] == ["", "Other fields"]
     known = {change.label: change for change in sections[0].fields}
     assert known[ResourceForm.base_fields["upload"].label].after.text == f"4,096 bytes · sha256 {'cd' * 6}"
@@ -106,21 +111,21 @@ def test_unknown_keys_are_shown_generically_after_the_known_ones_and_hash_refere
 
 
 def test_nothing_before_is_said_once_and_identical_snapshots_have_no_differences():
-    new = diffview.build("prompt", None, AFTER)
+    new = build("prompt", None, AFTER)
     assert new.all_new and new.summary() == "New: name, title, description, 2 arguments and 3 messages"
-    assert diffview.build("prompt", AFTER, AFTER).empty
+    assert build("prompt", AFTER, AFTER).empty
 
 
 def test_recorded_audit_changes_give_the_same_reading_and_a_one_line_summary():
     changes = diff_snapshots(BEFORE, AFTER)
-    diff = diffview.from_changes("prompt", changes)
+    diff = from_changes("prompt", changes)
     assert diff.partial
-    assert diffview.change_summary("prompt", changes) == (
+    assert change_summary("prompt", changes) == (
         "Title added; Argument 1 required and default changed; Argument 2 name, required and default changed; "
         "Message 1 text changed; and 1 more")
     messages = _sections(diff)["Messages"].messages
     assert [(m.number, m.status) for m in messages] == [(1, "changed"), (3, "added")]
-    assert diffview.Segment("ins", " carefully") in messages[0].words
+    assert Segment("ins", " carefully") in messages[0].words
     unknown = _sections(diff)["Arguments"].table.rows[0].cells[1]
     assert unknown.before is None and unknown.after is None  # not recorded: neither "not set" nor a guess
 
@@ -128,14 +133,14 @@ def test_recorded_audit_changes_give_the_same_reading_and_a_one_line_summary():
 def test_an_audit_summary_of_a_stored_binary_summary_and_a_label_flag():
     changes = [{"field": "blob", "before": "<10 bytes, sha256 0123456789abcdef>", "after": None},
                {"field": "protected", "before": False, "after": True}]
-    diff = diffview.from_changes("resource", changes)
+    diff = from_changes("resource", changes)
     fields = [change for section in diff.sections for change in section.fields]
     assert [(c.label, c.before.text, c.after.text) for c in fields] == [
         (ResourceForm.base_fields["upload"].label, "10 bytes · sha256 0123456789ab", ""), ("Protected", "No", "Yes")]
-    assert diffview.change_summary("resource", changes) == "File removed; Protected changed"
-    assert diffview.change_summary("prompt", []) == ""
+    assert change_summary("resource", changes) == "File removed; Protected changed"
+    assert change_summary("prompt", []) == ""
 
 
 def test_form_labels_are_those_of_the_prompt_form():
-    assert diffview.field_label("prompt", "description") == PromptForm.base_fields["description"].label
-    assert diffview.field_label("prompt", "someNewKey") == "Some new key"
+    assert field_label("prompt", "description") == PromptForm.base_fields["description"].label
+    assert field_label("prompt", "someNewKey") == "Some new key"

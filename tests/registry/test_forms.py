@@ -5,13 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from registry.admin.forms import (
-    LabelMoveForm,
-    PromptMessageForm,
-    PublishForm,
-    ResourceForm,
-    ResourceTemplateForm,
-)
+from registry.admin.forms.prompts import PromptMessageForm
+from registry.admin.forms.releases import LabelMoveForm, PublishForm
+from registry.admin.forms.resources import ResourceForm, ResourceTemplateForm
 from registry.models import Prompt, PromptMessage
 from tests.factories import PNG_1X1
 

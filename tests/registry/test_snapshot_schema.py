@@ -17,7 +17,9 @@ import pytest
 from django.utils.translation import gettext
 
 from registry.portable import format as portable
-from registry.admin import diffview
+from registry.admin.diff.changes import EntryDiff
+from registry.admin.diff.recorded import change_summary
+from registry.admin.diff.sections import build
 from registry.authoring import listing
 from registry.admin.schema_labels import binary_label, label_text
 from registry.authoring.schema import DOCUMENT, SCHEMAS, leaf_paths, schema_of
@@ -85,7 +87,7 @@ def _labels(kind: str, path: str) -> set[str]:
     return labels
 
 
-def _said(diff: diffview.EntryDiff) -> str:
+def _said(diff: EntryDiff) -> str:
     return "; ".join(diff.summary_items()).lower()
 
 
@@ -120,7 +122,7 @@ def test_a_change_of_any_snapshot_key_shows_in_the_diff_under_its_own_field(remo
         for path, value in leaf_paths(snapshot):
             after = _changed(snapshot, path, None if remove else _other(path, value), remove=remove)
             for load in (None, diff_loader()):
-                diff = diffview.build(kind, snapshot, after, load=load)
+                diff = build(kind, snapshot, after, load=load)
                 said = _said(diff)
                 assert not diff.empty, f"{kind} {path}: 'No differences' for a changed snapshot"
                 assert "Other fields" not in [s.title for s in diff.sections], f"{kind} {path} shown as unknown"
@@ -131,7 +133,7 @@ def test_a_change_of_any_snapshot_key_shows_in_the_audit_log_record_of_it():
     for kind, snapshot in _real_snapshots():
         for path, value in leaf_paths(snapshot):
             changes = diff_snapshots(snapshot, _changed(snapshot, path, _other(path, value)))
-            said = diffview.change_summary(kind, changes).lower()
+            said = change_summary(kind, changes).lower()
             assert changes and said != "no changes", f"{kind} {path}: nothing recorded"
             assert any(label in said for label in _labels(kind, path)), f"{kind} {path}: the audit says {said!r}"
 

@@ -1,0 +1,41 @@
+"""The history page: versions, labels, audit entries, rollouts, pending reviews and fetch counts of one entry.
+
+It replaces the stock object history (Django's LogEntry list), which knows nothing of versions.
+"""
+
+from __future__ import annotations
+
+from django.template.response import TemplateResponse
+from django.utils.translation import gettext as _
+
+from registry.admin.fetch_stats import served_by_client, served_by_version
+from registry.admin.views.entry_page import EntryPageMixin
+from registry.admin.views.label import can_roll_back
+from registry.models import PRODUCTION, AuditEntry, FetchCounter, ReviewRequest, Rollout
+
+
+class HistoryPageMixin(EntryPageMixin):
+    """Replaces the stock history page (URL name "history")."""
+
+    def history_view(self, request, object_id, extra_context=None):
+        """Versions, labels, audit entries and fetch counts of one entry (replaces the stock log)."""
+        obj = self._entry(request, object_id)
+        versions = list(obj.versions.all())
+        labels = list(obj.labels.select_related("version"))
+        by_version: dict[int, list[str]] = {}
+        for label in labels:
+            by_version.setdefault(label.version.number, []).append(label.name)
+        rows = [{"version": v, "labels": by_version.get(v.number, [])} for v in versions]
+        label_names = list(dict.fromkeys([PRODUCTION, *(label.name for label in labels)]))
+        context = self._context(
+            request, obj, _("History of %(key)s") % {"key": obj.key},
+            rows=rows, labels=labels, label_names=label_names,
+            audit_entries=AuditEntry.objects.filter(entry_kind=obj.kind, entry_id=obj.pk).select_related("actor")[:200],
+            fetches=FetchCounter.objects.filter(entry_kind=obj.kind, entry_key=obj.key)[:200],
+            by_client=served_by_client(obj), by_version=served_by_version(obj),
+            rollouts=Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk),
+            pending_reviews=ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"),
+            can_roll_back=can_roll_back(obj),
+            **(extra_context or {}),
+        )
+        return TemplateResponse(request, "admin/registry/history.html", context)
