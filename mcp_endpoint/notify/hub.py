@@ -72,6 +72,7 @@ class Hub:
         self.listeners: set[Listener] = set()
         self.budgets: Counter[Any] = Counter()  # open streams per budget key, kept by _add/_remove
         self.held: set[int] = set()  # change ids committed by a request still being answered here
+        self.held_changes: dict[int, Change] = {}  # those changes, so a consistency check waits for them too
         self.told: dict[str, Told] = {}  # per label with listeners: what they were last judged against
         self.ids = AppliedIds()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -229,6 +230,8 @@ class Hub:
         def begin() -> None:
             if release:
                 self.held.difference_update(c.id for c in changes)
+                for change in changes:
+                    self.held_changes.pop(change.id, None)
             # A fresh context: the committing thread's context (asgiref's thread-sensitive markers
             # included) must not leak into the hub, or its database calls may refuse to run.
             loop.create_task(self.process(changes), context=contextvars.Context())
@@ -249,6 +252,7 @@ class Hub:
 
         def hold() -> None:
             self.held.update(ids)
+            self.held_changes.update((c.id, c) for c in changes)
             loop.call_later(seconds, lambda: self.submit_threadsafe(changes, release=True))
 
         loop.call_soon_threadsafe(hold, context=contextvars.Context())
@@ -346,6 +350,11 @@ class Hub:
                 self.delivered += 1
             yield listener
 
+    def _held(self, kind: str, key: str) -> bool:
+        """Whether a change of (kind, key) is committed here but held until its request has been
+        answered: its own delivery will come, so a check must not take it for a lost change."""
+        return any(c.kind == kind and c.key in (key, "*") for c in self.held_changes.values())
+
     async def check_consistency(self) -> int:
         """Compare every cached catalog with what the database serves; rebuild (and announce)
         the entries that disagree. Returns how many entries were stale.
@@ -360,8 +369,9 @@ class Hub:
                 current = cached_catalog(label) or await database_sync_to_async(refresh_catalog)(label, [])
                 # Both the catalog served from and what listeners were last told must agree.
                 told = self.told.get(label)
-                stale = sorted(set(stale_keys(current, served))
-                               | set(stale_keys(told, served) if told else ()))
+                stale = [key for key in sorted(set(stale_keys(current, served))
+                                               | set(stale_keys(told, served) if told else ()))
+                         if not self._held(*key)]
                 if not stale:
                     continue
                 stale_total += len(stale)

@@ -452,3 +452,31 @@ async def test_the_consistency_check_compares_what_listeners_were_told_not_only_
     assert heard(listener) == [(PROMPTS_CHANGED, None)]
     assert await hub.check_consistency() == 0  # told and served agree now: nothing more
     assert heard(listener) == []
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_consistency_check_leaves_a_change_held_for_its_request_to_its_own_delivery(caplog):
+    """A change committed by a request still being answered here is held (handoff.py); a check
+    running meanwhile used to find the database ahead, warn of a stale catalog and announce it
+    early, leaving the change's own delivery with nothing to say."""
+    await database_sync_to_async(lambda: publish(make_prompt("greet")))()
+    hub, listener = await _hub_listening()
+
+    def change():
+        prompt = Prompt.objects.get(name="greet")
+        PromptMessage.objects.filter(prompt=prompt).update(text="Changed {{ topic }}")
+        publish(prompt)
+
+    await database_sync_to_async(change)()
+    held = [Change(50_001, "prompt", "greet", "production", True)]
+    hub.hold_threadsafe(held, 30)
+    await asyncio.sleep(0)  # the hold is scheduled on the loop
+    with caplog.at_level("WARNING", logger="mcp_endpoint.notify.hub"):
+        assert await hub.check_consistency() == 0
+    assert heard(listener) == [] and not caplog.records
+    hub.submit_threadsafe(held, release=True)
+    for _ in range(100):
+        if not listener.queue.empty():
+            break
+        await asyncio.sleep(0.02)
+    assert heard(listener) == [(PROMPTS_CHANGED, None)]
