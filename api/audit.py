@@ -15,8 +15,8 @@ from rest_framework.response import Response
 
 from api.filters import validated_params
 from api.permissions import ReadModelPermission, requires
-from registry.release.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditAction, AuditEntry
+from registry.release.audit_export import EXPORT_FORMATS, export_response
 
 
 class AuditEntrySerializer(serializers.ModelSerializer):

@@ -15,8 +15,9 @@ from typing import Any
 from rest_framework import serializers
 
 from api.fields import Base64BytesField
-from registry.release import services
 from registry.authoring.drafts import draft_data, normalise_tags, save_draft
+from registry.authoring.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
+from registry.formats.uris import normalize_uri
 from registry.kinds import KINDS, kind_of
 from registry.models import (
     ArgumentType,
@@ -33,8 +34,8 @@ from registry.models import (
 from registry.models.base import label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
-from registry.formats.uris import normalize_uri
-from registry.authoring.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
+from registry.release import services
+
 
 class TextAsGiven(serializers.CharField):
     """A draft's text as given: not trimmed (DRF trims by default). The registry stores what was

@@ -20,27 +20,27 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import rollouts as rollout_api
-from api.errors import etag
 from api.drafts import PromptSerializer, ResourceSerializer, TemplateSerializer
+from api.errors import etag
 from api.filters import EntryFilterSerializer, filter_entries, validated_params
 from api.permissions import ModelPermissions, ReadModelPermission
 from api.versions import (
-    PublishedVersionSerializer,
     LabelSerializer,
     MoveLabelRequestSerializer,
     NoteSerializer,
+    PublishedVersionSerializer,
     PublishRequestSerializer,
     RollbackRequestSerializer,
     VersionSerializer,
     VersionSummarySerializer,
 )
-from registry.release import reviews, services
 from registry.authoring.drafts import lock_draft
-from registry.errors import ContentMissing
-from registry.kinds import KINDS
 from registry.authoring.snapshots import with_content
+from registry.errors import ContentMissing
 from registry.formats.uris import lookup_uri, normalize_uri_template
+from registry.kinds import KINDS
 from registry.models import Prompt, Resource, ResourceTemplate
+from registry.release import reviews, services
 
 
 class EntrySummarySerializer(serializers.Serializer):

@@ -9,7 +9,8 @@ views of the `api` namespace back to LANGUAGE_CODE and says so in Content-Langua
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse

@@ -6,8 +6,9 @@ the protected label) live in `registry.release.reviews`; this module only adapts
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -18,10 +19,10 @@ from rest_framework.response import Response
 
 from api.filters import validated_params
 from api.permissions import ReadModelPermission
-from registry.release import reviews as reviews_service
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, ReviewRequest, ReviewStatus
 from registry.models.base import label_name_validator
+from registry.release import reviews as reviews_service
 
 
 class ReviewSerializer(serializers.ModelSerializer):

@@ -47,8 +47,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import SHARED, free_port, pinned, wait_port  # noqa: E402
-from writes import PASSWORD, Listeners, Publisher, commit_times, percentile, prepare  # noqa: E402
+from run import SHARED, free_port, pinned, wait_port
+from writes import PASSWORD, Listeners, Publisher, commit_times, percentile, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

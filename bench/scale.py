@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import free_port, pinned, wait_port  # noqa: E402
-from soak import rss_mib  # noqa: E402
-from writes import manage  # noqa: E402
+from run import free_port, pinned, wait_port
+from soak import rss_mib
+from writes import manage
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

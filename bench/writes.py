@@ -40,7 +40,7 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import free_port, pinned, wait_port  # noqa: E402
+from run import free_port, pinned, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

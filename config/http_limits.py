@@ -159,7 +159,7 @@ async def _discard_body(receive: Any) -> None:
 
     try:
         await asyncio.wait_for(drain(), LINGER_SECONDS)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
 
 

@@ -16,9 +16,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import (AuthorizationView, DynamicClientRegistrationManagementView,
-                                   DynamicClientRegistrationView)
-from oauth2_provider.views import OAuthProtectedResourceMetadataView, RevokeTokenView, TokenView
+from oauth2_provider.views import (
+    AuthorizationView,
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+    OAuthProtectedResourceMetadataView,
+    RevokeTokenView,
+    TokenView,
+)
 
 from . import throttle
 from .bearer import defaults_for

@@ -10,7 +10,8 @@ is what MCP clients are shown instead.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 

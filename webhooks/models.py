@@ -7,8 +7,8 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from webhooks.events import Event
 from webhooks.validation import validate_webhook_url

@@ -132,7 +132,7 @@ def run_inspector_oauth(client: Client, generation: str, server: Server) -> Row:
         else:
             try:
                 urllib.request.urlopen(consent(server, url.group(0)), timeout=20).read()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 problems.append(f"consent/callback: {exc}")
         proc.wait(60)
     except subprocess.TimeoutExpired:
@@ -192,7 +192,7 @@ def run_mcp_remote_oauth(client: Client, server: Server) -> tuple[Row, str]:
             ]
             try:
                 urllib.request.urlopen(consent(server, url.group(0)), timeout=20).read()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 problems.append(f"consent/callback: {exc}")
         proc.wait(120)
     except subprocess.TimeoutExpired:

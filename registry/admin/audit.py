@@ -11,12 +11,12 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.admin.diff import recorded
 from registry.admin.access import ReadOnlyAdminMixin
+from registry.admin.diff import recorded
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
-from registry.release.audit_export import EXPORT_FORMATS, export_response
-from registry.models import AuditEntry
 from registry.authoring.snapshots import diff_loader
+from registry.models import AuditEntry
+from registry.release.audit_export import EXPORT_FORMATS, export_response
 
 EXPORT_PERMISSION = "registry.export_auditentry"
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.urls import reverse
-from django.utils.translation import gettext as _
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
 
-from registry.models import PRODUCTION, STAGING, ReviewRequest, ReviewStatus, Rollout, VersionedEntry
 from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.models import PRODUCTION, STAGING, ReviewRequest, ReviewStatus, Rollout, VersionedEntry
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.release import reviews
 from registry.admin.badges import badges_html, entry_badges
 from registry.admin.reviews import entry_admin_url
 from registry.kinds import KINDS
 from registry.models import AuditAction, AuditEntry, ReviewRequest, ReviewStatus
+from registry.release import reviews
 
 RECENT = 10
 INCIDENT_DAYS = 14  # how long an incident rollback stays on the publishers' home page

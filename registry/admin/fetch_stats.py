@@ -14,11 +14,11 @@ from typing import Any
 from django.db.models import Max, Sum
 from django.utils import timezone
 
-from registry.serving.catalogs import load_catalog
-from registry.serving.viewer import Viewer
+from registry.formats.buckets import gets_candidate, stable_bucket
 from registry.kinds import kind_of
 from registry.models import PRODUCTION, FetchCounter, McpClient, Rollout, VersionedEntry
-from registry.formats.buckets import gets_candidate, stable_bucket
+from registry.serving.catalogs import load_catalog
+from registry.serving.viewer import Viewer
 
 RECENT_HOURS = 24
 

@@ -10,7 +10,8 @@ preference, LocaleMiddleware's choice (cookie, then the browser's Accept-Languag
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse

@@ -15,9 +15,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.entries import VersionedEntryAdmin
-from registry.admin.thumbnails import stored_thumbnail
-from registry.formats import argtypes
-from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.admin.forms.entry import live_forms
 from registry.admin.forms.prompts import (
     PromptArgumentForm,
@@ -26,10 +23,13 @@ from registry.admin.forms.prompts import (
     PromptMessageForm,
     PromptMessageFormSet,
 )
-from registry.models import Prompt, PromptArgument, PromptMessage
-from registry.formats.rendering import render_prompt
+from registry.admin.thumbnails import stored_thumbnail
 from registry.authoring.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
 from registry.authoring.validation import registry_resource_exists
+from registry.errors import ArgumentErrors, MissingArguments, RegistryError
+from registry.formats import argtypes
+from registry.formats.rendering import render_prompt
+from registry.models import Prompt, PromptArgument, PromptMessage
 
 
 class PromptArgumentInline(admin.StackedInline):

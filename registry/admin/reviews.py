@@ -18,15 +18,15 @@ from django.utils.translation import gettext, gettext_lazy
 
 _ = gettext
 
-from registry.admin.diff.sections import build
-from registry.release import reviews
 from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
-from registry.admin.lookups import DeclaredFiltersOnlyMixin
-from registry.errors import InvalidEntry, RegistryError
+from registry.admin.diff.sections import build
 from registry.admin.forms.releases import ReviewDecisionForm
+from registry.admin.lookups import DeclaredFiltersOnlyMixin
+from registry.authoring.snapshots import diff_loader
+from registry.errors import InvalidEntry, RegistryError
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
-from registry.authoring.snapshots import diff_loader
+from registry.release import reviews
 
 
 def entry_admin_url(kind: str, entry_id: int, page: str = "change") -> str:

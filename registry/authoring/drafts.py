@@ -24,17 +24,19 @@ same snapshot. `apply_*` write no audit rows; `save_draft` (importer, REST API) 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.storage import blobs as content
 from registry.audit import User, actor_name, write_audit
-from registry.formats.argtypes import plain_number
+from registry.authoring.snapshots import diff_snapshots, snapshot_of
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
+from registry.formats.argtypes import plain_number
 from registry.formats.rendering import normalise_newlines
+from registry.formats.uris import normalize_uri
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -46,8 +48,7 @@ from registry.models import (
     TemplateVariable,
     VersionedEntry,
 )
-from registry.authoring.snapshots import diff_snapshots, snapshot_of
-from registry.formats.uris import normalize_uri
+from registry.storage import blobs as content
 
 PROMPT_FIELDS = ("name", "title", "description")
 RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")

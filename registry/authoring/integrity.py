@@ -7,12 +7,13 @@ versions reference content the store no longer has, or has damaged (a short obje
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-from registry.storage import blobs as content
 from registry.kinds import KINDS
 from registry.models import ContentObject, PromptMessage, Resource, ReviewRequest, VersionedEntry
+from registry.storage import blobs as content
 
 
 @dataclass(frozen=True)

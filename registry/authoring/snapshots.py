@@ -17,13 +17,14 @@ import base64
 import hashlib
 import json
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from registry.errors import ContentMissing
 from registry.formats import argtypes
+from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 from registry.storage import blobs as content
 from registry.storage.cache import ContentCache
-from registry.errors import ContentMissing
-from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 
 # sha256 -> bytes a publish must store first, or None for bytes that must already be stored.
 Payloads = dict[str, bytes | None]

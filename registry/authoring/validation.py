@@ -13,13 +13,13 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from registry.formats.argtypes import spec_problems
-from registry.errors import InvalidUri, TemplateSyntaxError
-from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
-from registry.formats.rendering import placeholders_in
 from registry.authoring.snapshots import snapshot_argument
 from registry.conf import max_upload_bytes
+from registry.errors import InvalidUri, TemplateSyntaxError
+from registry.formats.argtypes import spec_problems
+from registry.formats.rendering import placeholders_in
 from registry.formats.uris import template_variable_names, validate_uri
+from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 
 
 class Problem(str):
@@ -36,7 +36,7 @@ class Problem(str):
     detail: str
     name: str
 
-    def __new__(cls, text: str, *, code: str, where: str = "", detail: str = "", name: str = "") -> "Problem":
+    def __new__(cls, text: str, *, code: str, where: str = "", detail: str = "", name: str = "") -> Problem:
         problem = super().__new__(cls, text)
         problem.code, problem.where, problem.detail, problem.name = code, where, detail or text, name
         return problem

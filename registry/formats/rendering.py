@@ -10,11 +10,12 @@ like `{{ other }}` is never interpreted again.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from registry.formats.argtypes import PatternError, check_value, compile_pattern
 from registry.errors import ArgumentErrors, InvalidArguments, MissingArguments, TemplateSyntaxError
+from registry.formats.argtypes import PatternError, check_value, compile_pattern
 from registry.formats.uris import validate_uri
 
 PLACEHOLDER_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"

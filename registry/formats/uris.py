@@ -172,7 +172,7 @@ class UriTemplateMatcher:
     groups: tuple[tuple[str, str], ...]  # (regex group, variable name)
 
     @classmethod
-    def build(cls, template_text: str) -> "UriTemplateMatcher":
+    def build(cls, template_text: str) -> UriTemplateMatcher:
         template = parse_uri_template(template_text)
         regex: list[str] = []
         groups: list[tuple[str, str]] = []

@@ -13,8 +13,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
-from registry.signals import served_rows_bulk_created
 from registry.formats.uris import lookup_uri, normalize_uri_template
+from registry.signals import served_rows_bulk_created
 
 PRODUCTION = "production"
 STAGING = "staging"
@@ -121,7 +121,7 @@ class ImmutableQuerySet(models.QuerySet):
     def delete(self):  # type: ignore[override]
         raise ImmutableVersionError("Published versions cannot be deleted.")
 
-    def for_entry(self, entry: VersionedEntry) -> "ImmutableQuerySet":
+    def for_entry(self, entry: VersionedEntry) -> ImmutableQuerySet:
         return self.filter(entry=entry).order_by("-number")
 
 

@@ -24,8 +24,9 @@ purpose: this writer records each label's change itself (the guard exists for wr
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from django.db import connection, models
 from django.utils import timezone

@@ -6,9 +6,10 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from django.core.exceptions import ValidationError
 
@@ -19,7 +20,21 @@ from registry.formats.rendering import placeholders_in
 from registry.formats.uris import parse_uri_template, validate_uri
 from registry.models.base import PRODUCTION, label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
-from registry.portable.format import ARGUMENT_KEYS, CONTENT_KEYS, FormatError, KEY_FIELD, PROMPT_KEYS, Path_, RESOURCE_KEYS, SECTIONS, TEMPLATE_KEYS, TEXT_MIME_SUFFIXES, TEXT_MIME_TYPES, VARIABLE_KEYS, describe
+from registry.portable.format import (
+    ARGUMENT_KEYS,
+    CONTENT_KEYS,
+    KEY_FIELD,
+    PROMPT_KEYS,
+    RESOURCE_KEYS,
+    SECTIONS,
+    TEMPLATE_KEYS,
+    TEXT_MIME_SUFFIXES,
+    TEXT_MIME_TYPES,
+    VARIABLE_KEYS,
+    FormatError,
+    Path_,
+    describe,
+)
 from registry.portable.parse import Loaded
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 

@@ -15,9 +15,10 @@ management command runs as the operator (acting_user=None): an automatic, audite
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from django.db.models import Max, Prefetch
 
@@ -33,7 +34,7 @@ from registry.models import PromptMessage, Resource, VersionedEntry
 from registry.portable.bulk import BulkWriter
 from registry.portable.check import EntrySpec, read_entries
 from registry.portable.dump import dump_document, entry_document
-from registry.portable.format import FormatError, SECTIONS
+from registry.portable.format import SECTIONS, FormatError
 from registry.portable.parse import Loaded, load_file, load_path
 from registry.release import services
 
@@ -200,7 +201,7 @@ def import_documents(
 _CHUNK = 500  # keys per IN (...) query, well below every backend's parameter limit
 
 
-def _writer(kind: str, specs: list[EntrySpec], known: "_Known", *, publish: bool, note: str,
+def _writer(kind: str, specs: list[EntrySpec], known: _Known, *, publish: bool, note: str,
             acting_user: User, override_reason: str | None) -> BulkWriter:
     entries = [e for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None]
     wanted = {e.pk: spec.labels for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None}
@@ -232,7 +233,7 @@ class _Known:
     uri_by_pk: dict[int, str] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, kind_name: str, specs: list[EntrySpec], *, lock: bool = False) -> "_Known":
+    def read(cls, kind_name: str, specs: list[EntrySpec], *, lock: bool = False) -> _Known:
         """`lock`: lock the entries' rows as they are read, so the bulk writer may save them as read
         (the per-entry `drafts.save_draft` locks and re-reads each one itself)."""
         kind = KINDS[kind_name]

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from registry.conf import max_document_bytes
-from registry.portable.format import FAST_LOADER, FormatError, MAX_NESTING, Path_, SURROGATE, describe
+from registry.portable.format import FAST_LOADER, MAX_NESTING, SURROGATE, FormatError, Path_, describe
 from registry.portable.yamlbuild import EventBuilder
 
 

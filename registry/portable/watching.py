@@ -13,16 +13,16 @@ registry announces a round's changes once, after its commit.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import watchfiles
 from django.db import close_old_connections, connection
 
 from registry.errors import StorageUnavailable
-from registry.portable.parse import YAML_SUFFIXES, is_hidden
 from registry.portable.importer import ImportFailed, ImportReport, import_documents
+from registry.portable.parse import YAML_SUFFIXES, is_hidden
 
 QUIET_MS = 300  # a round starts once the files were quiet this long...
 BURST_MS = 3000  # ...or at the latest this long after the first change of a burst

@@ -36,6 +36,8 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from registry.audit import write_audit
+from registry.authoring.listing import list_changed
+from registry.authoring.snapshots import diff_snapshots
 from registry.changes import in_service, record_change, recording
 from registry.models import (
     AuditAction,
@@ -54,9 +56,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.reviews import rollout_diff
-from registry.authoring.listing import list_changed
 from registry.signals import served_rows_bulk_created
-from registry.authoring.snapshots import diff_snapshots
 
 DATABASE_ACTOR = "database"
 OUTSIDE_NOTE = "Saved outside the registry services (shell, script or direct database write)."

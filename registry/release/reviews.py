@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from django.core.exceptions import ValidationError
-from django.utils.translation import gettext as _
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from registry.changes import service_transaction
-from registry.release import services
 from registry.audit import User, actor_name, approval_note, write_audit
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
+from registry.authoring.validation import validate_entry
+from registry.changes import service_transaction
 from registry.errors import (
     InvalidEntry,
     InvalidRollout,
@@ -41,9 +41,7 @@ from registry.errors import (
 from registry.kinds import KINDS, kind_of
 from registry.models import PRODUCTION, AuditAction, ReviewRequest, ReviewStatus, VersionedEntry
 from registry.models.base import label_name_validator
-from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
-from registry.authoring.validation import validate_entry
-
+from registry.release import services
 
 
 def can_request(user: User, entry: VersionedEntry) -> bool:

@@ -39,7 +39,6 @@ import hashlib
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from registry.release import services
 from registry.audit import User, actor_name, write_audit
 from registry.changes import service_transaction
 from registry.errors import InvalidRollout, RolloutConflict
@@ -47,7 +46,7 @@ from registry.kinds import kind_of
 from registry.models import AuditAction, Rollout, VersionedEntry
 from registry.models.base import label_name_validator, served_key_of
 from registry.models.reviews import rollout_diff
-
+from registry.release import services
 
 
 def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:

@@ -35,18 +35,20 @@ reason, and is audited as an override.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping
 
-from django.utils.translation import gettext as _
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from registry.serving import label_history
 from registry.audit import User, actor_name, write_audit
-from registry.conf import registry_settings
+from registry.authoring.listing import listing_of
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
+from registry.authoring.validation import validate_entry
 from registry.changes import service_transaction
+from registry.conf import registry_settings
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -68,9 +70,7 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator
 from registry.models.reviews import rollout_diff
-from registry.authoring.listing import listing_of
-from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
-from registry.authoring.validation import validate_entry
+from registry.serving import label_history
 
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"

@@ -24,8 +24,9 @@ key that tells such clients apart. Without rollouts everything takes the shared 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from registry.authoring.snapshots import canonical_json, materialise, materialise_block, read_content
 from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource

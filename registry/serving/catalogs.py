@@ -9,8 +9,9 @@ catalog.py says what a catalog answers; registry/serving/items.py what it holds)
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
@@ -19,8 +20,15 @@ from registry import changes
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.serving.catalog import Catalog
-from registry.serving.items import ITEM_BUILDERS, ROW_FIELDS, ItemRollout, Row, decode_listing, forget_shared, pick_served
-
+from registry.serving.items import (
+    ITEM_BUILDERS,
+    ROW_FIELDS,
+    ItemRollout,
+    Row,
+    decode_listing,
+    forget_shared,
+    pick_served,
+)
 
 _cache: dict[str, Catalog] = {}
 _build_lock = threading.Lock()
@@ -94,7 +102,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     if partial:
         rolled = rollout_entries(names)
         entry_ids = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
-                     for kind, ids in {**{k: () for k in rolled}, **entry_ids}.items()}
+                     for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()}
     elif base is None:
         forget_shared()
 

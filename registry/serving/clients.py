@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
-from registry.changes import service_transaction
-from registry.serving.viewer import Viewer
-from registry.models import AuditAction, McpClient
 from registry.audit import actor_name, write_audit
+from registry.changes import service_transaction
+from registry.models import AuditAction, McpClient
+from registry.serving.viewer import Viewer
 
 TOKEN_PREFIX = "mcpr_"
 TOKEN_CACHE_S = 5.0

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.serving.items import pick_served
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+from registry.serving.items import pick_served
 
 # (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
 Fingerprint = dict[tuple[str, str], tuple[int, str, tuple[int, int] | None]]

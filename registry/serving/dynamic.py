@@ -15,8 +15,9 @@ mention only entries the viewer may see (`visible`); an entry the viewer may not
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from registry.audit import without_names
 from registry.conf import registry_settings
@@ -225,8 +226,8 @@ _CHUNK = 500
           description=f"The last {RECENT_CHANGES} changes of what you are served: Markdown, then JSON.",
           ttl_ms=10_000)
 def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
-    from registry.serving.label_history import MOVES
     from registry.models import AuditAction, AuditEntry
+    from registry.serving.label_history import MOVES
 
     served = _served(catalog, viewer)
     rows = (AuditEntry.objects.filter(action__in=[*MOVES, AuditAction.ROLLOUT_CHANGED]).order_by("-id")
@@ -289,8 +290,8 @@ def _prompt_visible(catalog: Any, viewer: Any, params: Mapping[str, str]) -> boo
           depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names,
           exists=_prompt_visible)
 def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
-    from registry.serving.label_history import versions_served
     from registry.models import Prompt
+    from registry.serving.label_history import versions_served
 
     name = params.get("name", "")
     try:

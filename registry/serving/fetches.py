@@ -11,14 +11,14 @@ import logging
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F
 
+from registry.models import FetchCounter, McpClient
 from registry.serving.items import Served
 from registry.serving.viewer import Viewer
-from registry.models import FetchCounter, McpClient
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_S = 2.0
@@ -38,7 +38,7 @@ def record_fetch(served: Served, viewer: Viewer) -> None:
     key = (viewer.client_id, viewer.client_name, served.kind, served.key, served.version, served.label)
     with _lock:
         _pending[key] += 1
-        _last_seen[key] = datetime.now(timezone.utc)
+        _last_seen[key] = datetime.now(UTC)
     if AUTO_FLUSH:
         _ensure_flusher()
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from registry.authoring.listing import listing_of
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template

@@ -25,14 +25,14 @@ import logging
 import os
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
-from registry.storage.objects import ContentObject
 from registry.errors import ContentMissing, StorageUnavailable
+from registry.storage.objects import ContentObject
 
 STORAGE_ALIAS = "registry"
 WRITE_CHUNK = 1024 * 1024  # bytes per write(2); a short write is continued, a failed one undone
@@ -190,7 +190,7 @@ def _ensure_stored(backend: Storage, sha256: str, data: bytes) -> None:
             _write_object(backend, name, sha256, data, replace=detail != MISSING)
     except (ContentMissing, StorageUnavailable):
         raise
-    except Exception as exc:  # noqa: BLE001 - a full or read-only disk, an unreachable bucket
+    except Exception as exc:  # a full or read-only disk, an unreachable bucket
         raise _unavailable(exc, "write") from exc
 
 

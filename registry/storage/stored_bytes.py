@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from registry.storage import blobs as content
 from registry.conf import max_upload_bytes
 from registry.errors import ContentTooLarge
+from registry.storage import blobs as content
 
 
 class StoredBytesMixin:

@@ -19,7 +19,7 @@ from api.entries import PromptViewSet
 from api.urls import router, urlpatterns
 from registry.storage import blobs as content
 from tests.api.conftest import client_for
-from tests.factories import make_prompt, make_resource, release
+from tests.factories import make_resource, release
 
 pytestmark = pytest.mark.django_db
 

@@ -95,7 +95,7 @@ def clients():
         if client.slug in wanted:
             try:
                 matrix.install(client)
-            except Exception as exc:  # noqa: BLE001 - no registry at hand
+            except Exception as exc:  # no registry at hand
                 pytest.skip(f"could not install {client.packages}: {exc}")
             found[client.slug] = client
     return matrix, found

@@ -21,17 +21,17 @@ class RecordingReactor:
         self.writers: set = set()
         self.writes_armed = 0
 
-    def addWriter(self, writer) -> None:  # noqa: N802 - Twisted's interface
+    def addWriter(self, writer) -> None:  # Twisted's interface
         self.writes_armed += 1
         self.writers.add(writer)
 
-    def removeWriter(self, writer) -> None:  # noqa: N802
+    def removeWriter(self, writer) -> None:
         self.writers.discard(writer)
 
-    def addReader(self, reader) -> None:  # noqa: N802
+    def addReader(self, reader) -> None:
         pass
 
-    def removeReader(self, reader) -> None:  # noqa: N802
+    def removeReader(self, reader) -> None:
         pass
 
 

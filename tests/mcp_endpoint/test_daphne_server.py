@@ -177,7 +177,7 @@ def test_a_kept_alive_connection_may_idle_but_its_next_head_once_begun_is_timed(
 
 def test_every_name_the_patches_rely_on_is_present_in_the_installed_versions():
     daphne_server.diagnose.cache_clear()
-    assert daphne_server.diagnose() == {feature: () for feature in daphne_server.FEATURES}
+    assert daphne_server.diagnose() == dict.fromkeys(daphne_server.FEATURES, ())
     assert daphne_server.check_patches() == []
 
 

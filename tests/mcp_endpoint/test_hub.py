@@ -18,11 +18,11 @@ from mcp_endpoint.notify.diff import (
 from mcp_endpoint.notify.hub import Hub
 from mcp_endpoint.notify.listeners import DROP, Listener
 from registry import changes
+from registry.changes import Change
+from registry.models import Prompt, PromptMessage, Resource
 from registry.release import services
 from registry.serving.catalogs import load_catalog
 from registry.serving.viewer import Viewer
-from registry.changes import Change
-from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template
 
 

@@ -8,8 +8,8 @@ from django.contrib.auth.models import Group
 
 from oauth import bearer
 from oauth.models import GroupDefault, OAuthConnection
-from registry.serving.clients import create_client
 from registry.models import McpClient
+from registry.serving.clients import create_client
 from tests.factories import make_user
 from tests.mcp_endpoint.conftest import call_asgi, mcp_app, modern_request, registry_data, saved_registry_data  # noqa: F401 (fixtures)
 from tests.oauth.conftest import make_token

@@ -12,11 +12,9 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry.release import reviews, rollouts, services
 from registry.authoring import drafts
-from registry.formats import buckets
-from registry.serving.clients import hash_token
 from registry.errors import ReviewClosed
+from registry.formats import buckets
 from registry.models import (
     AuditEntry,
     FetchCounter,
@@ -30,6 +28,8 @@ from registry.models import (
     ReviewRequest,
     Rollout,
 )
+from registry.release import reviews, rollouts, services
+from registry.serving.clients import hash_token
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db

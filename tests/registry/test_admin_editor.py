@@ -7,8 +7,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from registry.release import reviews, rollouts
 from registry.models import AuditEntry, Prompt, Resource, ResourceTemplate, ReviewRequest, Rollout
+from registry.release import reviews, rollouts
 from tests.factories import make_prompt, make_resource, make_template, release
 from tests.registry.test_admin import client_for, edit_first_message, prompt_post, row_counts, url
 

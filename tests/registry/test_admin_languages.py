@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from registry.release import reviews, services
 from registry.models import AuditEntry, EditorPreference, ReviewRequest
+from registry.release import reviews, services
 from tests.factories import make_prompt, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,16 @@ import time
 import pytest
 
 from registry.formats import argtypes
-from registry.formats.argtypes import (PATTERN_VALUE_MAX_LENGTH, check_value, compile_pattern, constraint_text, form_schema,
-                              from_form, listed_description, spec_problems)
+from registry.formats.argtypes import (
+    PATTERN_VALUE_MAX_LENGTH,
+    check_value,
+    compile_pattern,
+    constraint_text,
+    form_schema,
+    from_form,
+    listed_description,
+    spec_problems,
+)
 
 
 def spec(**fields):

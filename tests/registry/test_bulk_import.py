@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from registry.release import services
-from registry.portable.importer import import_documents
+from registry.authoring.snapshots import content_hash
 from registry.models import (
     AuditEntry,
     ChangeLogEntry,
@@ -31,8 +30,9 @@ from registry.models import (
     ResourceVersion,
     ReviewRequest,
 )
+from registry.portable.importer import import_documents
+from registry.release import services
 from registry.signals import registry_changed
-from registry.authoring.snapshots import content_hash
 from tests.factories import PNG_1X1
 from webhooks.models import Webhook, WebhookDelivery
 

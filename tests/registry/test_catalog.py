@@ -1,10 +1,10 @@
 import pytest
 
+from registry.errors import InvalidArguments, InvalidUri, MissingArguments, UnknownPrompt, UnknownResource
+from registry.models import PromptMessage
 from registry.release import services
 from registry.serving.catalogs import cached_catalog, catalog_for
 from registry.serving.viewer import Viewer
-from registry.errors import InvalidArguments, InvalidUri, MissingArguments, UnknownPrompt, UnknownResource
-from registry.models import PromptMessage
 from tests.factories import make_prompt, make_resource, make_template
 
 ANYONE = Viewer()

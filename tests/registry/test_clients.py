@@ -3,8 +3,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from registry.serving import clients
 from registry.models import McpClient
+from registry.serving import clients
 
 
 @pytest.mark.django_db

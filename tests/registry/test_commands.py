@@ -9,8 +9,8 @@ import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from registry.serving.catalogs import catalog_for
-from registry.serving.viewer import Viewer
+from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.authoring.validation import validate_entry
 from registry.management.commands.bench_load import synthetic_docs, synthetic_prompts
 from registry.models import (
     AuditEntry,
@@ -20,8 +20,8 @@ from registry.models import (
     Resource,
     ResourceTemplate,
 )
-from registry.authoring.snapshots import content_hash, snapshot_of
-from registry.authoring.validation import validate_entry
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]

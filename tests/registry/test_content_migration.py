@@ -11,12 +11,11 @@ from django.apps import apps as current_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from registry.serving import catalog
-from registry.serving import catalogs
-from registry.storage import blobs as content
-from registry.serving.viewer import Viewer
-from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
 from registry.authoring.snapshots import content_hash
+from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
+from registry.serving import catalogs
+from registry.serving.viewer import Viewer
+from registry.storage import blobs as content
 from tests.factories import PNG_1X1
 
 move = importlib.import_module("registry.migrations.0012_move_bytes_to_content_store")

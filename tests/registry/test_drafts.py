@@ -2,10 +2,17 @@ from __future__ import annotations
 
 import pytest
 
-from registry.release import services
-from registry.authoring.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft, save_draft
-from registry.models import AuditAction, AuditEntry, ChangeLogEntry, PromptMessage, Resource
+from registry.authoring.drafts import (
+    apply_prompt,
+    apply_snapshot,
+    apply_template,
+    draft_data,
+    restore_draft,
+    save_draft,
+)
 from registry.authoring.snapshots import snapshot_of
+from registry.models import AuditAction, AuditEntry, ChangeLogEntry, PromptMessage, Resource
+from registry.release import services
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template
 
 pytestmark = pytest.mark.django_db

@@ -7,10 +7,6 @@ from django.core import serializers
 from django.core.management import call_command
 from django.utils import timezone
 
-from registry.release import rollouts, services
-from registry.serving import clients
-from registry.serving.catalogs import catalog_for
-from registry.serving.viewer import Viewer
 from registry.errors import BulkUpdateRefused
 from registry.models import (
     AuditEntry,
@@ -23,6 +19,10 @@ from registry.models import (
     ResourceLabel,
     Rollout,
 )
+from registry.release import rollouts, services
+from registry.serving import clients
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.signals import registry_changed
 from tests.factories import make_prompt, make_resource
 

@@ -7,7 +7,6 @@ import threading
 import pytest
 from django.db import connection
 
-from registry.release import reviews, services
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -17,7 +16,6 @@ from registry.errors import (
     SelfApproval,
     StaleReview,
 )
-from registry.portable.importer import ImportFailed, import_documents
 from registry.models import (
     AuditEntry,
     ChangeLogEntry,
@@ -27,6 +25,8 @@ from registry.models import (
     ReviewRequest,
     ReviewStatus,
 )
+from registry.portable.importer import ImportFailed, import_documents
+from registry.release import reviews, services
 from registry.signals import audit_recorded
 from tests.factories import make_prompt, make_resource, make_user, release
 

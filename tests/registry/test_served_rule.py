@@ -13,13 +13,13 @@ import pytest
 from mcp_endpoint.notify.diff import PROMPTS_CHANGED, Told, diff_catalogs, notifications_for
 from mcp_endpoint.notify.listeners import Listener
 from registry import changes
-from registry.release import reviews
-from registry.serving import pages as catalog_pages
-from registry.formats.buckets import gets_candidate
-from registry.serving.catalogs import load_catalog
 from registry.changes import Change
 from registry.errors import UnknownPrompt, UnknownResource
+from registry.formats.buckets import gets_candidate
 from registry.models import PromptMessage
+from registry.release import reviews
+from registry.serving import pages as catalog_pages
+from registry.serving.catalogs import load_catalog
 from registry.serving.viewer import Viewer, served_item
 from tests.factories import make_prompt, make_resource, make_template, release
 

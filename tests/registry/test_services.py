@@ -1,7 +1,7 @@
 import pytest
 
-from registry.release import services
 from registry.authoring import drafts
+from registry.authoring.snapshots import snapshot_of
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -10,7 +10,7 @@ from registry.errors import (
     RegistryError,
 )
 from registry.models import AuditEntry, ChangeLogEntry, PromptLabel, PromptMessage, PromptVersion
-from registry.authoring.snapshots import snapshot_of
+from registry.release import services
 from tests.factories import make_prompt, make_resource, release
 
 
@@ -277,10 +277,9 @@ def test_rolled_back_transaction_announces_nothing(publisher):
     registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-rollback", weak=False)
     try:
         prompt = make_prompt()
-        with pytest.raises(RuntimeError):
-            with transaction.atomic():
-                services.publish(prompt, acting_user=publisher, note="doomed", labels=STAGING)
-                raise RuntimeError("abort")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            services.publish(prompt, acting_user=publisher, note="doomed", labels=STAGING)
+            raise RuntimeError("abort")
         assert batches == []
         assert not ChangeLogEntry.objects.exists()
     finally:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from registry.models import Resource
 from registry.portable import watching
+from registry.portable.importer import ImportFailed, import_documents
 from registry.serving.catalogs import catalog_for
 from registry.serving.viewer import Viewer
-from registry.portable.importer import ImportFailed, import_documents
-from registry.models import Resource
 
 ANYONE = Viewer()
 

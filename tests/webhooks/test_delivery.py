@@ -279,7 +279,8 @@ def test_on_postgresql_a_worker_skips_a_delivery_another_worker_is_claiming(rece
     locked, release = threading.Event(), threading.Event()
 
     def other_worker() -> None:
-        from django.db import connection as thread_connection, transaction as thread_transaction
+        from django.db import connection as thread_connection
+        from django.db import transaction as thread_transaction
 
         try:
             with thread_transaction.atomic():

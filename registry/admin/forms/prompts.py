@@ -8,7 +8,8 @@ names no declared argument at its line, with a suggestion.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError

@@ -8,7 +8,8 @@ missing (a change note, an override's reason, a percentage in range).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.audit import write_audit
+from registry.authoring.listing import listing_of
+from registry.authoring.snapshots import Payloads, content_hash, snapshot_resource, store_payloads
 from registry.changes import service_scope
 from registry.kinds import KINDS
 from registry.models import (
@@ -39,21 +42,21 @@ from registry.models import (
     ResourceTemplate,
     TemplateVariable,
 )
-from registry.authoring.listing import listing_of
-from registry.authoring.snapshots import Payloads, content_hash, snapshot_resource, store_payloads
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
 SNAPSHOT_TAGS = sorted(t.strip() for t in TAGS.split(","))  # as registry.authoring.snapshots records them
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
-VOCABULARY = (
-    "the a of to and for with when each every cache latency request index shard replica queue worker "
-    "deploy rollback review checklist incident owner budget metric alert dashboard tenant account invoice "
-    "policy consent export retention audit schema column migration backfill window batch retry timeout "
-    "quota region failover handshake token session cursor pagination ranking query filter facet summary "
-    "clearly briefly carefully first then finally because although therefore"
-).split()
+VOCABULARY = [
+    "the", "a", "of", "to", "and", "for", "with", "when", "each", "every", "cache", "latency", "request",
+    "index", "shard", "replica", "queue", "worker", "deploy", "rollback", "review", "checklist", "incident",
+    "owner", "budget", "metric", "alert", "dashboard", "tenant", "account", "invoice", "policy", "consent",
+    "export", "retention", "audit", "schema", "column", "migration", "backfill", "window", "batch", "retry",
+    "timeout", "quota", "region", "failover", "handshake", "token", "session", "cursor", "pagination",
+    "ranking", "query", "filter", "facet", "summary", "clearly", "briefly", "carefully", "first", "then",
+    "finally", "because", "although", "therefore",
+]
 TAG_WORDS = ["alpha", "beta", "release", "howto", "reference", "faq", "runbook", "design"]
 BLOB_URI = "docs://blob-00000"
 TEMPLATE_URI = "docs://by-tag/{tag}"
