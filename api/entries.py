@@ -141,7 +141,8 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
     @extend_schema(responses=VersionSerializer,
                    parameters=[OpenApiParameter("number", int, OpenApiParameter.PATH, description="Version number"),
                                OpenApiParameter("content", str, enum=["inline"], required=False,
-                                                description="`inline`: documents as text/base64 instead of sha256 references")])
+                                                description="`inline`: documents as text/base64 instead of "
+                                                            "sha256 references")])
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]+)")
     def version(self, request: Request, number: str, **kwargs: Any) -> Response:
         entry = self.get_object()

@@ -67,7 +67,8 @@ def main() -> None:
     token = prepare(env)
     port = free_port()
     server = subprocess.Popen(pinned(0, [PY, "-m", "daphne", "-v", "0", "-e",
-                                         f"tcp:port={port}:interface=127.0.0.1:backlog=4096", "config.asgi:application"]),
+                                         f"tcp:port={port}:interface=127.0.0.1:backlog=4096",
+                                         "config.asgi:application"]),
                               env=env, cwd=ROOT, stdout=(tmp / "daphne.log").open("w"), stderr=subprocess.STDOUT)
     seconds = args.minutes * 60
     samples: list[dict] = []

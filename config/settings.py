@@ -295,7 +295,8 @@ REGISTRY = {
     # Largest prompts-as-code YAML file imported (manage.py registry_import and the API).
     "MAX_IMPORT_BYTES": int(os.environ.get("REGISTRY_MAX_IMPORT_BYTES", 20 * 1024 * 1024)),
     # Labels created protected: moving them needs an approved review or an audited override
-    # (registry/release/services.py, registry/release/reviews.py). A label row's own `protected` flag decides afterwards.
+    # (registry/release/services.py, registry/release/reviews.py). A label row's own `protected` flag
+    # decides afterwards.
     "PROTECTED_LABELS": ["production"],
     # Per-process byte budget of the cache of served content (prompt bodies, resource text and
     # blobs, template bodies); entries over 1/8 of it are served without being cached.

@@ -137,7 +137,8 @@ def connection_client(application, user) -> McpClient:
         with transaction.atomic():
             client, _raw = clients.create_client(
                 name=name, label=label, scope_tags=tags,
-                description=f"OAuth connection of {user.get_username()} through {application.name or application.client_id}.")
+                description=f"OAuth connection of {user.get_username()} through "
+                            f"{application.name or application.client_id}.")
             OAuthConnection.objects.create(application=application, user=user, client=client)
             clients.audit_client_change(client, before=None, acting_user=user,
                                         note="Created by an OAuth grant")

@@ -72,8 +72,8 @@ def failure(request: HttpRequest, exc: BaseException | None) -> JsonResponse | N
                                 status=503)
         response["Retry-After"] = "5"
         return response
-    return JsonResponse({"error": "server_error", "error_description": "The request failed on the server; it is logged."},
-                        status=500)
+    return JsonResponse({"error": "server_error",
+                         "error_description": "The request failed on the server; it is logged."}, status=500)
 
 
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:

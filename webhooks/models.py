@@ -32,7 +32,8 @@ class Webhook(models.Model):
     )
     secret = models.CharField(
         _("secret"), max_length=100, default=new_secret, editable=False,
-        help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret is rotated.",
+        help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret "
+                  "is rotated.",
     )
     events = models.JSONField(_("events"), default=list, help_text="Event types this webhook receives.")
     active = models.BooleanField(

@@ -100,7 +100,8 @@ def run_inspector_oauth(client: Client, generation: str, server: Server) -> Row:
     )
     era = {MODERN: "modern", AUTO: "auto"}.get(generation, "legacy")
     callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
-    cmd = inspector_command(client) + [
+    cmd = [
+        *inspector_command(client),
         server.url,
         "--transport",
         "http",

@@ -420,11 +420,10 @@ def _install_head_timeout() -> None:
         _start_head_timer(self)
 
     def dataReceived(self: Any, data: bytes) -> None:
-        if self.__dict__.get("_registry_awaiting_head"):
-            if not self.__dict__.get("_registry_head_bytes"):
-                self._registry_head_bytes = True
-                if self not in _waiting:
-                    _start_head_timer(self)  # the next head on a kept-alive connection has begun
+        if self.__dict__.get("_registry_awaiting_head") and not self.__dict__.get("_registry_head_bytes"):
+            self._registry_head_bytes = True
+            if self not in _waiting:
+                _start_head_timer(self)  # the next head on a kept-alive connection has begun
         original_data(self, data)
 
     def allHeadersReceived(self: Any) -> None:

@@ -62,10 +62,11 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
         return super().changelist_view(request, extra_context)
 
     def get_urls(self):
-        info = self.opts.app_label, self.opts.model_name
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
-            path("export/<str:fmt>/", self.admin_site.admin_view(self.export_view), name="%s_%s_export" % info),
-        ] + super().get_urls()
+            path("export/<str:fmt>/", self.admin_site.admin_view(self.export_view), name=f"{prefix}_export"),
+            *super().get_urls(),
+        ]
 
     def export_view(self, request, fmt: str):
         """The entries the change list shows with the same filters and search, as CSV or JSON."""

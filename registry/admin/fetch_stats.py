@@ -89,7 +89,8 @@ def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RE
     since = timezone.now() - timedelta(hours=hours)
     recent = (FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=entry.key, label=rollout.label,
                                           last_at__gte=since)
-              .exclude(client_name="").values("client_name", "version").annotate(total=Sum("count"), last=Max("last_at")))
+              .exclude(client_name="").values("client_name", "version")
+              .annotate(total=Sum("count"), last=Max("last_at")))
     on_new = {r["client_name"] for r in recent if r["version"] == rollout.candidate_version}
     on_old = {r["client_name"] for r in recent if r["version"] != rollout.candidate_version}
     return {

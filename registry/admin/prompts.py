@@ -110,7 +110,7 @@ class PreviewArgumentsForm(forms.Form):
         initial = arg.get("default") or (suggestions[0] if suggestions else "")
         if kind == argtypes.ENUM:
             choices = [(c, c) for c in arg.get("choices") or ()]
-            return forms.ChoiceField(choices=[("", "—")] + choices, initial=initial, **common)
+            return forms.ChoiceField(choices=[("", "—"), *choices], initial=initial, **common)
         if kind == argtypes.BOOLEAN:
             return forms.BooleanField(initial=initial == "true", **common)
         if kind in (argtypes.INTEGER, argtypes.NUMBER):
@@ -131,10 +131,12 @@ class PreviewArgumentsForm(forms.Form):
         """The filled-in values as MCP strings (bound form) or the initial ones (first visit)."""
         out: dict[str, str] = {}
         for name, field in self.fields.items():
-            if self.is_bound:
-                value = self.cleaned_data.get(name) if self.is_valid() else None
-            else:
+            if not self.is_bound:
                 value = field.initial
+            elif self.is_valid():
+                value = self.cleaned_data.get(name)
+            else:
+                value = None
             if isinstance(field, forms.BooleanField):
                 out[name] = "true" if value else "false"
             elif value:
@@ -199,11 +201,12 @@ class PromptAdmin(VersionedEntryAdmin):
         return preview_result(snapshot, payloads, request.GET if "preview" in request.GET else None)
 
     def get_urls(self):
-        info = self.opts.app_label, self.opts.model_name
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
             path("<path:object_id>/preview-edits/", self.admin_site.admin_view(self.preview_edits_view),
-                 name="%s_%s_preview_edits" % info),
-        ] + super().get_urls()
+                 name=f"{prefix}_preview_edits"),
+            *super().get_urls(),
+        ]
 
     def preview_edits_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Render what is in the change form (unsaved) as `prompts/get` would. Never writes anything.
@@ -228,7 +231,8 @@ class PromptAdmin(VersionedEntryAdmin):
         # Without JavaScript the page opens on its own; its form carries the edits again.
         context["carried"] = [(key, value) for key, values in request.POST.lists() for value in values
                               if key != "preview" and not key.startswith("arg-")]
-        context = self._context(request, obj, _("Preview of your unsaved edits of %(key)s") % {"key": obj.key}, **context)
+        context = self._context(request, obj, _("Preview of your unsaved edits of %(key)s") % {"key": obj.key},
+                                **context)
         return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
 
     def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str],
@@ -249,7 +253,8 @@ class PromptAdmin(VersionedEntryAdmin):
                 errors.extend(str(e) for e in formset.non_form_errors())
                 for i, item in enumerate(formset.errors, start=1):
                     for field, messages_ in item.items():
-                        errors.extend(f"{_inline_name(formset)} {i} › {_field_name(formset, field)}: {m}" for m in messages_)
+                        errors.extend(f"{_inline_name(formset)} {i} › {_field_name(formset, field)}: {m}"
+                                      for m in messages_)
         if errors:
             return None
         arguments = messages = None

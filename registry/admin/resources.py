@@ -144,7 +144,8 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
                 # Read it back the way the server does, so the preview shows what clients really get.
                 values = matcher.match(uri)
                 if values is None:
-                    context["error"] = _("The values make the URI %(uri)s, which the server would not match.") % {"uri": uri}
+                    context["error"] = (_("The values make the URI %(uri)s, which the server would not match.")
+                                        % {"uri": uri})
                     return context
             content: dict[str, Any] = {"uri": uri}
             if snapshot.get("mimeType"):

@@ -81,7 +81,8 @@ def _bytes(value: bytes | memoryview | content.Stored | None) -> bytes | content
 
 
 def _text(value: str | None) -> str:
-    """A text of draft data as stored: LF line breaks, nothing else changed (see registry.admin.forms.fields.NewlinesMixin)."""
+    """A text of draft data as stored: LF line breaks, nothing else changed
+    (see registry.admin.forms.fields.NewlinesMixin)."""
     return normalise_newlines(value or "")
 
 
@@ -481,7 +482,8 @@ def normalised(data: Mapping[str, Any]) -> dict[str, Any]:
     for children in ("arguments", "variables"):
         if children in out:
             out[children] = [
-                {**child, "suggestions": _suggestions(_lines(child.get("suggestions") or ()))} for child in out[children]
+                {**child, "suggestions": _suggestions(_lines(child.get("suggestions") or ()))}
+                for child in out[children]
             ]
     if "arguments" in out:
         out["arguments"] = [
@@ -514,7 +516,8 @@ def record_draft_change(
     )
 
 
-def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_user: User, note: str = "") -> AuditEntry:
+def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_user: User,
+                    note: str = "") -> AuditEntry:
     """Audit the deletion of a never-published entry (published ones are archived instead)."""
     return write_audit(entry=entry, action=AuditAction.DELETE, acting_user=acting_user, note=note,
                        changes=diff_snapshots(snapshot, None))

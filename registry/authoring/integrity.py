@@ -105,6 +105,7 @@ def problems_for_entry(entry: VersionedEntry) -> list[Problem]:
         refs += [(m.data_sha256, m.data_size, f"the draft's message {i}")
                  for i, m in enumerate(entry.messages.all(), start=1) if m.data_sha256]  # type: ignore[attr-defined]
     for label in entry.labels.select_related("version"):  # type: ignore[attr-defined]
-        refs += [(sha, size, f"v{label.version.number} ({label.name})") for sha, size in refs_in(label.version.snapshot)]
+        refs += [(sha, size, f"v{label.version.number} ({label.name})")
+                 for sha, size in refs_in(label.version.snapshot)]
     checker.remember_sizes(sorted({sha for sha, size, _where in refs if size is None}))
     return [problem for sha, size, where in refs if (problem := checker.check(sha, size, where))]

@@ -66,7 +66,7 @@ def store_payloads(payloads: Payloads) -> None:
     Called by publish before the version row is written: a storage failure raises and rolls
     the publish back, and at worst leaves an unreferenced object behind.
     """
-    for sha, raw in payloads.items():
+    for raw in payloads.values():
         if raw is not None:
             content.put(raw)
     content.check_stored(sha for sha, raw in payloads.items() if raw is None)  # never publish over a damaged object

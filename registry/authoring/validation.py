@@ -86,7 +86,8 @@ def registry_resource_exists(uri: str) -> bool:
     return Resource.objects.filter(uri=uri, archived_at__isnull=True).exists()
 
 
-def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages: list[Any] | None = None) -> DraftReport:
+def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None,
+                    messages: list[Any] | None = None) -> DraftReport:
     """Check a prompt draft; `arguments`/`messages` may be unsaved rows from a form."""
     report = DraftReport()
     arguments = list(prompt.arguments.all()) if arguments is None else arguments

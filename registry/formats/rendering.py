@@ -9,6 +9,7 @@ like `{{ other }}` is never interpreted again.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -176,10 +177,9 @@ def compile_prompt(snapshot: Mapping[str, Any]) -> CompiledPrompt:
         messages.append((message["role"], block, template))
     for arg in snapshot.get("arguments", []):
         if arg.get("pattern"):
-            try:
+            # Validation refuses a bad pattern; check_value reports it if one slips through.
+            with contextlib.suppress(PatternError):
                 compile_pattern(arg["pattern"])  # cached: the render path never compiles again
-            except PatternError:
-                pass  # validation refuses such a pattern; check_value reports it if one slips through
     return CompiledPrompt(
         description=snapshot.get("description", ""),
         arguments=tuple(snapshot.get("arguments", [])),

@@ -179,7 +179,7 @@ class UriTemplateMatcher:
         pos = 0
         expressions = list(re.finditer(r"\{[^}]*\}", template_text))
         variables: list[URIVariable] = list(template.variables)
-        for expression, variable in zip(expressions, variables):
+        for expression, variable in zip(expressions, variables, strict=True):
             regex.append(re.escape(template_text[pos : expression.start()]))
             pos = expression.end()
             operator = getattr(variable.operator, "value", variable.operator)

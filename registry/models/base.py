@@ -83,7 +83,8 @@ class VersionedEntry(models.Model):
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     revision = models.PositiveIntegerField(
         _("revision"), default=0, editable=False,
-        help_text=_("Draft revision, bumped by every save of the working copy: a save based on an older one is refused."),
+        help_text=_("Draft revision, bumped by every save of the working copy: "
+                    "a save based on an older one is refused."),
     )
     updated_by = models.CharField(
         _("updated by"), max_length=150, blank=True, editable=False, help_text=_("Who saved the draft last."),
@@ -96,6 +97,12 @@ class VersionedEntry(models.Model):
     class Meta:
         abstract = True
 
+    def save(self, *args, **kwargs) -> None:
+        self.tags = ", ".join(sorted(self.tag_set))
+        if kwargs.get("update_fields") is None:  # a save of the whole working copy is a new draft revision
+            self.revision = (self.revision or 0) + 1
+        super().save(*args, **kwargs)
+
     @property
     def tag_set(self) -> frozenset[str]:
         return frozenset(t.strip().lower() for t in self.tags.split(",") if t.strip())
@@ -104,12 +111,6 @@ class VersionedEntry(models.Model):
     def key(self) -> str:
         """The identifier clients use: a prompt name, a resource URI or a URI template."""
         raise NotImplementedError
-
-    def save(self, *args, **kwargs) -> None:
-        self.tags = ", ".join(sorted(self.tag_set))
-        if kwargs.get("update_fields") is None:  # a save of the whole working copy is a new draft revision
-            self.revision = (self.revision or 0) + 1
-        super().save(*args, **kwargs)
 
 
 class ImmutableQuerySet(models.QuerySet):
@@ -134,7 +135,8 @@ class EntryVersion(models.Model):
     )
     listing = models.JSONField(
         _("listing"), default=dict, editable=False,
-        help_text=_("What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies."),
+        help_text=_("What lists and completion need (registry/authoring/listing.py), "
+                    "so serving never loads message bodies."),
     )
     content_hash = models.CharField(
         _("content hash"), max_length=64, help_text=_("SHA-256 of the canonical snapshot."),
@@ -204,6 +206,9 @@ class ReleaseLabel(models.Model):
         ordering = ["name"]
         indexes = [models.Index(fields=["name", "served_key"], name="%(class)s_by_key")]
 
+    def __str__(self) -> str:
+        return f"{self.name} → v{self.version.number}"  # type: ignore[attr-defined]
+
     def save(self, *args, **kwargs) -> None:
         fields = kwargs.get("update_fields")
         if fields is None or {"version", "version_id"} & set(fields):
@@ -211,6 +216,3 @@ class ReleaseLabel(models.Model):
             if fields is not None:
                 kwargs["update_fields"] = [*fields, "served_key"]
         super().save(*args, **kwargs)
-
-    def __str__(self) -> str:
-        return f"{self.name} → v{self.version.number}"  # type: ignore[attr-defined]

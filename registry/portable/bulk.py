@@ -278,7 +278,8 @@ class BulkWriter:
             after = plan.version.snapshot  # type: ignore[attr-defined]
             diffs: dict[int | None, list[dict[str, Any]]] = {}  # version pk -> its diff to `after`
 
-            def diff_from(pk: int | None) -> list[dict[str, Any]]:
+            def diff_from(pk: int | None, *, plan: _Publish = plan, after: Any = after,
+                          diffs: dict[int | None, list[dict[str, Any]]] = diffs) -> list[dict[str, Any]]:
                 """The same diff is often asked for twice (publish and label move from the version the
                 label served, which the draft was usually equal to): compute it once, copy it after."""
                 if pk not in diffs:

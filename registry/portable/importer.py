@@ -244,7 +244,8 @@ class _Known:
             if lock:
                 rows = rows.select_for_update()
             if kind_name == "prompt":
-                rows = rows.prefetch_related("arguments", Prefetch("messages", PromptMessage.objects.select_related("resource")))
+                rows = rows.prefetch_related("arguments",
+                                             Prefetch("messages", PromptMessage.objects.select_related("resource")))
             elif kind_name == "template":
                 rows = rows.prefetch_related("variables")
             known.entries.update((entry.key, entry) for entry in rows)
@@ -273,7 +274,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
         known = _Known.read(spec.kind, [spec])
     missing = [(uri, where) for uri, where in spec.references if normalize_uri(uri) not in known.resource_uris]
     for uri, where in missing:
-        problems.append(f"{where}: no registry resource has the URI {uri}; list it under resources: or create it first.")
+        problems.append(f"{where}: no registry resource has the URI {uri}; "
+                        "list it under resources: or create it first.")
     if missing:
         return None
     entry: VersionedEntry | None = known.entries.get(stored_key(spec.kind, spec.key))
@@ -384,7 +386,7 @@ def export_document(*, include_archived: bool = False) -> dict[str, list[dict[st
         for entry in entries:
             pointing = labels.get(entry.pk, [])
             latest = newest.get(entry.pk)
-            released = {name: number for name, number in pointing}
+            released = dict(pointing)
             on_latest = [name for name, number in pointing if number == latest]
             items.append(entry_document(kind_name, draft_data(entry, resource_uris=resource_uris), released=released,
                                         labels=on_latest if latest is not None else None))

@@ -35,13 +35,13 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: lis
         for key_node, value_node in node.value:
             key = key_node.value
             if key in seen:
-                duplicates.append((path + (key,), key_node.start_mark.line + 1))
+                duplicates.append(((*path, key), key_node.start_mark.line + 1))
             seen.add(key)
-            lines.setdefault(path + (key,), key_node.start_mark.line + 1)
-            _walk(value_node, path + (key,), lines, duplicates)
+            lines.setdefault((*path, key), key_node.start_mark.line + 1)
+            _walk(value_node, (*path, key), lines, duplicates)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value, start=1):
-            _walk(item, path + (index,), lines, duplicates)
+            _walk(item, (*path, index), lines, duplicates)
 
 
 def _refuse_hostile(text: str, source: str, builder: EventBuilder | None = None) -> None:

@@ -2,7 +2,8 @@
 
 `watch_imports` starts watching, imports a YAML file or folder once, then again whenever a YAML
 file or a `file:` side file under it changes. Watching starts first, so an edit made while the
-first import (or any round) runs is seen and imported by the next round: no window loses one. File events come from the `watchfiles` library (native
+first import (or any round) runs is seen and imported by the next round: no window loses one.
+File events come from the `watchfiles` library (native
 notifications, not a polling loop). A burst of changes (a `git pull` touching forty files)
 is one round: watchfiles groups events until none arrived for `QUIET_MS` (its `step`), up to
 `BURST_MS` (its `debounce`). Each round is one `import_documents` call, so one transaction:

@@ -108,7 +108,7 @@ class EventBuilder:
         frame = self._stack[-1]
         if isinstance(frame.container, list):
             frame.index += 1
-            path = frame.path + (frame.index,)
+            path = (*frame.path, frame.index)
             frame.container.append(value)
             self.lines.setdefault(path, line)
             return path
@@ -116,7 +116,7 @@ class EventBuilder:
             if collection or tag != STR:
                 raise _Unsupported("a key that is not a plain string")  # merge keys, numbers, mappings
             raw = event.value
-            path = frame.path + (raw,)
+            path = (*frame.path, raw)
             if raw in frame.seen:
                 self.duplicates.append((path, line))
             frame.seen.add(raw)

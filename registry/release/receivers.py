@@ -234,7 +234,8 @@ def entry_saved(sender: Any, instance: VersionedEntry, created: bool, raw: bool 
     if (stored["archived_at"] is None) == (instance.archived_at is None):
         return  # a draft edit: clients see it only once it is published
     record_change(kind=instance.kind, key=instance.key, list_changed=True)
-    _audit(instance.kind, instance.key, instance.pk, AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
+    _audit(instance.kind, instance.key, instance.pk,
+           AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
 
 
 @_together
@@ -284,7 +285,8 @@ def connect() -> None:
     pre_save.connect(rollout_saving, sender=Rollout, dispatch_uid="registry.rollout_saving")
     post_save.connect(rollout_saved, sender=Rollout, dispatch_uid="registry.rollout_saved")
     post_delete.connect(rollout_deleted, sender=Rollout, dispatch_uid="registry.rollout_deleted")
-    served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout, dispatch_uid="registry.rollouts_bulk_created")
+    served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout,
+                                     dispatch_uid="registry.rollouts_bulk_created")
     pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.client_saving")
     post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.client_saved")
     post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.client_deleted")

@@ -49,7 +49,8 @@ def can_request(user: User, entry: VersionedEntry) -> bool:
     if user is None:
         return True
     model_name = kind_of(entry).entry_model._meta.model_name
-    return bool(user.is_active and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry)))
+    return bool(user.is_active
+                and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry)))
 
 
 @service_transaction
@@ -165,7 +166,8 @@ def request_publication(
 def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> VersionedEntry:
     entry = entry_of(review)
     if entry is None:
-        raise StaleReview(_("The %(kind)s of review #%(pk)s no longer exists.") % {"kind": review.entry_kind, "pk": review.pk})
+        raise StaleReview(_("The %(kind)s of review #%(pk)s no longer exists.")
+                          % {"kind": review.entry_kind, "pk": review.pk})
     services.require_publisher(acting_user, entry)
     if acting_user is not None and review.requested_by_id is not None and review.requested_by_id == acting_user.pk:
         if verb == "approve":

@@ -253,7 +253,8 @@ def _point_label(
     current.moved_by = actor or actor_name(acting_user)
     current.save()  # recorded in the change log by registry.release.receivers, as every label save is
     if action is None:
-        action = AuditAction.ROLLBACK if before is not None and version.number < before.number else AuditAction.LABEL_MOVE
+        rolled_back = before is not None and version.number < before.number
+        action = AuditAction.ROLLBACK if rolled_back else AuditAction.LABEL_MOVE
     write_audit(
         entry=entry, action=action, acting_user=acting_user, actor=actor, note=note, label=label,
         from_version=before.number if before else None, to_version=version.number,

@@ -178,7 +178,7 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
         if not wanted:
             return
         rows = rows.filter(wanted)
-    by_kind = dict(zip(("prompt", "resource", "template"), pools))
+    by_kind = dict(zip(("prompt", "resource", "template"), pools, strict=True))
     for rollout in rows:
         pool = by_kind.get(rollout.entry_kind)
         key = read_keys.get(rollout.entry_kind, {}).get(rollout.entry_id)

@@ -44,7 +44,7 @@ def served_fingerprint(label: str) -> Fingerprint:
         served = out.get((kind, key)) if key is not None else None
         if served is None or served[1] != rollout_label or served[0] == candidate:
             continue
-        out[(kind, key)] = served[:2] + ((percent, candidate),)
+        out[(kind, key)] = (*served[:2], (percent, candidate))
     return out
 
 

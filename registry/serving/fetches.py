@@ -121,7 +121,8 @@ def _upsert_all(batch: dict[_Key, int], seen: dict[_Key, datetime]) -> None:
 
 def _upsert(key: _Key, count: int, when: datetime) -> None:
     client_id, client_name, kind, entry_key, version, label = key
-    lookup = dict(client_name=client_name, entry_kind=kind, entry_key=entry_key, version=version, label=label)
+    lookup = {"client_name": client_name, "entry_kind": kind, "entry_key": entry_key, "version": version,
+              "label": label}
     if client_id is not None and not McpClient.objects.filter(pk=client_id).exists():
         client_id = None  # deleted since it was served: keep the count under its name
     for _attempt in range(2):

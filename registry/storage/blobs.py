@@ -19,6 +19,7 @@ unreachable) raises `StorageUnavailable`, which callers answer as a temporary ou
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import logging
@@ -243,10 +244,8 @@ def _write_file(backend: FileSystemStorage, name: str, data: bytes) -> None:
             os.chmod(temporary, backend.file_permissions_mode)
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-        except FileNotFoundError:
-            pass
         raise
     try:
         dir_fd = os.open(directory, os.O_RDONLY)

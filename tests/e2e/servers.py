@@ -118,11 +118,11 @@ def wait_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return
-        except OSError:
+        except OSError as exc:
             if proc is not None and proc.poll() is not None:
-                raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+                raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}") from None
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s") from exc
             time.sleep(0.05)
 
 

@@ -58,7 +58,7 @@ def daphne_send(protocol: FakeProtocol) -> tuple[Server, functools.partial]:
 
 def test_daphnes_send_is_recognised_and_written_through_as_a_plain_call():
     protocol = FakeProtocol()
-    server, send = daphne_send(protocol)
+    _server, send = daphne_send(protocol)
     connection = daphne_connection(send)
     assert connection is not None
     connection.write({"type": "http.response.body", "body": b"x", "more_body": True})
@@ -164,7 +164,7 @@ async def test_a_client_that_catches_up_starts_its_allowance_over(settings):
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30, "LISTENER_QUEUE_SIZE": 3}
     protocol = FakeProtocol()
     mailbox, loop_task = await parked_daphne_stream(protocol)
-    for burst in range(3):
+    for _burst in range(3):
         protocol.channel._waitingForTransport = True
         for n in range(3):
             mailbox.put_nowait(b'{"n":%d}' % n)

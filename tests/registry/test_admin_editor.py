@@ -381,5 +381,6 @@ def test_audit_list_gives_notes_room_from_a_static_stylesheet(client, auditor):
     assert "registry/audit.css" in page
     from django.contrib.staticfiles import finders
 
-    css = open(finders.find("registry/audit.css")).read()
+    with open(finders.find("registry/audit.css")) as stylesheet:
+        css = stylesheet.read()
     assert "td.field-note" in css and "min-width" in css

@@ -51,7 +51,7 @@ def test_accepted_values_render_in_their_plain_form(kind, value, rendered):
     (spec(type="resource"), "not a uri", "must be the URI of a registry resource"),
 ])
 def test_refused_values_say_why(argument, value, reason):
-    rendered, why = check_value(argument, value)
+    _rendered, why = check_value(argument, value)
     assert why is not None and why.startswith(reason)
 
 

@@ -78,7 +78,8 @@ def test_registry_import_failure_lists_problems_and_exits_with_an_error(tmp_path
     with pytest.raises(CommandError, match="nothing was imported") as caught:
         call_command("registry_import", "bad.yaml", stdout=StringIO(), stderr=err)
     assert caught.value.returncode == 1
-    assert "bad.yaml:3: prompts[1] (name: p): mesages: unknown key 'mesages'. Did you mean 'messages'?" in err.getvalue()
+    assert ("bad.yaml:3: prompts[1] (name: p): mesages: unknown key 'mesages'. Did you mean 'messages'?"
+            in err.getvalue())
     assert "bad.yaml:2: prompts[1] (name: p): 'messages' is required." in err.getvalue()
 
 

@@ -31,7 +31,8 @@ def test_apply_prompt_replaces_arguments_and_messages_in_order():
     assert prompt.title == "Greeting"
     assert [a.name for a in prompt.arguments.all()] == ["who", "mood"]
     assert prompt.arguments.get(name="who").suggestion_list == ["world", "team"]
-    assert [(m.role, m.text) for m in prompt.messages.all()] == [("user", "Hello {{ who }}"), ("assistant", "I am {{ mood }}")]
+    assert [(m.role, m.text) for m in prompt.messages.all()] == [("user", "Hello {{ who }}"),
+                                                                 ("assistant", "I am {{ mood }}")]
 
 
 def test_apply_prompt_leaves_fields_that_are_not_given_alone():

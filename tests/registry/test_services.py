@@ -274,7 +274,8 @@ def test_rolled_back_transaction_announces_nothing(publisher):
     from registry.signals import registry_changed
 
     batches = []
-    registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-rollback", weak=False)
+    registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-rollback",
+                             weak=False)
     try:
         prompt = make_prompt()
         with pytest.raises(RuntimeError), transaction.atomic():
@@ -323,10 +324,11 @@ def test_one_publish_of_a_resource_to_production_takes_a_fixed_small_number_of_q
     resource.save()
     with CaptureQueriesContext(connection) as captured:
         services.publish(resource, acting_user=None, note="second")
-    sql = [q["sql"] for q in captured.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
+    sql = [q["sql"] for q in captured.captured_queries
+           if not q["sql"].startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
     assert sum("webhooks_webhook" in q for q in sql) == 1, "\n".join(sql)
     assert not any("registry_changelogentry" in q and q.startswith("SELECT") for q in sql)
     assert len(sql) == 15, "\n".join(sql)  # 20 before: 3 label re-reads, a change-log check, 2 webhook reads
-    assert list(AuditEntry.objects.filter(entry_key="docs://pinned").order_by("id").values_list("action", flat=True)) == [
-        "publish", "override", "label_move", "publish", "override", "label_move"]
+    actions = AuditEntry.objects.filter(entry_key="docs://pinned").order_by("id").values_list("action", flat=True)
+    assert list(actions) == ["publish", "override", "label_move", "publish", "override", "label_move"]
     assert ChangeLogEntry.objects.filter(entry_key="docs://pinned").count() == 2

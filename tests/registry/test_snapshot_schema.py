@@ -63,7 +63,9 @@ def _other(path: str, value: Any) -> Any:
     if leaf == "role":
         return "assistant" if value == "user" else "user"
     if leaf == "type":
-        return "image" if path.startswith("messages") and value != "image" else ("string" if value != "string" else "enum")
+        if path.startswith("messages") and value != "image":
+            return "image"
+        return "string" if value != "string" else "enum"
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
@@ -152,9 +154,10 @@ def test_the_portable_format_accepts_exactly_the_keys_of_the_schema():
     assert schema_of("prompt").portable_keys() == portable.PROMPT_KEYS
     assert schema_of("resource").portable_keys() == portable.RESOURCE_KEYS
     assert schema_of("template").portable_keys() == portable.TEMPLATE_KEYS
-    assert tuple(k for c in schema_of("prompt").table("arguments").columns for k in c.portable) == portable.ARGUMENT_KEYS
+    assert tuple(k for c in schema_of("prompt").table("arguments").columns
+                 for k in c.portable) == portable.ARGUMENT_KEYS
     assert tuple(k for c in schema_of("template").table("variables").columns
-                                           for k in c.portable) == portable.VARIABLE_KEYS
+                 for k in c.portable) == portable.VARIABLE_KEYS
 
 
 def test_every_field_survives_export_and_import(tmp_path):

@@ -81,7 +81,7 @@ def table_change(table: Table, old: Any, new: Any, partial: bool) -> TableChange
     columns = _shown_columns(table, pairs)
     rows: list[TableRow] = []
     any_change = False
-    for position, (b_row, a_row) in zip(positions, pairs):
+    for position, (b_row, a_row) in zip(positions, pairs, strict=True):
         status = row_status(b_row, a_row, table.identity, partial) or "same"
         cells = []
         for column in columns:

@@ -71,7 +71,8 @@ class PublishForm(forms.Form):
         data = super().clean()
         reason = (data.get("override_reason") or "").strip()
         if data.get("override") and not reason:
-            self.add_error("override_reason", ValidationError(_("Say why the review is skipped."), code="reason_required"))
+            self.add_error("override_reason",
+                           ValidationError(_("Say why the review is skipped."), code="reason_required"))
         data["override_reason"] = reason if data.get("override") else None
         return data
 
@@ -144,8 +145,9 @@ class RolloutForm(forms.Form):
 
     label = forms.ChoiceField(label=gettext_lazy("Label"), choices=[], initial=PRODUCTION,
                               error_messages={"invalid_choice": gettext_lazy("Choose one of the entry's labels.")})
-    version = forms.TypedChoiceField(choices=[], coerce=int, label=gettext_lazy("Candidate version"),
-                                     error_messages={"invalid_choice": gettext_lazy("Choose one of the published versions.")})
+    version = forms.TypedChoiceField(
+        choices=[], coerce=int, label=gettext_lazy("Candidate version"),
+        error_messages={"invalid_choice": gettext_lazy("Choose one of the published versions.")})
     percent = forms.IntegerField(
         label=gettext_lazy("Share of clients (%)"), min_value=0, max_value=100,
         help_text=gettext_lazy("0 stops the rollout (everyone gets the label's version again); 100 completes it "

@@ -65,7 +65,8 @@ class RolloutPageMixin(EntryPageMixin):
                     if result is not None:
                         messages.success(request, _("v%(number)s now goes to %(percent)s%% of the clients of "
                                                     "'%(label)s'.") % {"number": result.candidate_version,
-                                                                       "percent": result.percent, "label": result.label})
+                                                                       "percent": result.percent,
+                                                                       "label": result.label})
                     elif data["percent"] == 100:
                         messages.success(request, _("Rollout complete: '%(label)s' serves v%(number)s.")
                                          % {"label": data["label"], "number": data["version"]})

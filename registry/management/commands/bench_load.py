@@ -89,13 +89,14 @@ def _publish_rows(kind_name: str, entries: list[Any], snapshots: list[dict[str, 
         raise CommandError("This database does not return ids from bulk inserts (SQLite 3.35+ or PostgreSQL needed).")
     versions = kind.version_model.objects.bulk_create(  # type: ignore[attr-defined]
         [kind.version_model(entry=entry, number=1, snapshot=snap, content_hash=content_hash(snap),
-                            listing=listing_of(kind_name, snap), change_note="Synthetic benchmark data", author_name=ACTOR)
-         for entry, snap in zip(entries, snapshots)],
+                            listing=listing_of(kind_name, snap), change_note="Synthetic benchmark data",
+                            author_name=ACTOR)
+         for entry, snap in zip(entries, snapshots, strict=True)],
         batch_size=BATCH,
     )
     kind.label_model.objects.bulk_create(  # type: ignore[attr-defined]
         [kind.label_model(entry=entry, version=version, name=PRODUCTION, protected=True, moved_by=ACTOR)
-         for entry, version in zip(entries, versions)],
+         for entry, version in zip(entries, versions, strict=True)],
         batch_size=BATCH,
     )
 
@@ -153,16 +154,15 @@ def load_prompts(n: int, seed: int, note: str) -> int:
     )
     PromptMessage.objects.bulk_create(
         [PromptMessage(prompt=p, position=pos, role=role, kind="text", text=text)
-         for p, (user, assistant) in zip(prompts, contents)
+         for p, (user, assistant) in zip(prompts, contents, strict=True)
          for pos, (role, text) in enumerate((("user", user), ("assistant", assistant)))],
         batch_size=BATCH,
     )
     snapshots = [
         {"name": p.name, "description": p.description, "arguments": arguments, "tags": SNAPSHOT_TAGS,
          "messages": [{"role": "user", "content": {"type": "text", "text": user}},
-                      {"role": "assistant", "content": {"type": "text", "text": assistant}}],
-         "tags": SNAPSHOT_TAGS}
-        for p, (user, assistant) in zip(prompts, contents)
+                      {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
+        for p, (user, assistant) in zip(prompts, contents, strict=True)
     ]
     _publish_rows("prompt", prompts, snapshots)
     _summarise("prompt", [p.name for p in prompts], note)

@@ -90,7 +90,8 @@ class Command(BaseCommand):
                 if outcome.status == "updated" or (outcome.status == "created" and verbosity >= 2):
                     for change in outcome.changes:
                         if show_values:
-                            self.stdout.write(f"    {change['field']}: {_short(change['before'])} -> {_short(change['after'])}")
+                            self.stdout.write(f"    {change['field']}: {_short(change['before'])} -> "
+                                              f"{_short(change['after'])}")
                         else:
                             self.stdout.write(f"    {change['field']}")
         self.stdout.write(report.summary())
