@@ -32,8 +32,8 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
 
     class Media:
         css = {"all": ["registry/audit.css"]}
-    fields = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note",
-              "readable_changes"]
+    fields = ("created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note",
+              "readable_changes")
     readonly_fields = fields
 
     @admin.display(description=gettext_lazy("versions"))

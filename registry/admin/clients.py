@@ -22,7 +22,7 @@ class FetchCounterInline(ReadOnlyAdminMixin, admin.TabularInline):
     fk_name = "client"
     extra = 0
     can_delete = False
-    fields = ["entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
+    fields = ("entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at")
     readonly_fields = fields
     verbose_name_plural = gettext_lazy("What this client was served")
 

@@ -74,7 +74,7 @@ class UserLanguageMiddleware:
         chosen_by_locale = translation.get_language()
         if code:
             translation.activate(code)
-            request.LANGUAGE_CODE = code  # type: ignore[attr-defined]
+            request.LANGUAGE_CODE = code
         try:
             response = self.get_response(request)
         finally:

@@ -29,7 +29,7 @@ from registry.authoring.validation import registry_resource_exists
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.formats import argtypes
 from registry.formats.rendering import render_prompt
-from registry.models import Prompt, PromptArgument, PromptMessage
+from registry.models import Prompt, PromptArgument, PromptMessage, VersionedEntry
 
 
 class PromptArgumentInline(admin.StackedInline):
@@ -183,7 +183,8 @@ class PromptAdmin(VersionedEntryAdmin):
 
     def _create_formsets(self, request, obj, change):
         # The message inline checks placeholders against the arguments being saved alongside.
-        formsets, inline_instances = super()._create_formsets(request, obj, change)
+        formsets, inline_instances = super()._create_formsets(  # type: ignore[misc]  # private, no stub
+            request, obj, change)
         arguments = next((f for f in formsets if isinstance(f, PromptArgumentFormSet)), None)
         for formset in formsets:
             if isinstance(formset, PromptMessageFormSet):
@@ -235,7 +236,7 @@ class PromptAdmin(VersionedEntryAdmin):
                                 **context)
         return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
 
-    def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str],
+    def _snapshot_of_posted_form(self, request: HttpRequest, obj: VersionedEntry, errors: list[str],
                                  payloads: Payloads) -> dict[str, Any] | None:
         """The snapshot the posted change form would save, or None with `errors` filled in.
 

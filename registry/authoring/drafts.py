@@ -238,7 +238,7 @@ def message_rows(prompt: Prompt, messages: Iterable[Mapping[str, Any]],
                  resources: Mapping[str, Resource]) -> list[PromptMessage]:
     """Unsaved message rows of `prompt`, in order; `resources` maps each `resource_uri` to its resource."""
     return [
-        PromptMessage(
+        PromptMessage(  # type: ignore[misc]  # `data` is a property Model() sets
             prompt=prompt, position=position, role=message.get("role") or "user",
             kind=message.get("kind") or "text", text=_text(message.get("text")), uri=_text(message.get("uri")),
             resource=resources[message["resource_uri"]] if message.get("resource_uri") else None,
@@ -458,7 +458,7 @@ def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> Versio
 @service_transaction
 def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: Any, note: str = "") -> VersionedEntry:
     """Replace the draft with version `version_number` and audit it (action restore_draft)."""
-    version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+    version = entry.versions.filter(number=version_number).first()
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")
     lock_draft(entry)

@@ -54,7 +54,7 @@ def _message_label(index: int) -> str:
 
 @dataclass
 class DraftReport:
-    errors: list[str] = field(default_factory=list)
+    errors: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property

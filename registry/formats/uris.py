@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import quote, unquote
 
 from uritemplate import URITemplate
@@ -182,7 +183,7 @@ class UriTemplateMatcher:
         for expression, variable in zip(expressions, variables, strict=True):
             regex.append(re.escape(template_text[pos : expression.start()]))
             pos = expression.end()
-            operator = getattr(variable.operator, "value", variable.operator)
+            operator = cast(str, getattr(variable.operator, "value", variable.operator))  # enum or (older) str
             value = _OPERATOR_VALUE.get(operator, _OPERATOR_VALUE[""])
             names = variable.variable_names
             if operator in ("?", "&"):

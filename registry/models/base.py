@@ -7,6 +7,8 @@ the next immutable version; release labels point at versions and are what client
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -15,6 +17,9 @@ from django.utils.translation import gettext_lazy as _
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
 from registry.formats.uris import lookup_uri, normalize_uri_template
 from registry.signals import served_rows_bulk_created
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import RelatedManager
 
 PRODUCTION = "production"
 STAGING = "staging"
@@ -38,7 +43,7 @@ class ServedQuerySet(models.QuerySet):
 
     served_fields: frozenset[str] = frozenset()
 
-    def update(self, **kwargs):  # type: ignore[override]
+    def update(self, **kwargs):
         guarded = sorted(f for f in kwargs if f in self.served_fields or f.removesuffix("_id") in self.served_fields)
         if guarded:
             raise BulkUpdateRefused(
@@ -49,7 +54,7 @@ class ServedQuerySet(models.QuerySet):
             )
         return super().update(**kwargs)
 
-    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+    def bulk_create(self, objs, *args, **kwargs):
         created = super().bulk_create(objs, *args, **kwargs)
         if created:
             served_rows_bulk_created.send(sender=self.model, objs=created)
@@ -63,7 +68,7 @@ class EntryQuerySet(ServedQuerySet):
 class LabelQuerySet(ServedQuerySet):
     served_fields = frozenset({"entry", "version", "name"})
 
-    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+    def bulk_create(self, objs, *args, **kwargs):
         objs = list(objs)
         for label in objs:  # save() is not called: give each row its served key here
             if not label.served_key:
@@ -93,6 +98,10 @@ class VersionedEntry(models.Model):
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
     objects = EntryQuerySet.as_manager()
+    # The reverse relations of every concrete entry (its version and label models' `entry`); of Any
+    # model, as an abstract model has no fields the stubs know of (`version`, `entry`).
+    versions: RelatedManager[Any]
+    labels: RelatedManager[Any]
 
     class Meta:
         abstract = True
@@ -116,10 +125,10 @@ class VersionedEntry(models.Model):
 class ImmutableQuerySet(models.QuerySet):
     """Bulk updates and deletes would bypass the per-row guard, so they are refused too."""
 
-    def update(self, **kwargs):  # type: ignore[override]
+    def update(self, **kwargs):
         raise ImmutableVersionError("Published versions cannot be changed.")
 
-    def delete(self):  # type: ignore[override]
+    def delete(self):
         raise ImmutableVersionError("Published versions cannot be deleted.")
 
     def for_entry(self, entry: VersionedEntry) -> ImmutableQuerySet:
@@ -152,20 +161,21 @@ class EntryVersion(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     objects = ImmutableQuerySet.as_manager()
+    entry: VersionedEntry  # each concrete version model's own foreign key to its entry model
 
     class Meta:
         abstract = True
         ordering = ["-number"]
 
     def __str__(self) -> str:
-        return f"{self.entry.key} v{self.number}"  # type: ignore[attr-defined]
+        return f"{self.entry.key} v{self.number}"
 
     def save(self, *args, **kwargs) -> None:
         if not self._state.adding:
             raise ImmutableVersionError(f"{self} is published and cannot be changed; publish a new version.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):  # type: ignore[override]
+    def delete(self, *args, **kwargs):
         raise ImmutableVersionError(f"{self} is published and cannot be deleted.")
 
 
@@ -200,6 +210,9 @@ class ReleaseLabel(models.Model):
     )
 
     objects = LabelQuerySet.as_manager()
+    # Each concrete label model's own foreign keys, to its entry and version models.
+    entry: VersionedEntry
+    version: EntryVersion
 
     class Meta:
         abstract = True
@@ -207,12 +220,12 @@ class ReleaseLabel(models.Model):
         indexes = [models.Index(fields=["name", "served_key"], name="%(class)s_by_key")]
 
     def __str__(self) -> str:
-        return f"{self.name} → v{self.version.number}"  # type: ignore[attr-defined]
+        return f"{self.name} → v{self.version.number}"
 
     def save(self, *args, **kwargs) -> None:
         fields = kwargs.get("update_fields")
         if fields is None or {"version", "version_id"} & set(fields):
-            self.served_key = served_key_of(self.version.listing, self.version.snapshot)  # type: ignore[attr-defined]
+            self.served_key = served_key_of(self.version.listing, self.version.snapshot)
             if fields is not None:
                 kwargs["update_fields"] = [*fields, "served_key"]
         super().save(*args, **kwargs)

@@ -198,12 +198,12 @@ class _Checker:
         if key == "base64":
             encoded = self.string(m, "base64", path)
             try:
-                raw = base64.b64decode("".join(encoded.split()), validate=True)
+                decoded = base64.b64decode("".join(encoded.split()), validate=True)
             except (binascii.Error, ValueError):
                 self.error((*path, "base64"), "this is not valid base64.")
                 return "", None
-            self._check_size(len(raw), (*path, "base64"))
-            return "", raw or None
+            self._check_size(len(decoded), (*path, "base64"))
+            return "", decoded or None
         raw = self._side_file(self.string(m, "file", path), (*path, "file"))
         if raw is None:
             return "", None

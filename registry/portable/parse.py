@@ -77,7 +77,7 @@ def _scan_events(text: str, source: str, loader_class: type, builder: EventBuild
                 feed(event)
             line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent):
-                anchor = anchors.get(event.anchor)
+                anchor = anchors.get(event.anchor or "")
                 where = f" (its anchor &{event.anchor} is on line {anchor})" if anchor else ""
                 raise FormatError([f"{source}:{line}: YAML aliases are not supported: *{event.anchor}{where}. "
                                    "Write the value out in full."])

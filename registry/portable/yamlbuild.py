@@ -62,7 +62,7 @@ class EventBuilder:
         except (_Unsupported, yaml.YAMLError, TypeError, ValueError):
             self.ok = False  # the composer reads it again, and reports any error in its own words
 
-    def _feed(self, event: yaml.Event) -> None:
+    def _feed(self, event: Any) -> None:  # a yaml.Event, told apart by its exact type (which mypy does not narrow)
         kind = type(event)
         if kind is yaml.ScalarEvent:
             tag = event.tag
@@ -97,7 +97,7 @@ class EventBuilder:
         elif kind is yaml.AliasEvent:
             raise _Unsupported("alias")
 
-    def _add(self, value: Any, event: yaml.Event, tag: str, *, collection: bool) -> Path_:
+    def _add(self, value: Any, event: Any, tag: str, *, collection: bool) -> Path_:  # event: as in _feed
         line = event.start_mark.line + 1
         if not self._stack:
             if self._documents != 1 or self.lines:

@@ -24,7 +24,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.audit import User, actor_name, approval_note, write_audit
+from registry.audit import User, actor_name, approval_note, user_row, write_audit
 from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
 from registry.authoring.validation import validate_entry
 from registry.changes import service_transaction
@@ -84,7 +84,7 @@ def can_decide(user: User, review: ReviewRequest) -> bool:
 
 
 def entry_of(review: ReviewRequest) -> VersionedEntry | None:
-    return KINDS[review.entry_kind].entry_model.objects.filter(pk=review.entry_id).first()  # type: ignore[attr-defined]
+    return KINDS[review.entry_kind].entry_model.objects.filter(pk=review.entry_id).first()
 
 
 def _label_version(entry: VersionedEntry, label: str) -> int | None:
@@ -142,7 +142,7 @@ def request_publication(
                                "request a full release first.") % {"key": entry.key, "label": label})
     target = None
     if version_number is not None:
-        target = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+        target = entry.versions.filter(number=version_number).first()
         if target is None:
             raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
         if base == version_number:
@@ -151,10 +151,10 @@ def request_publication(
     review = ReviewRequest.objects.create(
         entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
         content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,
-        requested_by=acting_user if getattr(acting_user, "pk", None) else None,
+        requested_by=user_row(acting_user),
         requested_by_name=actor_name(acting_user), note=note,
     )
-    before = entry.versions.filter(number=base).first() if base is not None else None  # type: ignore[attr-defined]
+    before = entry.versions.filter(number=base).first() if base is not None else None
     write_audit(
         entry=entry, action=AuditAction.REVIEW_REQUESTED, acting_user=acting_user, label=label,
         note=f"Review #{review.pk} ({review.what}): {note}", from_version=base, to_version=version_number,
@@ -188,7 +188,7 @@ def _lock_pending(review: ReviewRequest) -> ReviewRequest:
 
 def _close(review: ReviewRequest, status: str, acting_user: User, comment: str) -> None:
     review.status = status
-    review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
+    review.decided_by = user_row(acting_user)
     review.decided_by_name = actor_name(acting_user)
     review.decision_comment = comment
     review.decided_at = timezone.now()

@@ -43,7 +43,7 @@ from types import MappingProxyType
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.audit import User, actor_name, write_audit
+from registry.audit import User, actor_name, user_row, write_audit
 from registry.authoring.listing import listing_of
 from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
 from registry.authoring.validation import validate_entry
@@ -163,7 +163,7 @@ def authorise_protected(
 
 
 def latest_version(entry: VersionedEntry) -> EntryVersion | None:
-    return entry.versions.order_by("-number").first()  # type: ignore[attr-defined]
+    return entry.versions.order_by("-number").first()
 
 
 def _lock(entry: VersionedEntry) -> VersionedEntry:
@@ -248,7 +248,7 @@ def _point_label(
                         override_reason=override_reason, actor=actor,
                         from_version=before.number if before else None, to_version=version.number)
     _end_rollouts(entry, label, before, version, acting_user=acting_user, actor=actor)
-    current.entry = entry  # type: ignore[attr-defined]  # no re-read of the locked entry
+    current.entry = entry  # no re-read of the locked entry
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
     current.save()  # recorded in the change log by registry.release.receivers, as every label save is
@@ -280,7 +280,7 @@ def _supersede_reviews(entry: VersionedEntry, label: str, version: EntryVersion,
         if deciding == f"review #{review.pk}":
             continue
         review.status = ReviewStatus.SUPERSEDED
-        review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
+        review.decided_by = user_row(acting_user)
         review.decided_by_name = actor or actor_name(acting_user)
         review.decision_comment = (f"'{label}' moved to v{version.number} ({review.decided_by_name}) after this "
                                    "request, so it no longer describes what approving would do. Request again "
@@ -331,7 +331,7 @@ def move_label(
     """Point `label` at an existing version: a rollout, or a rollback when it goes backwards."""
     require_publisher(acting_user, entry)
     entry = _lock(entry)
-    version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+    version = entry.versions.filter(number=version_number).first()
     if version is None:
         raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
     return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
@@ -364,12 +364,12 @@ def rollback(
     if current is None:
         raise RegistryError(_("%(key)s has no '%(label)s' label to roll back.") % {"key": entry.key, "label": label})
     if to_version is None:
-        older = entry.versions.filter(number__lt=current.version.number).order_by("-number").first()  # type: ignore[attr-defined]
+        older = entry.versions.filter(number__lt=current.version.number).order_by("-number").first()
         if older is None:
             raise RegistryError(_("'%(label)s' already serves the first version of %(key)s.")
                                 % {"label": label, "key": entry.key})
         to_version = older.number
-    version = entry.versions.filter(number=to_version).first()  # type: ignore[attr-defined]
+    version = entry.versions.filter(number=to_version).first()
     if version is None:
         raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": to_version})
     if version.number >= current.version.number:

@@ -99,10 +99,11 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     for kind, key in changed or ():
         wanted.setdefault(kind, set()).add(key)
     partial = entry_ids is not None
-    if partial:
+    reread: dict[str, list[int] | None] = {}  # partial: kind -> the entry ids to read (None: all of them)
+    if entry_ids is not None:
         rolled = rollout_entries(names)
-        entry_ids = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
-                     for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()}
+        reread = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
+                  for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()}
     elif base is None:
         forget_shared()
 
@@ -110,17 +111,19 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
         if base is not None:
             qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
-        if partial and entry_ids[kind] is not None:
-            qs = qs.filter(entry_id__in=entry_ids[kind])
+        if partial and reread[kind] is not None:
+            qs = qs.filter(entry_id__in=reread[kind])
         qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
         if kind != "resource":  # only resources list a date; converting 20k of them costs a quarter second
-            return (Row(*values[:4], decode_listing(values[4]), None) for values in qs.order_by(
-                "entry_id", "name").values_list(*ROW_FIELDS[:5]).iterator(chunk_size=2000))
-        return (Row(*values[:4], decode_listing(values[4]), values[5])
-                for values in qs.order_by("entry_id", "name").values_list(*ROW_FIELDS).iterator(chunk_size=2000))
+            return (Row(entry_id, name, version_id, number, decode_listing(listing), None)
+                    for entry_id, name, version_id, number, listing in qs.order_by(
+                        "entry_id", "name").values_list(*ROW_FIELDS[:5]).iterator(chunk_size=2000))
+        return (Row(entry_id, name, version_id, number, decode_listing(listing), created_at)
+                for entry_id, name, version_id, number, listing, created_at
+                in qs.order_by("entry_id", "name").values_list(*ROW_FIELDS).iterator(chunk_size=2000))
 
     def reads(kind: str) -> bool:
-        return kind in entry_ids if partial else base is None or kind in wanted
+        return kind in reread if partial else base is None or kind in wanted
 
     prompts = dict(base.prompt_items) if base else {}
     resources = dict(base.resource_items) if base else {}
@@ -183,10 +186,10 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
         pool = by_kind.get(rollout.entry_kind)
         key = read_keys.get(rollout.entry_kind, {}).get(rollout.entry_id)
         item = pool.get(key) if pool is not None and key is not None else None
-        if item is None or item.label != rollout.label or item.version == rollout.candidate_version:
+        if (pool is None or key is None or item is None or item.label != rollout.label
+                or item.version == rollout.candidate_version):
             continue
-        kind = KINDS[rollout.entry_kind]
-        found = kind.version_model.objects.filter(  # type: ignore[attr-defined]
+        found = KINDS[rollout.entry_kind].version_model.objects.filter(
             entry_id=rollout.entry_id, number=rollout.candidate_version).values_list(
             "entry_id", "id", "number", "listing", "created_at").first()
         if found is None:

@@ -75,8 +75,8 @@ def load_viewer(raw: str) -> Viewer | None:
             McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
     with _lock:
         if len(_cache) >= TOKEN_CACHE_SIZE:
-            now = time.monotonic()
-            for key in [k for k, (expires, _) in _cache.items() if expires < now]:
+            clock = time.monotonic()
+            for key in [k for k, (expires, _) in _cache.items() if expires < clock]:
                 del _cache[key]
             if len(_cache) >= TOKEN_CACHE_SIZE:
                 _cache.clear()

@@ -42,7 +42,7 @@ def served_fingerprint(label: str) -> Fingerprint:
             "entry_kind", "entry_id", "label", "candidate_version", "percent"):
         key = keys.get((kind, entry_id))
         served = out.get((kind, key)) if key is not None else None
-        if served is None or served[1] != rollout_label or served[0] == candidate:
+        if key is None or served is None or served[1] != rollout_label or served[0] == candidate:
             continue
         out[(kind, key)] = (*served[:2], (percent, candidate))
     return out

@@ -204,7 +204,7 @@ def _versions(kind: str, wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, i
         chunk = Q()
         for entry_id, number in wanted[start:start + 200]:
             chunk |= Q(entry_id=entry_id, number=number)
-        rows = KINDS[kind].version_model.objects.filter(chunk).values_list(  # type: ignore[attr-defined]
+        rows = KINDS[kind].version_model.objects.filter(chunk).values_list(
             "entry_id", "number", "created_at", "author_name", "change_note", "listing")
         for entry_id, number, created_at, author, note, listing in rows:
             found[(entry_id, number)] = (created_at, author, note, frozenset((listing or {}).get("tags") or ()))
@@ -301,12 +301,12 @@ def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: 
     now = _served(catalog, viewer)[("prompt", item.name)]
     entry_id = Prompt.objects.filter(name=item.name).values_list("pk", flat=True).first()
     numbers = versions_served("prompt", entry_id, now["label"]) | {now["version"]} if entry_id else set()
-    found = _versions("prompt", [(entry_id, n) for n in numbers])
+    found = _versions("prompt", [(entry_id, n) for n in numbers if entry_id])  # no numbers without an entry
     versions = []
     for (_entry, number), (created_at, author, note, tags) in sorted(found.items(), key=lambda kv: -kv[0][1]):
         if not viewer.sees(tags):
             continue
-        version = {"version": number, "date": _when(created_at), "note": _note(note),
+        version: dict[str, Any] = {"version": number, "date": _when(created_at), "note": _note(note),
                    "labels": [now["label"]] if number == now["version"] else []}
         if names_shown():
             version["author"] = author

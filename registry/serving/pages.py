@@ -37,7 +37,7 @@ from registry.serving.viewer import Viewer, served_item
 try:
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency
-    from json import loads as _loads
+    from json import loads as _loads  # type: ignore[assignment]  # takes no memoryview, unlike orjson's
 
 # The served key of each listed kind: from the listing column, else the snapshot (versions
 # written without a listing); templates are few and always read whole.

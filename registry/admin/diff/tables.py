@@ -42,7 +42,7 @@ def row_status(old: dict | None, new: dict | None, identity: str, partial: bool)
     """"added" / "removed" / None (present on both sides). Recorded changes keep changed keys only,
     so there a row is new when its identity key (every row has one) appears from nothing."""
     if partial:
-        old_has, new_has = bool(old) and identity in old, bool(new) and identity in new
+        old_has, new_has = old is not None and identity in old, new is not None and identity in new
         if new_has and not old_has:
             return "added"
         if old_has and not new_has:

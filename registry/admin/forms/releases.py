@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -55,7 +55,7 @@ class PublishForm(forms.Form):
         super().__init__(*args, **kwargs)
         names = list(dict.fromkeys([PRODUCTION, STAGING, *label_names]))
         protected = set(protected)
-        self.fields["labels"].choices = [
+        cast(forms.ChoiceField, self.fields["labels"]).choices = [
             (n, _("%(label)s (protected: needs a review)") % {"label": n} if n in protected else n) for n in names]
         self.fields["labels"].initial = [PRODUCTION]
         if protected:
@@ -68,7 +68,7 @@ class PublishForm(forms.Form):
             del self.fields["override_reason"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         reason = (data.get("override_reason") or "").strip()
         if data.get("override") and not reason:
             self.add_error("override_reason",
@@ -168,8 +168,8 @@ class RolloutForm(forms.Form):
     def __init__(self, *args: Any, can_override: bool = False, labels: Iterable[str] = (),
                  versions: Iterable[tuple[int, str]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["label"].choices = [(name, name) for name in labels]
-        self.fields["version"].choices = [(number, text) for number, text in versions]
+        cast(forms.ChoiceField, self.fields["label"]).choices = [(name, name) for name in labels]
+        cast(forms.ChoiceField, self.fields["version"]).choices = [(number, text) for number, text in versions]
         if not can_override:
             del self.fields["override_reason"]
 

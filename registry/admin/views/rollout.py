@@ -7,9 +7,10 @@ refused (registry.release.rollouts) instead of silently replaced.
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
@@ -59,8 +60,9 @@ class RolloutPageMixin(EntryPageMixin):
                 except RegistryError as exc:
                     form.add_error(None, exc.message)
                     if isinstance(exc, RolloutConflict):  # the page now shows the current state: resubmit to apply
-                        form.data = form.data.copy()
-                        form.data["seen"] = seen
+                        posted = cast(QueryDict, form.data).copy()  # request.POST, as given to the form
+                        posted["seen"] = seen
+                        form.data = posted
                 else:
                     if result is not None:
                         messages.success(request, _("v%(number)s now goes to %(percent)s%% of the clients of "

@@ -87,14 +87,14 @@ def _publish_rows(kind_name: str, entries: list[Any], snapshots: list[dict[str, 
     kind = KINDS[kind_name]
     if entries and entries[0].pk is None:
         raise CommandError("This database does not return ids from bulk inserts (SQLite 3.35+ or PostgreSQL needed).")
-    versions = kind.version_model.objects.bulk_create(  # type: ignore[attr-defined]
+    versions = kind.version_model.objects.bulk_create(
         [kind.version_model(entry=entry, number=1, snapshot=snap, content_hash=content_hash(snap),
                             listing=listing_of(kind_name, snap), change_note="Synthetic benchmark data",
                             author_name=ACTOR)
          for entry, snap in zip(entries, snapshots, strict=True)],
         batch_size=BATCH,
     )
-    kind.label_model.objects.bulk_create(  # type: ignore[attr-defined]
+    kind.label_model.objects.bulk_create(
         [kind.label_model(entry=entry, version=version, name=PRODUCTION, protected=True, moved_by=ACTOR)
          for entry, version in zip(entries, versions, strict=True)],
         batch_size=BATCH,
@@ -142,7 +142,7 @@ def load_prompts(n: int, seed: int, note: str) -> int:
         rows.append(Prompt(name=name, description=description, tags=TAGS))
         contents.append((user, assistant))
     prompts = Prompt.objects.bulk_create(rows, batch_size=BATCH)
-    arguments = [
+    arguments: list[dict[str, Any]] = [
         {"name": "topic", "description": "What to write about", "required": True, "suggestions": TOPICS},
         {"name": "audience", "description": "Who it is for", "required": True, "suggestions": AUDIENCES},
     ]
@@ -187,8 +187,9 @@ def load_resources(m: int, seed: int, note: str) -> int:
                              mime_type="text/markdown", text=text, tags=TAGS))
     if BLOB_URI not in existing:
         blob = random.Random(f"{seed}:bench-blob").randbytes(1024)
-        rows.append(Resource(uri=BLOB_URI, name="blob-00000", description="Synthetic binary document",
-                             mime_type="application/octet-stream", data=blob, tags=TAGS))
+        rows.append(Resource(  # type: ignore[misc]  # `data` is a property Model() sets
+            uri=BLOB_URI, name="blob-00000", description="Synthetic binary document",
+            mime_type="application/octet-stream", data=blob, tags=TAGS))
     for row in rows:
         row.store_pending()  # uploaded bytes go to the content store before the rows
     resources = Resource.objects.bulk_create(rows, batch_size=BATCH)
@@ -206,8 +207,9 @@ def load_blobs(b: int, seed: int, note: str) -> int:
         if uri in existing:
             continue
         data = random.Random(f"{seed}:bench-big:{i}").randbytes(BIG_BLOB_BYTES)
-        resource = Resource.objects.create(uri=uri, name=f"big-{i:05d}", description="Synthetic 4 MiB blob",
-                                           mime_type="application/octet-stream", data=data, tags=TAGS)
+        resource = Resource.objects.create(  # type: ignore[misc]  # `data` is a property Model() sets
+            uri=uri, name=f"big-{i:05d}", description="Synthetic 4 MiB blob", mime_type="application/octet-stream",
+            data=data, tags=TAGS)
         _publish_rows("resource", [resource], [_resource_snapshot(resource)])  # one at a time: bounded memory
         added += 1
     if added:
