@@ -293,7 +293,7 @@ def _refuse(channel: Any, status: int, limit: float) -> None:
 def _install_head_limits() -> None:
     from twisted.web import http
 
-    channel = http.HTTPChannel
+    channel: Any = http.HTTPChannel  # patched in place (Twisted's types have no assignable methods)
     channel.MAX_LENGTH = _current().head_bytes  # one line
     channel.totalHeadersSize = _current().head_bytes  # all lines of one request head
     if getattr(channel, "_registry_head_limits", False):
@@ -315,7 +315,8 @@ def _install_head_limits() -> None:
 def _install_body_limits() -> None:
     from twisted.web import http
 
-    channel, request = http.HTTPChannel, http.Request
+    channel: Any = http.HTTPChannel  # both patched in place
+    request: Any = http.Request
     if getattr(channel, "_registry_body_limits", False):
         return
     original_all_headers = channel.allHeadersReceived
@@ -406,7 +407,7 @@ def _install_head_timeout() -> None:
     timeout: closing it sooner would break clients that reuse an idle connection without retrying."""
     from twisted.web import http
 
-    channel = http.HTTPChannel
+    channel: Any = http.HTTPChannel  # patched in place
     if getattr(channel, "_registry_head_timeout", False):
         return
     original_made, original_lost = channel.connectionMade, channel.connectionLost
@@ -459,7 +460,7 @@ def _install_eager_writes() -> None:
     buffered path, which keeps the order, pauses producers and reports a lost connection."""
     from twisted.internet import tcp
 
-    connection = tcp.Connection
+    connection: Any = tcp.Connection  # patched in place
     if getattr(connection, "_registry_eager_writes", False):
         return
     buffered_write = connection.write
