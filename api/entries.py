@@ -8,6 +8,7 @@ templates are addressed by id in the path and found by key with a query paramete
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -71,23 +72,25 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
 
     kind: str
     search_fields: tuple[str, ...]
+    serializer_class: type[serializers.Serializer]
+    filter_serializer: type[serializers.Serializer]
     permission_classes = [ModelPermissions]
     # Reads of versions/labels/rollouts need the view permission; release actions too, because the
     # services check publish rights and approvals themselves (403/409 from there).
     read_permission_actions = {"versions", "version", "labels", "rollouts", "lookup",
                                "publish", "move_label", "rollback", "archive", "unarchive", "rollout"}
 
-    def get_permissions(self) -> list[Any]:
+    def get_permissions(self) -> Sequence[Any]:
         if self.action in self.read_permission_actions:
             return [ReadModelPermission()]
         return super().get_permissions()
 
     def get_queryset(self):
         kind = KINDS[self.kind]
-        queryset = kind.entry_model.objects.all()  # type: ignore[attr-defined]
+        queryset = kind.entry_model.objects.all()
         if self.action == "list":
             queryset = queryset.annotate(latest_version=Max("versions__number")).prefetch_related(
-                Prefetch("labels", queryset=kind.label_model.objects.select_related("version"))  # type: ignore[attr-defined]
+                Prefetch("labels", queryset=kind.label_model.objects.select_related("version"))
             )
         return queryset.order_by(kind.key_field)
 

@@ -39,5 +39,5 @@ class ApiLanguageMiddleware:
         match = request.resolver_match
         if match is not None and NAMESPACE in match.namespaces:
             translation.activate(settings.LANGUAGE_CODE)
-            request.LANGUAGE_CODE = settings.LANGUAGE_CODE  # type: ignore[attr-defined]
+            request.LANGUAGE_CODE = settings.LANGUAGE_CODE
             request.registry_api_language = True  # type: ignore[attr-defined]

@@ -111,7 +111,7 @@ class OutcomeSerializer(serializers.Serializer):
 
 
 class ImportReportSerializer(serializers.Serializer):
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.source
     dry_run = serializers.BooleanField()
     publish = serializers.BooleanField()
     changed = serializers.BooleanField()

@@ -37,7 +37,8 @@ class ReviewSerializer(serializers.ModelSerializer):
 class ReviewCreateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=sorted(KINDS), help_text="prompt, resource or template.")
     key = serializers.CharField(max_length=2048, help_text="Prompt name, resource URI or URI template.")
-    label = serializers.CharField(max_length=40, validators=[label_name_validator], default=PRODUCTION)
+    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+        max_length=40, validators=[label_name_validator], default=PRODUCTION)
     version = serializers.IntegerField(min_value=1, required=False, allow_null=True,
                                        help_text="An existing version to serve; absent: publish the current draft.")
     percent = serializers.IntegerField(min_value=1, max_value=99, required=False, allow_null=True,
@@ -46,7 +47,7 @@ class ReviewCreateSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         kind = KINDS[attrs["kind"]]
-        entry = kind.entry_model.objects.filter(**{kind.key_field: attrs["key"]}).first()  # type: ignore[attr-defined]
+        entry = kind.entry_model.objects.filter(**{kind.key_field: attrs["key"]}).first()
         if entry is None:
             raise serializers.ValidationError({"key": [f"No {attrs['kind']} with {kind.key_field} {attrs['key']}."]})
         attrs["entry"] = entry
@@ -65,7 +66,7 @@ class ReviewFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
     kind = serializers.ChoiceField(choices=sorted(KINDS), required=False)
     key = serializers.CharField(required=False)
-    label = serializers.CharField(required=False)
+    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
 
 
 class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
