@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -12,6 +13,9 @@ from django.utils.translation import gettext_lazy as _
 
 from webhooks.events import Event
 from webhooks.validation import validate_webhook_url
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 
 def new_secret() -> str:
@@ -58,7 +62,7 @@ class Webhook(models.Model):
         return event in (self.events or [])
 
     @property
-    def event_labels(self) -> list[str]:
+    def event_labels(self) -> list[StrOrPromise]:
         return [Event(e).label if e in Event.values else e for e in self.events or []]
 
 
