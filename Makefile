@@ -33,7 +33,8 @@ run: install
 	MCP_ALLOW_ANONYMOUS=$${MCP_ALLOW_ANONYMOUS:-1} \
 		$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
-test: install
+# The linter and the type checker first (`make lint`): a finding fails the build before any test runs.
+test: lint
 	$(PY) -m pytest -q
 	@# Where PostgreSQL is at hand (CI), the write-path tests run on it too: row locks, races.
 	@if [ -n "$$TEST_POSTGRES_URL" ]; then \
@@ -50,7 +51,7 @@ test: install
 test-fast: install
 	$(PY) -m pytest -m "not browser and not e2e and not services" --reuse-db
 
-# The linter and the type checker (configured in pyproject.toml); not yet part of `make test`.
+# The linter and the type checker (configured in pyproject.toml); `make test` runs them first.
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m mypy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import Q, QuerySet
@@ -15,8 +16,8 @@ from rest_framework.response import Response
 
 from api.filters import validated_params
 from api.permissions import ReadModelPermission, requires
-from registry.release.audit_export import EXPORT_FORMATS, export_response
 from registry.models import AuditAction, AuditEntry
+from registry.release.audit_export import EXPORT_FORMATS, export_response
 
 
 class AuditEntrySerializer(serializers.ModelSerializer):
@@ -32,7 +33,7 @@ class AuditFilterSerializer(serializers.Serializer):
     entry_kind = serializers.ChoiceField(choices=["prompt", "resource", "template"], required=False)
     entry_key = serializers.CharField(required=False, help_text="Exact prompt name, resource URI or URI template.")
     actor = serializers.CharField(required=False, help_text="Exact user name (or tool) that acted.")
-    label = serializers.CharField(required=False)
+    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
     since = serializers.DateTimeField(required=False, help_text="ISO 8601; entries at or after.")
     until = serializers.DateTimeField(required=False, help_text="ISO 8601; entries before.")
     search = serializers.CharField(required=False, help_text="Substring of key, actor, note or label.")
@@ -67,7 +68,7 @@ class AuditViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Ge
     serializer_class = AuditEntrySerializer
     permission_classes = [ReadModelPermission]
 
-    def get_permissions(self) -> list[Any]:
+    def get_permissions(self) -> Sequence[Any]:
         if self.action == "export":
             return [requires("registry.view_auditentry", "registry.export_auditentry", safe_only=True)()]
         return super().get_permissions()

@@ -15,8 +15,9 @@ from typing import Any
 from rest_framework import serializers
 
 from api.fields import Base64BytesField
-from registry.release import services
 from registry.authoring.drafts import draft_data, normalise_tags, save_draft
+from registry.authoring.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
+from registry.formats.uris import normalize_uri
 from registry.kinds import KINDS, kind_of
 from registry.models import (
     ArgumentType,
@@ -33,8 +34,8 @@ from registry.models import (
 from registry.models.base import label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
 from registry.models.resources import Audience, uri_field_validator, uri_template_field_validator
-from registry.formats.uris import normalize_uri
-from registry.authoring.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
+from registry.release import services
+
 
 class TextAsGiven(serializers.CharField):
     """A draft's text as given: not trimmed (DRF trims by default). The registry stores what was
@@ -51,7 +52,7 @@ MAX_LENGTH_BOUND = 2**31 - 1  # what the database column holds
 
 
 def _labels(entry: VersionedEntry) -> dict[str, int]:
-    return {label.name: label.version.number for label in entry.labels.select_related("version")}  # type: ignore[attr-defined]
+    return {label.name: label.version.number for label in entry.labels.select_related("version")}
 
 
 # ------------------------------------------------------------------------------------------ common
@@ -77,7 +78,7 @@ class EntryMetaMixin(serializers.Serializer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.warnings: list[str] = []
+        self.write_warnings: list[str] = []  # the `warnings` field's value (that name is the field's)
 
     def to_representation(self, instance: VersionedEntry) -> dict[str, Any]:
         data = draft_data(instance)
@@ -87,7 +88,7 @@ class EntryMetaMixin(serializers.Serializer):
                     latest_version=latest.number if latest else None)
         if "audience" in data:
             data["audience"] = [a for a in (data["audience"] or "").split(",") if a]
-        data["warnings"] = list(getattr(self, "warnings", []))
+        data["warnings"] = list(getattr(self, "write_warnings", []))
         return super().to_representation(data)
 
     def validate_tags(self, value: list[str]) -> list[str]:
@@ -102,7 +103,7 @@ class EntryMetaMixin(serializers.Serializer):
         others = self.model.objects.filter(**{self.key_field: value})
         if entry is not None:
             others = others.exclude(pk=entry.pk)
-            if getattr(entry, self.key_field) != value and entry.versions.exists():  # type: ignore[attr-defined]
+            if getattr(entry, self.key_field) != value and entry.versions.exists():
                 raise serializers.ValidationError(
                     f"The {self.key_field} cannot change once published (clients use it).", code="immutable")
         if others.exists():
@@ -124,7 +125,7 @@ class EntryMetaMixin(serializers.Serializer):
             route(problem, errors)
         if errors:
             raise serializers.ValidationError(errors)
-        self.warnings = list(report.warnings)
+        self.write_warnings = list(report.warnings)
 
     def create(self, validated_data: dict[str, Any]) -> VersionedEntry:
         note = validated_data.pop("note", "")
@@ -140,7 +141,7 @@ class EntryMetaMixin(serializers.Serializer):
 
     def full_data(self, validated: dict[str, Any]) -> dict[str, Any]:
         """PUT/POST are declarative like the import: a key left out means empty."""
-        empty = {name: ([] if name in ("tags", "arguments", "messages", "variables") else None)
+        empty: dict[str, Any] = {name: ([] if name in ("tags", "arguments", "messages", "variables") else None)
                  for name, field in self.fields.items() if not field.read_only and name != "note"}
         return {**empty, **validated}
 
@@ -154,7 +155,7 @@ class ArgumentSerializer(serializers.Serializer):
     name = TextAsGiven(max_length=64, validators=[argument_name_validator])
     title = TextAsGiven(max_length=200, required=False, allow_blank=True, default="")
     description = TextAsGiven(required=False, allow_blank=True, default="")
-    required = serializers.BooleanField(required=False, default=True)
+    required = serializers.BooleanField(required=False, default=True)  # type: ignore[assignment]  # not Field.required
     default = TextAsGiven(required=False, allow_blank=True, default="")
     suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
     type = serializers.ChoiceField(choices=ArgumentType.choices, required=False, default=ArgumentType.TEXT,
@@ -196,7 +197,8 @@ class MessageSerializer(serializers.Serializer):
     resource_uri = TextAsGiven(max_length=2048, required=False, allow_blank=True,
                                          help_text="Embed or link this registry resource (resource, resource_link).")
     mime_type = TextAsGiven(max_length=100, required=False, allow_blank=True)
-    data = Base64BytesField(help_text="image/audio/binary embedded resource bytes, base64.")
+    data = Base64BytesField(  # type: ignore[assignment]  # a declared field, not Serializer.data
+        help_text="image/audio/binary embedded resource bytes, base64.")
     link_name = TextAsGiven(max_length=200, required=False, allow_blank=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -252,7 +254,7 @@ class PromptSerializer(EntryMetaMixin):
         messages = [
             PromptMessage(kind=m.get("kind") or "text", text=m.get("text") or "", uri=m.get("uri") or "",
                           resource=resources.get(m.get("resource_uri") or ""), mime_type=m.get("mime_type") or "",
-                          data=m.get("data"))
+                          data=m.get("data"))  # type: ignore[misc]  # `data` is a property Model() sets
             for m in data.get("messages") or []
         ]
         count = len(messages)
@@ -292,7 +294,8 @@ class ResourceSerializer(EntryMetaMixin, DescriptionFields):
     uri = TextAsGiven(max_length=2048, validators=[uri_field_validator],
                                 help_text="The URI clients read; cannot change once published.")
     text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    data = Base64BytesField(help_text="Binary content as base64 (instead of text).")
+    data = Base64BytesField(  # type: ignore[assignment]  # a declared field, not Serializer.data
+        help_text="Binary content as base64 (instead of text).")
 
     model = Resource
     key_field = "uri"
@@ -303,7 +306,7 @@ class ResourceSerializer(EntryMetaMixin, DescriptionFields):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         data = self.merged(attrs) if self.partial else self.full_data(attrs)
         resource = Resource(uri=data.get("uri") or "", name=data.get("name") or "", text=data.get("text") or "",
-                            data=data.get("data"))
+                            data=data.get("data"))  # type: ignore[misc]  # `data` is a property Model() sets
 
         def route(problem: Problem, errors: dict[str, Any]) -> None:
             if problem.code == "invalid_uri":

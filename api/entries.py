@@ -8,6 +8,7 @@ templates are addressed by id in the path and found by key with a query paramete
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -20,27 +21,27 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import rollouts as rollout_api
-from api.errors import etag
 from api.drafts import PromptSerializer, ResourceSerializer, TemplateSerializer
+from api.errors import etag
 from api.filters import EntryFilterSerializer, filter_entries, validated_params
 from api.permissions import ModelPermissions, ReadModelPermission
 from api.versions import (
-    PublishedVersionSerializer,
     LabelSerializer,
     MoveLabelRequestSerializer,
     NoteSerializer,
+    PublishedVersionSerializer,
     PublishRequestSerializer,
     RollbackRequestSerializer,
     VersionSerializer,
     VersionSummarySerializer,
 )
-from registry.release import reviews, services
 from registry.authoring.drafts import lock_draft
-from registry.errors import ContentMissing
-from registry.kinds import KINDS
 from registry.authoring.snapshots import with_content
+from registry.errors import ContentMissing
 from registry.formats.uris import lookup_uri, normalize_uri_template
+from registry.kinds import KINDS
 from registry.models import Prompt, Resource, ResourceTemplate
+from registry.release import reviews, services
 
 
 class EntrySummarySerializer(serializers.Serializer):
@@ -71,23 +72,25 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
 
     kind: str
     search_fields: tuple[str, ...]
+    serializer_class: type[serializers.Serializer]
+    filter_serializer: type[serializers.Serializer]
     permission_classes = [ModelPermissions]
     # Reads of versions/labels/rollouts need the view permission; release actions too, because the
     # services check publish rights and approvals themselves (403/409 from there).
     read_permission_actions = {"versions", "version", "labels", "rollouts", "lookup",
                                "publish", "move_label", "rollback", "archive", "unarchive", "rollout"}
 
-    def get_permissions(self) -> list[Any]:
+    def get_permissions(self) -> Sequence[Any]:
         if self.action in self.read_permission_actions:
             return [ReadModelPermission()]
         return super().get_permissions()
 
     def get_queryset(self):
         kind = KINDS[self.kind]
-        queryset = kind.entry_model.objects.all()  # type: ignore[attr-defined]
+        queryset = kind.entry_model.objects.all()
         if self.action == "list":
             queryset = queryset.annotate(latest_version=Max("versions__number")).prefetch_related(
-                Prefetch("labels", queryset=kind.label_model.objects.select_related("version"))  # type: ignore[attr-defined]
+                Prefetch("labels", queryset=kind.label_model.objects.select_related("version"))
             )
         return queryset.order_by(kind.key_field)
 
@@ -141,7 +144,8 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
     @extend_schema(responses=VersionSerializer,
                    parameters=[OpenApiParameter("number", int, OpenApiParameter.PATH, description="Version number"),
                                OpenApiParameter("content", str, enum=["inline"], required=False,
-                                                description="`inline`: documents as text/base64 instead of sha256 references")])
+                                                description="`inline`: documents as text/base64 instead of "
+                                                            "sha256 references")])
     @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]+)")
     def version(self, request: Request, number: str, **kwargs: Any) -> Response:
         entry = self.get_object()

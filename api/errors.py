@@ -59,6 +59,7 @@ def registry_error_response(exc: errors.RegistryError) -> Response:
         body["current_etag"] = exc.current_state
         return Response(body, status=status.HTTP_412_PRECONDITION_FAILED if exc.precondition
                         else status.HTTP_409_CONFLICT, headers={"ETag": f'"{exc.current_state}"'})
+    code: int
     if isinstance(exc, FORBIDDEN_ERRORS):
         code = status.HTTP_403_FORBIDDEN
     elif isinstance(exc, CONFLICT_ERRORS):

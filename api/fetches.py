@@ -28,7 +28,7 @@ class FetchFilterSerializer(serializers.Serializer):
     entry_kind = serializers.ChoiceField(choices=["prompt", "resource", "template"], required=False)
     entry_key = serializers.CharField(required=False)
     version = serializers.IntegerField(required=False, min_value=1)
-    label = serializers.CharField(required=False)
+    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
     since = serializers.DateTimeField(required=False, help_text="Last fetched at or after (ISO 8601).")
 
 

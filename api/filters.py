@@ -10,7 +10,8 @@ from rest_framework import serializers
 
 class EntryFilterSerializer(serializers.Serializer):
     tag = serializers.CharField(required=False, help_text="Only entries carrying this tag.")
-    label = serializers.CharField(required=False, help_text="Only entries that have this label.")
+    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+        required=False, help_text="Only entries that have this label.")
     archived = serializers.BooleanField(required=False, allow_null=True, default=None,
                                         help_text="true: only archived; false: only live; absent: both.")
     search = serializers.CharField(required=False, help_text="Substring of key, name, title or description.")

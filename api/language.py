@@ -9,7 +9,8 @@ views of the `api` namespace back to LANGUAGE_CODE and says so in Content-Langua
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -38,5 +39,5 @@ class ApiLanguageMiddleware:
         match = request.resolver_match
         if match is not None and NAMESPACE in match.namespaces:
             translation.activate(settings.LANGUAGE_CODE)
-            request.LANGUAGE_CODE = settings.LANGUAGE_CODE  # type: ignore[attr-defined]
+            request.LANGUAGE_CODE = settings.LANGUAGE_CODE
             request.registry_api_language = True  # type: ignore[attr-defined]

@@ -23,8 +23,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.parsers import JSONParser
-from registry.portable.importer import ImportFailed, ImportReport, export_yaml, import_documents
 from registry.conf import max_document_bytes
+from registry.portable.importer import ImportFailed, ImportReport, export_yaml, import_documents
 
 ENTRY_MODELS = ("prompt", "resource", "resourcetemplate")
 
@@ -111,7 +111,7 @@ class OutcomeSerializer(serializers.Serializer):
 
 
 class ImportReportSerializer(serializers.Serializer):
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.source
     dry_run = serializers.BooleanField()
     publish = serializers.BooleanField()
     changed = serializers.BooleanField()

@@ -6,8 +6,9 @@ the protected label) live in `registry.release.reviews`; this module only adapts
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -18,10 +19,10 @@ from rest_framework.response import Response
 
 from api.filters import validated_params
 from api.permissions import ReadModelPermission
-from registry.release import reviews as reviews_service
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, ReviewRequest, ReviewStatus
 from registry.models.base import label_name_validator
+from registry.release import reviews as reviews_service
 
 
 class ReviewSerializer(serializers.ModelSerializer):
@@ -36,7 +37,8 @@ class ReviewSerializer(serializers.ModelSerializer):
 class ReviewCreateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=sorted(KINDS), help_text="prompt, resource or template.")
     key = serializers.CharField(max_length=2048, help_text="Prompt name, resource URI or URI template.")
-    label = serializers.CharField(max_length=40, validators=[label_name_validator], default=PRODUCTION)
+    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+        max_length=40, validators=[label_name_validator], default=PRODUCTION)
     version = serializers.IntegerField(min_value=1, required=False, allow_null=True,
                                        help_text="An existing version to serve; absent: publish the current draft.")
     percent = serializers.IntegerField(min_value=1, max_value=99, required=False, allow_null=True,
@@ -45,7 +47,7 @@ class ReviewCreateSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         kind = KINDS[attrs["kind"]]
-        entry = kind.entry_model.objects.filter(**{kind.key_field: attrs["key"]}).first()  # type: ignore[attr-defined]
+        entry = kind.entry_model.objects.filter(**{kind.key_field: attrs["key"]}).first()
         if entry is None:
             raise serializers.ValidationError({"key": [f"No {attrs['kind']} with {kind.key_field} {attrs['key']}."]})
         attrs["entry"] = entry
@@ -64,7 +66,7 @@ class ReviewFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
     kind = serializers.ChoiceField(choices=sorted(KINDS), required=False)
     key = serializers.CharField(required=False)
-    label = serializers.CharField(required=False)
+    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
 
 
 class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,

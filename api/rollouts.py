@@ -18,7 +18,7 @@ from registry.release.rollouts import rollout_state, state_of
 
 
 class RolloutSerializer(serializers.Serializer):
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.label
     candidate_version = serializers.IntegerField()
     percent = serializers.IntegerField()
     label_version = serializers.SerializerMethodField(help_text="What the rest of the label's clients get.")
@@ -32,7 +32,7 @@ class RolloutSerializer(serializers.Serializer):
     def get_label_version(self, rollout: Rollout) -> int | None:
         from registry.kinds import KINDS
 
-        label = (KINDS[rollout.entry_kind].label_model.objects  # type: ignore[attr-defined]
+        label = (KINDS[rollout.entry_kind].label_model.objects
                  .filter(entry_id=rollout.entry_id, name=rollout.label).select_related("version").first())
         return label.version.number if label else None
 

@@ -68,13 +68,15 @@ class PublishRequestSerializer(OverrideMixin):
 
 
 class MoveLabelRequestSerializer(OverrideMixin):
-    label = serializers.CharField(max_length=40, validators=[label_name_validator])
+    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+        max_length=40, validators=[label_name_validator])
     version = serializers.IntegerField(min_value=1)
     note = serializers.CharField(required=False, allow_blank=True, default="")
 
 
 class RollbackRequestSerializer(OverrideMixin):
-    label = serializers.CharField(max_length=40, validators=[label_name_validator], default=PRODUCTION)
+    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+        max_length=40, validators=[label_name_validator], default=PRODUCTION)
     to_version = serializers.IntegerField(min_value=1, required=False, allow_null=True,
                                           help_text="Default: the version before the one the label serves.")
     note = serializers.CharField(error_messages={"required": "Say why you roll back: a note is required.",

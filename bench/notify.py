@@ -47,8 +47,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import SHARED, free_port, pinned, wait_port  # noqa: E402
-from writes import PASSWORD, Listeners, Publisher, commit_times, percentile, prepare  # noqa: E402
+from run import SHARED, free_port, pinned, wait_port
+from writes import PASSWORD, Listeners, Publisher, commit_times, percentile, prepare
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -213,13 +213,16 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
     for r in rows:
         memory = (f"{r['kib_per_listener']} KiB/listener (RSS {r['rss_before_mib']} -> {r['rss_after_mib']} MiB)"
                   if "kib_per_listener" in r else "")
-        notified = f"{r['notified']}/{r['changes']}" + (f", {r['short_notifications']} short" if r["short_notifications"] else "")
+        notified = f"{r['notified']}/{r['changes']}" + (
+            f", {r['short_notifications']} short" if r["short_notifications"] else "")
         out.append(f"| {r['bench']} | {r['listeners']} | {r['request_p50_ms']} / {r['request_p99_ms']} | "
-                   f"{r.get('first_p50_ms')} | {r.get('last_p50_ms')} | {r.get('last_p99_ms')} | {notified} | {memory} |")
+                   f"{r.get('first_p50_ms')} | {r.get('last_p50_ms')} | {r.get('last_p99_ms')} | {notified} | "
+                   f"{memory} |")
         if "worker_a_only" in r:
             a = r["worker_a_only"]
-            out.append(f"| (the {args.clients} listeners on A, via Redis) | {args.clients} | | {a.get('first_p50_ms')} | "
-                       f"{a.get('last_p50_ms')} | {a.get('last_p99_ms')} | {a.get('notified')} | |")
+            out.append(f"| (the {args.clients} listeners on A, via Redis) | {args.clients} | | "
+                       f"{a.get('first_p50_ms')} | {a.get('last_p50_ms')} | {a.get('last_p99_ms')} | "
+                       f"{a.get('notified')} | |")
     return "\n".join(out) + "\n"
 
 

@@ -37,7 +37,8 @@ def free_port() -> int:
 
 
 def pinned(cpu: int, cmd: list[str]) -> list[str]:
-    return (["taskset", "-c", str(cpu)] if shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1 else []) + cmd
+    pin = shutil.which("taskset") and os.cpu_count() and os.cpu_count() > 1
+    return (["taskset", "-c", str(cpu)] if pin else []) + cmd
 
 
 def wait_port(port: int, timeout: float = 60.0) -> None:
@@ -96,14 +97,17 @@ def main() -> None:
     uvicorn = ["-m", "uvicorn", "--host", "127.0.0.1", "--loop", "uvloop", "--http", "httptools",
                "--no-access-log", "--log-level", "warning", "--backlog", "4096"]
     targets = {
-        "ours-uvicorn": (lambda p: [PY, *uvicorn, "--port", str(p), "config.asgi:application"], ROOT, ("modern", "legacy")),
-        "ours-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={p}:interface=127.0.0.1:backlog=4096",
-                                   "config.asgi:application"], ROOT, ("modern", "legacy")),
+        "ours-uvicorn": (lambda p: [PY, *uvicorn, "--port", str(p), "config.asgi:application"], ROOT,
+                         ("modern", "legacy")),
+        "ours-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-e",
+                                   f"tcp:port={p}:interface=127.0.0.1:backlog=4096", "config.asgi:application"],
+                        ROOT, ("modern", "legacy")),
         "peer-uvicorn": (lambda p: [PY, "peer_server.py", "--prompts", str(args.prompts), "--resources",
-                                    str(args.resources), "--port", str(p), "--json-response"], SHARED, ("modern", "legacy")),
+                                    str(args.resources), "--port", str(p), "--json-response"],
+                         SHARED, ("modern", "legacy")),
         "trivial-uvicorn": (lambda p: [PY, *uvicorn, "--port", str(p), "trivial_asgi:app"], SHARED, ("raw",)),
-        "trivial-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-e", f"tcp:port={p}:interface=127.0.0.1:backlog=4096",
-                                      "trivial_asgi:app"],
+        "trivial-daphne": (lambda p: [PY, "-m", "daphne", "-v", "0", "-e",
+                                      f"tcp:port={p}:interface=127.0.0.1:backlog=4096", "trivial_asgi:app"],
                            SHARED, ("raw",)),
     }
     only = {t for t in args.only.split(",") if t}

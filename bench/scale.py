@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import free_port, pinned, wait_port  # noqa: E402
-from soak import rss_mib  # noqa: E402
-from writes import manage  # noqa: E402
+from run import free_port, pinned, wait_port
+from soak import rss_mib
+from writes import manage
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -71,7 +71,8 @@ def measure(size: int, blobs: int, tmp: Path, base_env: dict[str, str]) -> dict:
     port = free_port()
     server = subprocess.Popen(pinned(0, [PY, "-m", "daphne", "-v", "0", "-e",
                                          f"tcp:port={port}:interface=127.0.0.1", "config.asgi:application"]),
-                              env=env, cwd=ROOT, stdout=(tmp / f"daphne-{size}.log").open("w"), stderr=subprocess.STDOUT)
+                              env=env, cwd=ROOT, stdout=(tmp / f"daphne-{size}.log").open("w"),
+                              stderr=subprocess.STDOUT)
     row: dict = {"bench": "scale", "prompts": size, "resources": size, "blobs": blobs, "load_s": round(load_s, 1),
                  "db_mib": round(db_bytes(db) / 2**20, 1)}
     try:
@@ -129,7 +130,8 @@ def main() -> None:
     lines = ["| prompts+resources | blobs | DB MiB | RSS idle | first request ms | RSS warm | blob read p50 ms |",
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['prompts']}+{r['resources']} | {r['blobs']} | {r['db_mib']} | {r.get('rss_idle_mib')} | "
-              f"{r.get('first_request_ms')} | {r.get('rss_warm_mib')} | {r.get('blob_read_p50_ms', '')} |" for r in rows]
+              f"{r.get('first_request_ms')} | {r.get('rss_warm_mib')} | {r.get('blob_read_p50_ms', '')} |"
+              for r in rows]
     text = f"# Scale, {time.strftime('%Y-%m-%d %H:%M')}\n\n" + "\n".join(lines) + "\n"
     (out / f"scale-{stamp}.md").write_text(text)
     print("\n" + text)

@@ -40,7 +40,7 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import free_port, pinned, wait_port  # noqa: E402
+from run import free_port, pinned, wait_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -63,14 +63,15 @@ def prepare(env: dict[str, str]) -> str:
     manage(env, "bench_load", "--prompts", "1000", "--resources", "1000")
     return manage(env, "shell", "-v", "0", "-c",
                   "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token; "
-                  "u, _ = User.objects.get_or_create(username='bench', defaults={'is_superuser': True, 'is_staff': True}); "
+                  "u, _ = User.objects.get_or_create(username='bench', "
+                  "defaults={'is_superuser': True, 'is_staff': True}); "
                   f"u.set_password('{PASSWORD}'); u.save(); "
                   "print(Token.objects.get_or_create(user=u)[0].key)").strip()
 
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 class Client:
@@ -210,8 +211,8 @@ def fan_out(frames: list[dict], commits: list[tuple[int, float]], k: int) -> dic
     if len(frames) != len(commits) or any(f["count"] != k for f in frames):
         row["mismatch"] = [f["count"] for f in frames][:20]
         return row
-    last = [(f["last"] - c[1]) * 1000 for f, c in zip(frames, commits)]
-    first = [(f["first"] - c[1]) * 1000 for f, c in zip(frames, commits)]
+    last = [(f["last"] - c[1]) * 1000 for f, c in zip(frames, commits, strict=True)]
+    first = [(f["first"] - c[1]) * 1000 for f, c in zip(frames, commits, strict=True)]
     row.update(first_p50_ms=round(statistics.median(first), 1), last_p50_ms=round(statistics.median(last), 1),
                last_p99_ms=round(percentile(last, 0.99), 1))
     return row
@@ -222,7 +223,8 @@ def publish_latency(args: argparse.Namespace, tmp: Path, env: dict[str, str]) ->
     port = free_port()
     log = (tmp / "daphne.log").open("w")
     server = subprocess.Popen(pinned(0, [PY, "-m", "daphne", "-v", "0", "-e",
-                                         f"tcp:port={port}:interface=127.0.0.1:backlog=4096", "config.asgi:application"]),
+                                         f"tcp:port={port}:interface=127.0.0.1:backlog=4096",
+                                         "config.asgi:application"]),
                               env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     rows = []
     try:
@@ -270,7 +272,8 @@ def edit(exported: str, n: int) -> str:
     """n/2 prompt descriptions and n/2 resource texts changed."""
     half = n // 2
     text = re.sub(r"'Synthetic prompt (\d+):",
-                  lambda m: m.group(0).replace("Synthetic", "Edited synthetic") if int(m.group(1)) < half else m.group(0),
+                  lambda m: (m.group(0).replace("Synthetic", "Edited synthetic") if int(m.group(1)) < half
+                             else m.group(0)),
                   exported)
     return re.sub(r"# doc-(\d+) v1\n", lambda m: f"# doc-{m.group(1)} v2\n" if int(m.group(1)) < half else m.group(0),
                   text)
@@ -346,8 +349,9 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
         bulk_publish = next((r for r in bulk_rows if r["bench"] == "import publish"), None)
         reference = next((r for r in bulk_rows if "reference" in r["bench"]), None)
         if bulk_publish and reference and bulk_publish["cpu_s"]:
-            out += ["", f"Bulk writer vs one entry at a time (--publish): {reference['cpu_s'] / bulk_publish['cpu_s']:.1f}x "
-                    f"less CPU, {reference['wall_s'] / max(bulk_publish['wall_s'], 0.1):.1f}x less wall time."]
+            out += ["", "Bulk writer vs one entry at a time (--publish): "
+                    f"{reference['cpu_s'] / bulk_publish['cpu_s']:.1f}x less CPU, "
+                    f"{reference['wall_s'] / max(bulk_publish['wall_s'], 0.1):.1f}x less wall time."]
     return "\n".join(out) + "\n"
 
 
@@ -356,7 +360,8 @@ def main() -> None:
     ap.add_argument("-n", "--publishes", type=int, default=40, help="publishes per path and listener count")
     ap.add_argument("-k", "--listeners", type=int, default=1000)
     ap.add_argument("--gap", type=float, default=0.0,
-                    help="seconds between publishes (0: back to back, so a publish may meet the previous one's fan-out)")
+                    help="seconds between publishes "
+                         "(0: back to back, so a publish may meet the previous one's fan-out)")
     ap.add_argument("--bulk", type=int, default=10000, help="N prompts + N resources for export/import (0: skip)")
     ap.add_argument("--skip-publish", action="store_true")
     ap.add_argument("--reference", action="store_true",

@@ -12,12 +12,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
-from config.static_files import StaticFiles  # noqa: E402
-
 from django.conf import settings  # noqa: E402
 
 from config.gc_tuning import tune_for_serving  # noqa: E402
 from config.http_limits import RequestLimits, body_limit, refusal_response  # noqa: E402
+from config.static_files import StaticFiles  # noqa: E402
 from mcp_endpoint.routing import build_application  # noqa: E402  (needs the app registry ready)
 from mcp_endpoint.transport import daphne_server  # noqa: E402
 

@@ -9,7 +9,8 @@ Every refusal carries a JSON-RPC error body and ``Connection: close``.
 Under daphne, Twisted's HTTP channel enforces them itself (mcp_endpoint/transport/daphne_server.py, from
 the rules here): Twisted would otherwise spool a body of any size to a temporary file before the
 application sees it, and drop an oversized head without a word. Under any other server
-(uvicorn) the outermost ASGI layer :class:`RequestLimits` does it, before Django, which would spool a large body again, reads anything. A request head that
+(uvicorn) the outermost ASGI layer :class:`RequestLimits` does it, before Django, which would
+spool a large body again, reads anything. A request head that
 does not arrive can only be timed by the server: uvicorn has no such timeout (README: what a
 proxy in front must add).
 
@@ -22,6 +23,7 @@ everything else (admin forms with uploads, the REST API) MAX_REQUEST_BODY_BYTES 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -107,7 +109,8 @@ class RequestLimits:
     delivers to the byte): every open stream keeps its layers' frames alive, and two layers with
     their closures cost 1.8 KiB per idle listener (bench/notify.py, 10,000 listeners)."""
 
-    def __init__(self, app: Any, head_limit: int = DEFAULT_MAX_REQUEST_HEAD_BYTES, body_limit: Any = body_limit) -> None:
+    def __init__(self, app: Any, head_limit: int = DEFAULT_MAX_REQUEST_HEAD_BYTES,
+                 body_limit: Any = body_limit) -> None:
         self.app = app
         self.head_limit = head_limit
         self.body_limit = body_limit
@@ -157,10 +160,8 @@ async def _discard_body(receive: Any) -> None:
             if not message.get("more_body"):
                 return
 
-    try:
+    with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(drain(), LINGER_SECONDS)
-    except asyncio.TimeoutError:
-        pass
 
 
 async def _counted(app: Any, scope: dict[str, Any], receive: Any, send: Any, limit: int) -> None:

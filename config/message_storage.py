@@ -34,7 +34,7 @@ class ServerSessionMessageStorage(SessionStorage):
     """Django's session storage; the "safe" mark is dropped when the session lives in a cookie."""
 
     def _get(self, *args: Any, **kwargs: Any) -> tuple[Any, bool]:
-        messages, all_retrieved = super()._get(*args, **kwargs)
+        messages, all_retrieved = super()._get(*args, **kwargs)  # type: ignore[misc]  # private, no stub
         if sessions_in_cookies():
             for message in messages or ():
                 if isinstance(message.message, SafeData):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -289,13 +290,14 @@ CONTENT_SECURITY_POLICY = {
 WEBHOOKS_ALLOWED_NETWORKS = env_list("WEBHOOKS_ALLOWED_NETWORKS", "")
 
 # Registry limits that editors meet in the admin and importers meet in YAML.
-REGISTRY = {
+REGISTRY: dict[str, Any] = {
     # Largest uploaded file (image, audio, resource bytes) in bytes.
     "MAX_UPLOAD_BYTES": int(os.environ.get("REGISTRY_MAX_UPLOAD_BYTES", 5 * 1024 * 1024)),
     # Largest prompts-as-code YAML file imported (manage.py registry_import and the API).
     "MAX_IMPORT_BYTES": int(os.environ.get("REGISTRY_MAX_IMPORT_BYTES", 20 * 1024 * 1024)),
     # Labels created protected: moving them needs an approved review or an audited override
-    # (registry/release/services.py, registry/release/reviews.py). A label row's own `protected` flag decides afterwards.
+    # (registry/release/services.py, registry/release/reviews.py). A label row's own `protected` flag
+    # decides afterwards.
     "PROTECTED_LABELS": ["production"],
     # Per-process byte budget of the cache of served content (prompt bodies, resource text and
     # blobs, template bodies); entries over 1/8 of it are served without being cached.

@@ -11,7 +11,8 @@ events. Here, not in a layer of its own: every open stream keeps its layers' fra
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .transport.consumers import McpHttpApp
 

@@ -19,16 +19,16 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
+from registry.models import McpClient
 from registry.serving import clients
 from registry.serving.viewer import Viewer
-from registry.models import McpClient
 
 from .models import GroupDefault, OAuthConnection
 from .resource import SCOPE
 
 CACHE_S = clients.TOKEN_CACHE_S
 CACHE_SIZE = 10_000
-_cache: dict[tuple[str, str], tuple[float, "Viewer | OAuthRefusal"]] = {}
+_cache: dict[tuple[str, str], tuple[float, Viewer | OAuthRefusal]] = {}
 _lock = threading.Lock()
 
 
@@ -47,7 +47,7 @@ def forget_cached() -> None:
         _live.clear()
 
 
-def cached(token: str, resource: str) -> tuple[bool, "Viewer | OAuthRefusal | None"]:
+def cached(token: str, resource: str) -> tuple[bool, Viewer | OAuthRefusal | None]:
     key = (hashlib.sha256(token.encode("utf-8")).hexdigest(), resource)
     entry = _cache.get(key)
     if entry is None or entry[0] < time.monotonic():
@@ -137,7 +137,8 @@ def connection_client(application, user) -> McpClient:
         with transaction.atomic():
             client, _raw = clients.create_client(
                 name=name, label=label, scope_tags=tags,
-                description=f"OAuth connection of {user.get_username()} through {application.name or application.client_id}.")
+                description=f"OAuth connection of {user.get_username()} through "
+                            f"{application.name or application.client_id}.")
             OAuthConnection.objects.create(application=application, user=user, client=client)
             clients.audit_client_change(client, before=None, acting_user=user,
                                         note="Created by an OAuth grant")

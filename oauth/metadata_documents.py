@@ -49,8 +49,9 @@ import ssl
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any
 
 from oauth2_provider import cimd
 from oauth2_provider.settings import oauth2_settings
@@ -100,7 +101,7 @@ class _Watchdog:
         self._timer = threading.Timer(max(seconds, 0.0), self._fire)
         self._timer.daemon = True
 
-    def __enter__(self) -> "_Watchdog":
+    def __enter__(self) -> _Watchdog:
         self._timer.start()
         return self
 

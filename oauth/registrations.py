@@ -15,8 +15,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
-from oauth2_provider.models import (get_access_token_model, get_application_model, get_grant_model,
-                                    get_refresh_token_model)
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_application_model,
+    get_grant_model,
+    get_refresh_token_model,
+)
 from oauth2_provider.settings import oauth2_settings
 
 from .models import OAuthConnection

@@ -51,7 +51,7 @@ class Throttle:
     def count(self, address: str) -> int:
         try:
             return int(caches["throttle"].get(self._key(address)) or 0)
-        except Exception:  # noqa: BLE001 - the cache is down: let requests through
+        except Exception:  # the cache is down: let requests through
             log.warning("OAuth throttle %s: the cache is unreachable; not counting", self.name, exc_info=True)
             return 0
 
@@ -65,7 +65,7 @@ class Throttle:
             return int(cache.incr(key))
         except ValueError:  # expired between add and incr
             return 1
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("OAuth throttle %s: the cache is unreachable; not counting", self.name, exc_info=True)
             return 0
 

@@ -7,7 +7,7 @@ be served, authorization-code-only registration, JSON instead of the HTML 404 pa
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -16,9 +16,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 from django.views.decorators.csrf import csrf_exempt
 from oauth2_provider.settings import oauth2_settings
-from oauth2_provider.views import (AuthorizationView, DynamicClientRegistrationManagementView,
-                                   DynamicClientRegistrationView)
-from oauth2_provider.views import OAuthProtectedResourceMetadataView, RevokeTokenView, TokenView
+from oauth2_provider.views import (
+    AuthorizationView,
+    DynamicClientRegistrationManagementView,
+    DynamicClientRegistrationView,
+    OAuthProtectedResourceMetadataView,
+    RevokeTokenView,
+    TokenView,
+)
 
 from . import throttle
 from .bearer import defaults_for
@@ -41,7 +46,7 @@ class ProtectedResourceMetadata(OAuthProtectedResourceMetadataView):
     """RFC 9728 document for /mcp, at the root and the path-suffixed well-known URI."""
 
     def get_resource(self, request: HttpRequest) -> str:
-        return resource_url(request.scheme, request.get_host())
+        return resource_url(cast(str, request.scheme), request.get_host())  # always set on a served request
 
     def get_authorization_servers(self, request: HttpRequest) -> list[str]:
         return [oauth2_settings.oauth2_authorization_server_issuer(request)]
@@ -67,8 +72,8 @@ def failure(request: HttpRequest, exc: BaseException | None) -> JsonResponse | N
                                 status=503)
         response["Retry-After"] = "5"
         return response
-    return JsonResponse({"error": "server_error", "error_description": "The request failed on the server; it is logged."},
-                        status=500)
+    return JsonResponse({"error": "server_error",
+                         "error_description": "The request failed on the server; it is logged."}, status=500)
 
 
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
@@ -215,14 +220,15 @@ class Consent(AuthorizationView):
             error = {"error": "invalid_request",
                      "description": _('code_challenge_method must be "S256".')}
             return self.render_to_response({"error": error, "title": CONNECT_TITLE}, status=400)
-        request.GET = request.GET.copy()
+        query = request.GET.copy()
+        request.GET = query  # type: ignore[assignment]  # a mutable copy, which the stubs' GET cannot be
         # The settings ask for consent every time; a client's approval_prompt=auto would skip
         # the page whenever the user holds a live token of this client.
-        request.GET["approval_prompt"] = oauth2_settings.REQUEST_APPROVAL_PROMPT
-        ours = resource_url(request.scheme, request.get_host())
+        query["approval_prompt"] = oauth2_settings.REQUEST_APPROVAL_PROMPT
+        ours = resource_url(cast(str, request.scheme), request.get_host())
         asked = request.GET.getlist("resource")
         if not asked:  # RFC 8707 §2: the server may bind a default audience; ours is the only one
-            request.GET["resource"] = ours
+            query["resource"] = ours
         elif any(value != ours for value in asked):
             error = {"error": "invalid_target",
                      "description": _("This server issues tokens only for %(ours)s, not for %(asked)s.")

@@ -10,14 +10,25 @@ is what MCP clients are shown instead.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, cast
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractUser, AnonymousUser
 
 from registry.models import AuditEntry
 from registry.signals import audit_recorded, audits_recorded
 
-User = AbstractBaseUser | AnonymousUser | None
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as UserRow  # what the stubs make of settings.AUTH_USER_MODEL
+
+# Who acts: a user of the site (with permissions), an anonymous one, or None for the command line.
+User = AbstractUser | AnonymousUser | None
+
+
+def user_row(user: User) -> UserRow | None:
+    """The user a foreign key records (`actor`, `requested_by`, ...): None for the command line,
+    an anonymous user or one never saved."""
+    return cast("UserRow | None", user if getattr(user, "pk", None) else None)
 
 
 def actor_name(user: User, fallback: str = "command line") -> str:
@@ -44,7 +55,7 @@ def audit_row(
 ) -> AuditEntry:
     """An unsaved audit row about `entry` (or the entry named by kind, key and id)."""
     return AuditEntry(
-        actor=acting_user if getattr(acting_user, "pk", None) else None,
+        actor=user_row(acting_user),
         actor_name=actor or actor_name(acting_user),
         action=action,
         entry_kind=entry.kind if entry is not None else entry_kind or "",

@@ -24,11 +24,12 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from datetime import timedelta
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, TypeVar
+from datetime import timedelta
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.utils import timezone

@@ -6,6 +6,8 @@ problem and the place; mapping to HTTP or JSON-RPC codes happens outside the reg
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class RegistryError(Exception):
     """Base class for every error the registry reports to a caller."""
@@ -84,7 +86,7 @@ class PublishPermissionDenied(RegistryError):
 class InvalidEntry(RegistryError):
     """A draft that cannot be published as it stands; `problems` lists each one."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: Sequence[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
 

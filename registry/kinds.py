@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from django.db import models
+from typing import Any
 
 from registry.models import (
     Prompt,
@@ -23,9 +22,11 @@ from registry.models import (
 @dataclass(frozen=True)
 class EntryKind:
     name: str  # "prompt", "resource", "template"
-    entry_model: type[models.Model]
-    version_model: type[models.Model]
-    label_model: type[models.Model]
+    # The kind's concrete models. Any: their managers and fields (`objects`, `entry`, `version`) are
+    # each concrete model's own, which neither type[Model] nor the abstract bases carry.
+    entry_model: type[Any]
+    version_model: type[Any]
+    label_model: type[Any]
     key_field: str
     publish_permission: str
     list_kind: str  # which MCP list it belongs to: "prompts" or "resources"

@@ -9,8 +9,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from registry.roles import ensure_role_groups
 from registry.models import Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate, TemplateVariable
+from registry.roles import ensure_role_groups
 
 PNG_1X1 = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="

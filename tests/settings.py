@@ -10,7 +10,7 @@ import secrets
 
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-run-" + secrets.token_urlsafe(40))
 
-from config.settings import *  # noqa: E402,F403
+from config.settings import *  # noqa: F403
 
 # Role fixtures create many users: a fast hasher keeps the suite's time on what it tests.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

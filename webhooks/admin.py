@@ -89,8 +89,8 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     list_filter = ["status", "event", "webhook"]
     search_fields = ["delivery_id", "webhook__name", "last_error"]
     date_hierarchy = "created_at"
-    fields = ["delivery_id", "webhook", "event", "status", "attempts", "created_at", "last_attempt_at",
-              "next_attempt_at", "delivered_at", "last_status_code", "last_error", "payload"]
+    fields = ("delivery_id", "webhook", "event", "status", "attempts", "created_at", "last_attempt_at",
+              "next_attempt_at", "delivered_at", "last_status_code", "last_error", "payload")
     readonly_fields = fields
     actions = ["retry_now"]
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from webhooks.events import Event
 from webhooks.validation import validate_webhook_url
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 
 def new_secret() -> str:
@@ -32,7 +36,8 @@ class Webhook(models.Model):
     )
     secret = models.CharField(
         _("secret"), max_length=100, default=new_secret, editable=False,
-        help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret is rotated.",
+        help_text="Signs every delivery (HMAC-SHA256); shown once when the webhook is created or the secret "
+                  "is rotated.",
     )
     events = models.JSONField(_("events"), default=list, help_text="Event types this webhook receives.")
     active = models.BooleanField(
@@ -57,7 +62,7 @@ class Webhook(models.Model):
         return event in (self.events or [])
 
     @property
-    def event_labels(self) -> list[str]:
+    def event_labels(self) -> list[StrOrPromise]:
         return [Event(e).label if e in Event.values else e for e in self.events or []]
 
 

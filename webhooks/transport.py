@@ -16,6 +16,7 @@ proxy from the environment is used, and the response body is never read.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import ssl
@@ -155,10 +156,8 @@ class VettedConnection(http.client.HTTPConnection):
         self._aborted = True
         for sock in (self.sock, self._raw):
             if sock is not None:
-                try:
+                with contextlib.suppress(OSError):
                     socket.socket.shutdown(sock, socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 def post(url: str, body: bytes, headers: dict[str, str], *, deadline: float) -> int:

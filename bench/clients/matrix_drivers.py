@@ -102,7 +102,7 @@ def inspector_command(client: Client) -> list[str]:
 
 def run_inspector(client: Client, generation: str, server: Server, env: dict[str, str] | None = None) -> Row:
     """One Inspector CLI process per method; the output is the result as JSON."""
-    base = inspector_command(client) + [server.url, "--transport", "http"]
+    base = [*inspector_command(client), server.url, "--transport", "http"]
     modern = client.version.startswith("2.")
     if modern:
         base += ["--protocol-era", {MODERN: "modern", AUTO: "auto"}.get(generation, "legacy")]
@@ -120,7 +120,7 @@ def run_inspector(client: Client, generation: str, server: Server, env: dict[str
             row[op] = ("FAIL", f"exit {code}: {(err.strip() or out.strip())[-250:]}")
 
     if modern:
-        code, out, err = run(base + ["--method", "initialize"], cwd=cwd, env=env, timeout=60)
+        code, out, err = run([*base, "--method", "initialize"], cwd=cwd, env=env, timeout=60)
         version = re.search(r'"protocolVersion":\s*"([^"]+)"', out)
         got = version.group(1) if version else None
         row["init"] = (
@@ -149,7 +149,7 @@ def run_inspector(client: Client, generation: str, server: Server, env: dict[str
     )
     call("resources/templates/list", ["--method", "resources/templates/list"], "test://template/{id}/data")
     code, out, err = run(
-        base + ["--method", "resources/read", "--uri", "test://nonexistent"], cwd=cwd, env=env, timeout=60
+        [*base, "--method", "resources/read", "--uri", "test://nonexistent"], cwd=cwd, env=env, timeout=60
     )
     # -32002 until 2025-11-25, -32602 at 2026-07-28; 2.11 prints the message without the code
     expected = "-32602" if modern and generation != LEGACY else "-32002"

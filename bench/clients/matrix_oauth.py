@@ -100,7 +100,8 @@ def run_inspector_oauth(client: Client, generation: str, server: Server) -> Row:
     )
     era = {MODERN: "modern", AUTO: "auto"}.get(generation, "legacy")
     callback = f"http://127.0.0.1:{free_port()}/oauth/callback"
-    cmd = inspector_command(client) + [
+    cmd = [
+        *inspector_command(client),
         server.url,
         "--transport",
         "http",
@@ -132,7 +133,7 @@ def run_inspector_oauth(client: Client, generation: str, server: Server) -> Row:
         else:
             try:
                 urllib.request.urlopen(consent(server, url.group(0)), timeout=20).read()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 problems.append(f"consent/callback: {exc}")
         proc.wait(60)
     except subprocess.TimeoutExpired:
@@ -192,7 +193,7 @@ def run_mcp_remote_oauth(client: Client, server: Server) -> tuple[Row, str]:
             ]
             try:
                 urllib.request.urlopen(consent(server, url.group(0)), timeout=20).read()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 problems.append(f"consent/callback: {exc}")
         proc.wait(120)
     except subprocess.TimeoutExpired:

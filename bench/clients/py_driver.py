@@ -46,7 +46,7 @@ def report(op: str, ok: bool, detail: Any = "") -> None:
 async def step(op: str, call: Callable[[], Awaitable[Any]]) -> Any:
     try:
         detail = await call()
-    except Exception as exc:  # noqa: BLE001 - every failure is a table cell
+    except Exception as exc:  # every failure is a table cell
         report(op, False, f"{type(exc).__name__}: {exc}")
         return None
     report(op, True, detail if detail is not None else "")
@@ -159,7 +159,7 @@ async def common_ops(
             try:
                 await call()
                 codes.append("no error")
-            except Exception as exc:  # noqa: BLE001 - the SDKs raise McpError/MCPError/ToolError...
+            except Exception as exc:  # the SDKs raise McpError/MCPError/ToolError...
                 error = getattr(exc, "error", None)
                 codes.append(getattr(error, "code", None) or getattr(exc, "code", None) or repr(exc)[:120])
         assert codes == [not_found, -32602], codes
@@ -188,7 +188,7 @@ async def run_mcp1(url: str, generation: str) -> None:
             )
             init = await session.initialize()
             report("init", init.protocolVersion == generation, f"initialize -> {init.protocolVersion}")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             report("init", False, f"{type(exc).__name__}: {exc}")
             return
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
@@ -243,7 +243,7 @@ async def run_mcp2(url: str, generation: str) -> None:
                 await session.discover()
                 version = session.protocol_version
                 report("init", version == generation, f"server/discover -> {version}")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             report("init", False, f"{type(exc).__name__}: {exc}")
             return
         ref = types.PromptReference(type="ref/prompt", name=PROMPT)
@@ -291,7 +291,7 @@ async def run_fastmcp(url: str, generation: str) -> None:
             "init", version == (MODERN if generation == "auto" else generation), f"mode={mode} -> {version}"
         )
         generation = version or generation
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         report("init", False, f"{type(exc).__name__}: {exc}")
         return
     try:
@@ -324,7 +324,7 @@ def main() -> None:
     runner = {"mcp1": run_mcp1, "mcp2": run_mcp2, "fastmcp": run_fastmcp}[args.flavor]
     try:
         asyncio.run(asyncio.wait_for(runner(args.url, args.generation), 90 + NOTIFY_WAIT))
-    except Exception as exc:  # noqa: BLE001 - a crash is one more failed cell, not a traceback
+    except Exception as exc:  # a crash is one more failed cell, not a traceback
         report("crash", False, f"{type(exc).__name__}: {exc}")
     sys.stdout.flush()
 

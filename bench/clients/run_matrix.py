@@ -77,7 +77,7 @@ def main() -> int:
             print(f"== {client.name} {client.version}", file=sys.stderr, flush=True)
             try:
                 install(client)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 rows.append((client.name, client.version, "-", {"init": ("FAIL", f"install: {exc}")}))
                 continue
             shown = f"{client.version} ({client.installed})"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from ..notify import replay
 from ..notify.hub import hub as notification_hub
 from ..notify.layer_health import health
 from ..notify.listeners import Listener, session_group
+from ..notify.mailbox import Mailbox
 from ..settings import mcp_settings
 from ..wire import jsonrpc
 from ..wire.context import Identity, RequestContext
@@ -43,13 +44,13 @@ class Stream:
     ``frames``/``on_close``: hooks for an in-process notifier that queues ready messages;
     ``retry_ms``: the SSE reconnection time the stream opens with."""
 
-    first: list[bytes]
+    first: Sequence[bytes | tuple[bytes, str]]  # (message, SSE event id) for a replayed one
     groups: list[str]
     render: Callable[[dict[str, Any]], bytes | None]
     closing: bytes | None = None
     modern: bool = False
     alive: Callable[[], Awaitable[bool]] | None = None  # checked on keep-alive ticks
-    frames: asyncio.Queue[bytes | None] | None = None  # ready messages from an in-process notifier
+    frames: asyncio.Queue[bytes | None] | Mailbox | None = None  # ready messages from an in-process notifier
     on_close: Callable[[], None] | None = None           # runs once the stream has ended
     credentials: tuple[Any, str] | None = None           # (client id, OAuth token checksum): re-checked
                                                          # at once when they change

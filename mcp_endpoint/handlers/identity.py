@@ -75,8 +75,8 @@ async def _oauth_viewer(token: str, resource: str) -> Any:
             result = refusal
     if isinstance(result, bearer.OAuthRefusal):
         kind = errors.InsufficientScope if result.error == "insufficient_scope" else errors.InvalidToken
-        refusal = "Forbidden" if kind is errors.InsufficientScope else "Unauthorized"
-        raise kind(f"{refusal}: {result.description}")
+        status = "Forbidden" if kind is errors.InsufficientScope else "Unauthorized"
+        raise kind(f"{status}: {result.description}")
     return result
 
 

@@ -202,7 +202,7 @@ def notifications_for(listener: Listener, diff: LabelDiff, new: Catalog) -> list
     return out
 
 
-def dynamic_updates(listener: Listener, old: Catalog | None, new: Catalog,
+def dynamic_updates(listener: Listener, old: Catalog | Told | None, new: Catalog,
                     batch: Iterable[Change]) -> list[str]:
     """Subscribed URIs of built-in dynamic resources (registry/serving/dynamic.py) that a batch alters.
 

@@ -80,8 +80,9 @@ def forward_registry_changes(sender: Any, batch: ChangeBatch, **kwargs: Any) -> 
     elif hub.loop is not None and hub.loop.is_running():
         # The committing request's thread hands the send to the hub's loop and returns at once:
         # waiting for Redis (and for a loop busy fanning out) would add to its latency.
-        hub.loop.call_soon_threadsafe(lambda: hub.loop.create_task(_publish(layer, event)),
-                                      context=contextvars.Context())
+        serving = hub.loop
+        serving.call_soon_threadsafe(lambda: serving.create_task(_publish(layer, event)),
+                                     context=contextvars.Context())
     else:  # no serving loop in this process (a management command): send before returning
         async_to_sync(_publish)(layer, event)
 

@@ -56,7 +56,7 @@ def changed_since(last_event_id: str, viewer: Viewer, uris: set[str]) -> list[No
         return everything(uris)
     oldest, newest = change_log_bounds()
     if after < 0 or (oldest is None and after > 0) or (
-            oldest is not None and (after < oldest - 1 or after > newest)):
+            oldest is not None and newest is not None and (after < oldest - 1 or after > newest)):
         return everything(uris)  # pruned past it, or not a position of this registry
     limit = int(mcp_settings.REPLAY_LIMIT)
     rows = change_rows_after(after, limit + 1)

@@ -41,8 +41,9 @@ import importlib.util
 import logging
 import socket
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -101,16 +102,16 @@ def _probe_channel(http: Any, names: Sequence[str]) -> dict[str, Any]:
 
 
 class _NullReactor:
-    def addWriter(self, writer: Any) -> None:  # noqa: N802 - Twisted's interface
+    def addWriter(self, writer: Any) -> None:  # Twisted's interface
         pass
 
-    def removeWriter(self, writer: Any) -> None:  # noqa: N802
+    def removeWriter(self, writer: Any) -> None:
         pass
 
-    def addReader(self, reader: Any) -> None:  # noqa: N802
+    def addReader(self, reader: Any) -> None:
         pass
 
-    def removeReader(self, reader: Any) -> None:  # noqa: N802
+    def removeReader(self, reader: Any) -> None:
         pass
 
 
@@ -169,7 +170,7 @@ def diagnose() -> dict[str, tuple[str, ...]]:
         from twisted.internet import tcp
         from twisted.web import http
     except ImportError as exc:
-        return {feature: (f"twisted ({exc})",) for feature in FEATURES}
+        return dict.fromkeys(FEATURES, (f"twisted ({exc})",))
     for feature, names in _CHANNEL_NAMES.items():
         missing[feature] += _missing(http.HTTPChannel, names, "HTTPChannel")
     for feature, names in _REQUEST_NAMES.items():
@@ -181,11 +182,11 @@ def diagnose() -> dict[str, tuple[str, ...]]:
             missing[feature] += [f"HTTPChannel.{name} (set while parsing)" for name in names if name not in parsed]
             if parsed.get("_path", b"/probe") != b"/probe" or parsed.get("length", 4) != 4:
                 missing[feature].append("HTTPChannel._path/length as parsed")
-    except Exception as exc:  # noqa: BLE001 - any change in how a channel runs disables the patch
+    except Exception as exc:  # any change in how a channel runs disables the patch
         missing[BODY_LIMITS].append(f"HTTPChannel parsing ({exc!r})")
     try:
         missing[EAGER_WRITES] += _missing(_probe_connection(tcp), _CONNECTION_RUNTIME, "tcp.Connection (built)")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         missing[EAGER_WRITES].append(f"tcp.Connection construction ({exc!r})")
     try:
         from daphne import http_protocol
@@ -252,7 +253,7 @@ def install(limits: Limits) -> dict[str, bool]:
     are in force. Idempotent; a second call only replaces the limits."""
     _limits[:] = [limits]
     if "twisted.web.http" not in sys.modules:
-        return {feature: False for feature in FEATURES}
+        return dict.fromkeys(FEATURES, False)
     installed = {}
     for feature, patch in ((HEAD_LIMITS, _install_head_limits), (BODY_LIMITS, _install_body_limits),
                            (HEAD_TIMEOUT, _install_head_timeout), (EAGER_WRITES, _install_eager_writes)):
@@ -292,14 +293,14 @@ def _refuse(channel: Any, status: int, limit: float) -> None:
 def _install_head_limits() -> None:
     from twisted.web import http
 
-    channel = http.HTTPChannel
+    channel: Any = http.HTTPChannel  # patched in place (Twisted's types have no assignable methods)
     channel.MAX_LENGTH = _current().head_bytes  # one line
     channel.totalHeadersSize = _current().head_bytes  # all lines of one request head
     if getattr(channel, "_registry_head_limits", False):
         return
     original_line_received = channel.lineReceived
 
-    def lineReceived(self: Any, line: bytes) -> None:  # noqa: N802 - Twisted's name
+    def lineReceived(self: Any, line: bytes) -> None:  # Twisted's name
         if self._receivedHeaderSize + len(line) > self.totalHeadersSize:
             _refuse(self, 431, self.totalHeadersSize)
             return
@@ -314,13 +315,14 @@ def _install_head_limits() -> None:
 def _install_body_limits() -> None:
     from twisted.web import http
 
-    channel, request = http.HTTPChannel, http.Request
+    channel: Any = http.HTTPChannel  # both patched in place
+    request: Any = http.Request
     if getattr(channel, "_registry_body_limits", False):
         return
     original_all_headers = channel.allHeadersReceived
     original_chunk = request.handleContentChunk
 
-    def allHeadersReceived(self: Any) -> None:  # noqa: N802
+    def allHeadersReceived(self: Any) -> None:
         limit = _current().body_bytes(self._path)
         if limit is not None and self.length is not None and self.length > limit:
             _refuse(self, 413, limit)  # before gotLength: no file is made for the body
@@ -329,7 +331,7 @@ def _install_body_limits() -> None:
         self.requests[-1]._registry_body_left = limit
         original_all_headers(self)
 
-    def handleContentChunk(self: Any, data: bytes) -> None:  # noqa: N802
+    def handleContentChunk(self: Any, data: bytes) -> None:
         left = getattr(self, "_registry_body_left", None)
         if left is not None:
             left -= len(data)
@@ -405,38 +407,37 @@ def _install_head_timeout() -> None:
     timeout: closing it sooner would break clients that reuse an idle connection without retrying."""
     from twisted.web import http
 
-    channel = http.HTTPChannel
+    channel: Any = http.HTTPChannel  # patched in place
     if getattr(channel, "_registry_head_timeout", False):
         return
     original_made, original_lost = channel.connectionMade, channel.connectionLost
     original_all_headers, original_done = channel.allHeadersReceived, channel.requestDone
     original_data = channel.dataReceived
 
-    def connectionMade(self: Any) -> None:  # noqa: N802
+    def connectionMade(self: Any) -> None:
         original_made(self)
         self._registry_awaiting_head = True
         self._registry_head_bytes = False
         _start_head_timer(self)
 
-    def dataReceived(self: Any, data: bytes) -> None:  # noqa: N802
-        if self.__dict__.get("_registry_awaiting_head"):
-            if not self.__dict__.get("_registry_head_bytes"):
-                self._registry_head_bytes = True
-                if self not in _waiting:
-                    _start_head_timer(self)  # the next head on a kept-alive connection has begun
+    def dataReceived(self: Any, data: bytes) -> None:
+        if self.__dict__.get("_registry_awaiting_head") and not self.__dict__.get("_registry_head_bytes"):
+            self._registry_head_bytes = True
+            if self not in _waiting:
+                _start_head_timer(self)  # the next head on a kept-alive connection has begun
         original_data(self, data)
 
-    def allHeadersReceived(self: Any) -> None:  # noqa: N802
+    def allHeadersReceived(self: Any) -> None:
         _cancel_head_timer(self)  # the head is here: streams and slow applications are not timed
         self._registry_awaiting_head = False
         original_all_headers(self)
 
-    def requestDone(self: Any, request: Any) -> None:  # noqa: N802
+    def requestDone(self: Any, request: Any) -> None:
         self._registry_awaiting_head = bool(self.persistent)
         self._registry_head_bytes = False
         original_done(self, request)
 
-    def connectionLost(self: Any, reason: Any) -> None:  # noqa: N802
+    def connectionLost(self: Any, reason: Any) -> None:
         _cancel_head_timer(self)
         original_lost(self, reason)
 
@@ -459,7 +460,7 @@ def _install_eager_writes() -> None:
     buffered path, which keeps the order, pauses producers and reports a lost connection."""
     from twisted.internet import tcp
 
-    connection = tcp.Connection
+    connection: Any = tcp.Connection  # patched in place
     if getattr(connection, "_registry_eager_writes", False):
         return
     buffered_write = connection.write

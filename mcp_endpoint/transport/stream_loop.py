@@ -96,12 +96,12 @@ class _OpenStreams:
             previous = signal.getsignal(signum)
 
             def handler(num: int, frame: Any, previous: Any = previous) -> None:
-                live = loop is not None and not loop.is_closed()
-                if live:
-                    loop.call_soon_threadsafe(self.close_all)
+                live = loop if loop is not None and not loop.is_closed() else None
+                if live is not None:
+                    live.call_soon_threadsafe(self.close_all)
                 if callable(previous):
-                    if live:
-                        loop.call_later(0.2, previous, num, frame)  # let the closing frames go out first
+                    if live is not None:
+                        live.call_later(0.2, previous, num, frame)  # let the closing frames go out first
                     else:
                         previous(num, frame)
                 elif previous == signal.SIG_DFL:
@@ -306,13 +306,13 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 if fired:  # fired early, or frames pushed the keep-alive back: wait for the new time
                     fired.clear()
                     timer = loop.call_at(min(due, checked + keepalive) if stream.alive else due, on_timer)
-                if direct is not None:
-                    mailbox.deliver = deliver_now  # type: ignore[union-attr]
+                if direct is not None and mailbox is not None:
+                    mailbox.deliver = deliver_now
                 try:
                     await wakeup.wait()
                 finally:
-                    if direct is not None:
-                        mailbox.deliver = None  # type: ignore[union-attr]
+                    if direct is not None and mailbox is not None:
+                        mailbox.deliver = None
                 continue
             if disconnect.done():
                 return
@@ -351,8 +351,8 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             if frame_done:
                 items.append(frame_task.result())  # type: ignore[union-attr]
                 frame_task = None
-            while mail and not mailbox.empty():  # type: ignore[union-attr]  # drain what is there: one write
-                items.append(mailbox.get_nowait())  # type: ignore[union-attr]
+            while mail and mailbox is not None and not mailbox.empty():  # drain what is there: one write
+                items.append(mailbox.get_nowait())
                 if items[-1] is None or items[-1] is DROP:
                     break
             for item in items:

@@ -12,6 +12,7 @@ import ipaddress
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -201,7 +202,7 @@ def _db_create(sid: str, version: str, info: dict, caps: dict, client_id: int | 
 
 
 @database_sync_to_async
-def _db_load(sid: str, touch: bool) -> dict[str, Any] | None:
+def _db_load(sid: str, touch: bool) -> Mapping[str, Any] | None:
     row = (McpSession.objects.filter(pk=sid, ended=False, last_seen__gte=_cutoff())
            .values("protocol_version", "client_id", "client_info", "subscriptions", "log_level").first())
     if row is not None and touch:

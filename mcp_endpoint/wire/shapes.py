@@ -61,8 +61,8 @@ def _audio_as_text(block: dict[str, Any]) -> dict[str, Any]:
                                     "revision has no audio content]"}
 
 
-def shape_block(block: dict[str, Any], version: str) -> dict[str, Any]:
-    """One content block (text, image, audio, resource, resource_link)."""
+def shape_block(block: Any, version: str) -> dict[str, Any]:
+    """One content block (text, image, audio, resource, resource_link); anything else as given."""
     if not _needs_downgrade(version) or not isinstance(block, dict):
         return block
     if block.get("type") == "audio" and version < V_2025_03_26:  # audio content arrived in 2025-03-26

@@ -11,12 +11,12 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.admin.diff import recorded
 from registry.admin.access import ReadOnlyAdminMixin
+from registry.admin.diff import recorded
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
-from registry.release.audit_export import EXPORT_FORMATS, export_response
-from registry.models import AuditEntry
 from registry.authoring.snapshots import diff_loader
+from registry.models import AuditEntry
+from registry.release.audit_export import EXPORT_FORMATS, export_response
 
 EXPORT_PERMISSION = "registry.export_auditentry"
 
@@ -32,8 +32,8 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
 
     class Media:
         css = {"all": ["registry/audit.css"]}
-    fields = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note",
-              "readable_changes"]
+    fields = ("created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note",
+              "readable_changes")
     readonly_fields = fields
 
     @admin.display(description=gettext_lazy("versions"))
@@ -62,10 +62,11 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
         return super().changelist_view(request, extra_context)
 
     def get_urls(self):
-        info = self.opts.app_label, self.opts.model_name
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
-            path("export/<str:fmt>/", self.admin_site.admin_view(self.export_view), name="%s_%s_export" % info),
-        ] + super().get_urls()
+            path("export/<str:fmt>/", self.admin_site.admin_view(self.export_view), name=f"{prefix}_export"),
+            *super().get_urls(),
+        ]
 
     def export_view(self, request, fmt: str):
         """The entries the change list shows with the same filters and search, as CSV or JSON."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.urls import reverse
-from django.utils.translation import gettext as _
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
 
-from registry.models import PRODUCTION, STAGING, ReviewRequest, ReviewStatus, Rollout, VersionedEntry
 from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.models import PRODUCTION, STAGING, ReviewRequest, ReviewStatus, Rollout, VersionedEntry
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,8 @@ def entry_badges(entry: VersionedEntry) -> list[Badge]:
             badges.append(Badge(_("review #%(pk)s (%(label)s) is stale: the draft changed")
                                 % {"pk": review.pk, "label": review.label}, "stale", url))
         else:
-            badges.append(Badge(_("in review #%(pk)s (%(label)s)") % {"pk": review.pk, "label": review.label}, "review", url))
+            badges.append(Badge(_("in review #%(pk)s (%(label)s)") % {"pk": review.pk, "label": review.label},
+                                "review", url))
     for rollout in Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk).order_by("label"):
         text = _("rolling out v%(number)s to %(percent)s%%") % {
             "number": rollout.candidate_version, "percent": rollout.percent}

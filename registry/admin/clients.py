@@ -10,11 +10,11 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.serving import clients
 from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.fetch_stats import client_receives
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.models import FetchCounter, McpClient
+from registry.serving import clients
 
 
 class FetchCounterInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -22,7 +22,7 @@ class FetchCounterInline(ReadOnlyAdminMixin, admin.TabularInline):
     fk_name = "client"
     extra = 0
     can_delete = False
-    fields = ["entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at"]
+    fields = ("entry_kind", "entry_key", "version", "label", "count", "first_at", "last_at")
     readonly_fields = fields
     verbose_name_plural = gettext_lazy("What this client was served")
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.release import reviews
 from registry.admin.badges import badges_html, entry_badges
 from registry.admin.reviews import entry_admin_url
 from registry.kinds import KINDS
 from registry.models import AuditAction, AuditEntry, ReviewRequest, ReviewStatus
+from registry.release import reviews
 
 RECENT = 10
 INCIDENT_DAYS = 14  # how long an incident rollback stays on the publishers' home page
@@ -30,7 +30,7 @@ def _review_url(review: ReviewRequest) -> str:
     return reverse("admin:registry_reviewrequest_change", args=[review.pk])
 
 
-def _waiting_for(user: AbstractBaseUser | AnonymousUser) -> list[ReviewRequest]:
+def _waiting_for(user: AbstractUser | AnonymousUser) -> list[ReviewRequest]:
     """Pending requests this user may decide: not their own, and of a kind they may publish."""
     pending = ReviewRequest.objects.filter(status=ReviewStatus.PENDING).exclude(requested_by_id=user.pk)
     return [review for review in pending.order_by("created_at", "id") if reviews.can_decide(user, review)]
@@ -54,7 +54,7 @@ def _request_outcome(review: ReviewRequest) -> str:
     return _("waiting for a reviewer")
 
 
-def _my_entries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]]:
+def _my_entries(user: AbstractUser | AnonymousUser) -> list[dict[str, Any]]:
     """The entries this user saved last, newest first, with their badges."""
     rows: list[dict[str, Any]] = []
     for kind in KINDS.values():
@@ -76,7 +76,7 @@ def recent_incident_rollbacks(*, days: int = INCIDENT_DAYS, limit: int = RECENT)
     return out
 
 
-def dashboard(user: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
+def dashboard(user: AbstractUser | AnonymousUser) -> dict[str, Any]:
     """The home page panels for `user`; a panel with nothing to say is left out by the template."""
     if not user.is_authenticated:
         return {}

@@ -220,14 +220,15 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
     # ------------------------------------------------------------------------------ extra pages
 
     def get_urls(self):
-        info = self.opts.app_label, self.opts.model_name
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
         wrap = self.admin_site.admin_view
         return [
-            path("<path:object_id>/preview/", wrap(self.preview_view), name="%s_%s_preview" % info),
-            path("<path:object_id>/diff/", wrap(self.diff_view), name="%s_%s_diff" % info),
-            path("<path:object_id>/publish/", wrap(self.publish_view), name="%s_%s_publish" % info),
-            path("<path:object_id>/label/", wrap(self.label_view), name="%s_%s_label" % info),
-            path("<path:object_id>/restore/", wrap(self.restore_view), name="%s_%s_restore" % info),
-            path("<path:object_id>/request/", wrap(self.request_view), name="%s_%s_request" % info),
-            path("<path:object_id>/rollout/", wrap(self.rollout_view), name="%s_%s_rollout" % info),
-        ] + super().get_urls()
+            path("<path:object_id>/preview/", wrap(self.preview_view), name=f"{prefix}_preview"),
+            path("<path:object_id>/diff/", wrap(self.diff_view), name=f"{prefix}_diff"),
+            path("<path:object_id>/publish/", wrap(self.publish_view), name=f"{prefix}_publish"),
+            path("<path:object_id>/label/", wrap(self.label_view), name=f"{prefix}_label"),
+            path("<path:object_id>/restore/", wrap(self.restore_view), name=f"{prefix}_restore"),
+            path("<path:object_id>/request/", wrap(self.request_view), name=f"{prefix}_request"),
+            path("<path:object_id>/rollout/", wrap(self.rollout_view), name=f"{prefix}_rollout"),
+            *super().get_urls(),
+        ]

@@ -14,11 +14,11 @@ from typing import Any
 from django.db.models import Max, Sum
 from django.utils import timezone
 
-from registry.serving.catalogs import load_catalog
-from registry.serving.viewer import Viewer
+from registry.formats.buckets import gets_candidate, stable_bucket
 from registry.kinds import kind_of
 from registry.models import PRODUCTION, FetchCounter, McpClient, Rollout, VersionedEntry
-from registry.formats.buckets import gets_candidate, stable_bucket
+from registry.serving.catalogs import load_catalog
+from registry.serving.viewer import Viewer
 
 RECENT_HOURS = 24
 
@@ -62,7 +62,7 @@ def served_by_version(entry: VersionedEntry) -> list[dict[str, Any]]:
 
 def _clients_served_from(entry: VersionedEntry, label: str) -> list[McpClient]:
     """Active clients whose catalog serves `entry` from `label` (their own label, or production as fallback)."""
-    rows = kind_of(entry).label_model.objects.filter(entry=entry).select_related("version")  # type: ignore[attr-defined]
+    rows = kind_of(entry).label_model.objects.filter(entry=entry).select_related("version")
     own = {row.name for row in rows}
     served = next((row for row in rows if row.name == label), None)
     tags = frozenset(served.version.snapshot.get("tags") or ()) if served else frozenset()  # the published tags
@@ -81,7 +81,7 @@ def _clients_served_from(entry: VersionedEntry, label: str) -> list[McpClient]:
 
 def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RECENT_HOURS) -> dict[str, Any]:
     """Old vs new version for one rollout: expected (bucket computation) and observed (recent counters)."""
-    label = kind_of(entry).label_model.objects.filter(entry=entry, name=rollout.label).select_related("version").first()  # type: ignore[attr-defined]
+    label = kind_of(entry).label_model.objects.filter(entry=entry, name=rollout.label).select_related("version").first()
     base = label.version.number if label else None
     clients = _clients_served_from(entry, rollout.label)
     expected = [{"name": c.name, "bucket": stable_bucket(c.name, entry.key),
@@ -89,7 +89,8 @@ def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RE
     since = timezone.now() - timedelta(hours=hours)
     recent = (FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=entry.key, label=rollout.label,
                                           last_at__gte=since)
-              .exclude(client_name="").values("client_name", "version").annotate(total=Sum("count"), last=Max("last_at")))
+              .exclude(client_name="").values("client_name", "version")
+              .annotate(total=Sum("count"), last=Max("last_at")))
     on_new = {r["client_name"] for r in recent if r["version"] == rollout.candidate_version}
     on_old = {r["client_name"] for r in recent if r["version"] != rollout.candidate_version}
     return {

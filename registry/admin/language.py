@@ -10,7 +10,8 @@ preference, LocaleMiddleware's choice (cookie, then the browser's Accept-Languag
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -73,7 +74,7 @@ class UserLanguageMiddleware:
         chosen_by_locale = translation.get_language()
         if code:
             translation.activate(code)
-            request.LANGUAGE_CODE = code  # type: ignore[attr-defined]
+            request.LANGUAGE_CODE = code
         try:
             response = self.get_response(request)
         finally:

@@ -6,6 +6,8 @@ their own account); superusers also see everyone's rows under the registry's mod
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -20,8 +22,11 @@ from django.utils.translation import gettext_lazy
 from registry.admin.language import save_language, saved_language, set_language_cookie
 from registry.models import EditorPreference
 
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
-def language_choices() -> list[tuple[str, str]]:
+
+def language_choices() -> list[tuple[str, StrOrPromise]]:
     return [("", gettext_lazy("As my browser asks"))] + [(code, name) for code, name in settings.LANGUAGES]
 
 
@@ -39,7 +44,7 @@ def language_view(request: HttpRequest) -> HttpResponse:
         code = save_language(request.user, form.cleaned_data["language"])
         active = code or translation.get_language_from_request(request)
         translation.activate(active)
-        request.LANGUAGE_CODE = active  # type: ignore[attr-defined]
+        request.LANGUAGE_CODE = active
         messages.success(request, _("The admin now speaks %(language)s to you.")
                          % {"language": dict(settings.LANGUAGES).get(active, active)})
         target = request.POST.get("next") or ""

@@ -15,9 +15,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.entries import VersionedEntryAdmin
-from registry.admin.thumbnails import stored_thumbnail
-from registry.formats import argtypes
-from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.admin.forms.entry import live_forms
 from registry.admin.forms.prompts import (
     PromptArgumentForm,
@@ -26,10 +23,13 @@ from registry.admin.forms.prompts import (
     PromptMessageForm,
     PromptMessageFormSet,
 )
-from registry.models import Prompt, PromptArgument, PromptMessage
-from registry.formats.rendering import render_prompt
+from registry.admin.thumbnails import stored_thumbnail
 from registry.authoring.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
 from registry.authoring.validation import registry_resource_exists
+from registry.errors import ArgumentErrors, MissingArguments, RegistryError
+from registry.formats import argtypes
+from registry.formats.rendering import render_prompt
+from registry.models import Prompt, PromptArgument, PromptMessage, VersionedEntry
 
 
 class PromptArgumentInline(admin.StackedInline):
@@ -110,7 +110,7 @@ class PreviewArgumentsForm(forms.Form):
         initial = arg.get("default") or (suggestions[0] if suggestions else "")
         if kind == argtypes.ENUM:
             choices = [(c, c) for c in arg.get("choices") or ()]
-            return forms.ChoiceField(choices=[("", "—")] + choices, initial=initial, **common)
+            return forms.ChoiceField(choices=[("", "—"), *choices], initial=initial, **common)
         if kind == argtypes.BOOLEAN:
             return forms.BooleanField(initial=initial == "true", **common)
         if kind in (argtypes.INTEGER, argtypes.NUMBER):
@@ -131,10 +131,12 @@ class PreviewArgumentsForm(forms.Form):
         """The filled-in values as MCP strings (bound form) or the initial ones (first visit)."""
         out: dict[str, str] = {}
         for name, field in self.fields.items():
-            if self.is_bound:
-                value = self.cleaned_data.get(name) if self.is_valid() else None
-            else:
+            if not self.is_bound:
                 value = field.initial
+            elif self.is_valid():
+                value = self.cleaned_data.get(name)
+            else:
+                value = None
             if isinstance(field, forms.BooleanField):
                 out[name] = "true" if value else "false"
             elif value:
@@ -181,7 +183,8 @@ class PromptAdmin(VersionedEntryAdmin):
 
     def _create_formsets(self, request, obj, change):
         # The message inline checks placeholders against the arguments being saved alongside.
-        formsets, inline_instances = super()._create_formsets(request, obj, change)
+        formsets, inline_instances = super()._create_formsets(  # type: ignore[misc]  # private, no stub
+            request, obj, change)
         arguments = next((f for f in formsets if isinstance(f, PromptArgumentFormSet)), None)
         for formset in formsets:
             if isinstance(formset, PromptMessageFormSet):
@@ -199,11 +202,12 @@ class PromptAdmin(VersionedEntryAdmin):
         return preview_result(snapshot, payloads, request.GET if "preview" in request.GET else None)
 
     def get_urls(self):
-        info = self.opts.app_label, self.opts.model_name
+        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
             path("<path:object_id>/preview-edits/", self.admin_site.admin_view(self.preview_edits_view),
-                 name="%s_%s_preview_edits" % info),
-        ] + super().get_urls()
+                 name=f"{prefix}_preview_edits"),
+            *super().get_urls(),
+        ]
 
     def preview_edits_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Render what is in the change form (unsaved) as `prompts/get` would. Never writes anything.
@@ -228,10 +232,11 @@ class PromptAdmin(VersionedEntryAdmin):
         # Without JavaScript the page opens on its own; its form carries the edits again.
         context["carried"] = [(key, value) for key, values in request.POST.lists() for value in values
                               if key != "preview" and not key.startswith("arg-")]
-        context = self._context(request, obj, _("Preview of your unsaved edits of %(key)s") % {"key": obj.key}, **context)
+        context = self._context(request, obj, _("Preview of your unsaved edits of %(key)s") % {"key": obj.key},
+                                **context)
         return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
 
-    def _snapshot_of_posted_form(self, request: HttpRequest, obj: Prompt, errors: list[str],
+    def _snapshot_of_posted_form(self, request: HttpRequest, obj: VersionedEntry, errors: list[str],
                                  payloads: Payloads) -> dict[str, Any] | None:
         """The snapshot the posted change form would save, or None with `errors` filled in.
 
@@ -249,7 +254,8 @@ class PromptAdmin(VersionedEntryAdmin):
                 errors.extend(str(e) for e in formset.non_form_errors())
                 for i, item in enumerate(formset.errors, start=1):
                     for field, messages_ in item.items():
-                        errors.extend(f"{_inline_name(formset)} {i} › {_field_name(formset, field)}: {m}" for m in messages_)
+                        errors.extend(f"{_inline_name(formset)} {i} › {_field_name(formset, field)}: {m}"
+                                      for m in messages_)
         if errors:
             return None
         arguments = messages = None

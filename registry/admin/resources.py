@@ -13,19 +13,18 @@ from django.utils.translation import gettext_lazy
 from uritemplate import URITemplate
 
 from registry.admin.entries import VersionedEntryAdmin
-from registry.admin.thumbnails import stored_thumbnail
-from registry.errors import RegistryError
 from registry.admin.forms.resources import (
     ResourceForm,
     ResourceTemplateForm,
     TemplateVariableForm,
     TemplateVariableFormSet,
 )
-from registry.models import Resource, ResourceTemplate, TemplateVariable
-from registry.formats.rendering import render_body
-from registry.errors import ContentMissing
+from registry.admin.thumbnails import stored_thumbnail
 from registry.authoring.snapshots import Payloads, draft_loader, materialise, resource_content, snapshot_of
+from registry.errors import ContentMissing, RegistryError
+from registry.formats.rendering import render_body
 from registry.formats.uris import UriTemplateMatcher, validate_uri
+from registry.models import Resource, ResourceTemplate, TemplateVariable
 
 TEXT_PREVIEW_CHARS = 2000
 
@@ -145,7 +144,8 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
                 # Read it back the way the server does, so the preview shows what clients really get.
                 values = matcher.match(uri)
                 if values is None:
-                    context["error"] = _("The values make the URI %(uri)s, which the server would not match.") % {"uri": uri}
+                    context["error"] = (_("The values make the URI %(uri)s, which the server would not match.")
+                                        % {"uri": uri})
                     return context
             content: dict[str, Any] = {"uri": uri}
             if snapshot.get("mimeType"):

@@ -16,17 +16,17 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import gettext, gettext_lazy
 
-_ = gettext
-
-from registry.admin.diff.sections import build
-from registry.release import reviews
 from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
-from registry.admin.lookups import DeclaredFiltersOnlyMixin
-from registry.errors import InvalidEntry, RegistryError
+from registry.admin.diff.sections import build
 from registry.admin.forms.releases import ReviewDecisionForm
+from registry.admin.lookups import DeclaredFiltersOnlyMixin
+from registry.authoring.snapshots import diff_loader
+from registry.errors import InvalidEntry, RegistryError
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
-from registry.authoring.snapshots import diff_loader
+from registry.release import reviews
+
+_ = gettext
 
 
 def entry_admin_url(kind: str, entry_id: int, page: str = "change") -> str:
@@ -133,7 +133,8 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
                                          % {"pk": review.pk, "label": review.label, "key": review.entry_key})
                     elif decision == "reject":
                         reviews.reject(review, acting_user=request.user, comment=comment)
-                        messages.success(request, _("Rejected review #%(pk)s; nothing was changed.") % {"pk": review.pk})
+                        messages.success(request,
+                                         _("Rejected review #%(pk)s; nothing was changed.") % {"pk": review.pk})
                     elif decision == "withdraw":
                         reviews.withdraw(review, acting_user=request.user)
                         messages.success(request, _("Withdrew review #%(pk)s.") % {"pk": review.pk})

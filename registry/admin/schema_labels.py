@@ -13,10 +13,10 @@ from django.utils.translation import get_language, gettext
 
 from registry.admin.forms.prompts import PromptArgumentForm, PromptForm, PromptMessageForm
 from registry.admin.forms.resources import ResourceForm, ResourceTemplateForm, TemplateVariableForm
+from registry.authoring.schema import Field
 from registry.models import ArgumentType
 from registry.models.prompts import ContentKind, MessageRole
 from registry.models.resources import Audience
-from registry.authoring.schema import Field
 
 # The edit forms whose field labels a schema field names ("PromptForm.description"), by class name.
 _EDIT_FORMS = {form.__name__: form for form in (PromptForm, PromptArgumentForm, PromptMessageForm,

@@ -25,7 +25,7 @@ class VersionAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin,
     list_select_related = ["entry"]
     search_fields = ["change_note", "author_name"]
     date_hierarchy = "created_at"
-    fields = ["entry", "number", "parent", "author_name", "created_at", "content_hash", "change_note", "snapshot_json"]
+    fields = ("entry", "number", "parent", "author_name", "created_at", "content_hash", "change_note", "snapshot_json")
     readonly_fields = fields
 
     @admin.display(description=_("hash"))

@@ -24,17 +24,19 @@ same snapshot. `apply_*` write no audit rows; `save_draft` (importer, REST API) 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.storage import blobs as content
 from registry.audit import User, actor_name, write_audit
-from registry.formats.argtypes import plain_number
+from registry.authoring.snapshots import diff_snapshots, snapshot_of
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
+from registry.formats.argtypes import plain_number
 from registry.formats.rendering import normalise_newlines
+from registry.formats.uris import normalize_uri
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -46,8 +48,7 @@ from registry.models import (
     TemplateVariable,
     VersionedEntry,
 )
-from registry.authoring.snapshots import diff_snapshots, snapshot_of
-from registry.formats.uris import normalize_uri
+from registry.storage import blobs as content
 
 PROMPT_FIELDS = ("name", "title", "description")
 RESOURCE_FIELDS = ("uri", "name", "title", "description", "mime_type", "audience", "priority", "text", "data")
@@ -80,7 +81,8 @@ def _bytes(value: bytes | memoryview | content.Stored | None) -> bytes | content
 
 
 def _text(value: str | None) -> str:
-    """A text of draft data as stored: LF line breaks, nothing else changed (see registry.admin.forms.fields.NewlinesMixin)."""
+    """A text of draft data as stored: LF line breaks, nothing else changed
+    (see registry.admin.forms.fields.NewlinesMixin)."""
     return normalise_newlines(value or "")
 
 
@@ -236,7 +238,7 @@ def message_rows(prompt: Prompt, messages: Iterable[Mapping[str, Any]],
                  resources: Mapping[str, Resource]) -> list[PromptMessage]:
     """Unsaved message rows of `prompt`, in order; `resources` maps each `resource_uri` to its resource."""
     return [
-        PromptMessage(
+        PromptMessage(  # type: ignore[misc]  # `data` is a property Model() sets
             prompt=prompt, position=position, role=message.get("role") or "user",
             kind=message.get("kind") or "text", text=_text(message.get("text")), uri=_text(message.get("uri")),
             resource=resources[message["resource_uri"]] if message.get("resource_uri") else None,
@@ -456,7 +458,7 @@ def apply_snapshot(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> Versio
 @service_transaction
 def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: Any, note: str = "") -> VersionedEntry:
     """Replace the draft with version `version_number` and audit it (action restore_draft)."""
-    version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+    version = entry.versions.filter(number=version_number).first()
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")
     lock_draft(entry)
@@ -480,7 +482,8 @@ def normalised(data: Mapping[str, Any]) -> dict[str, Any]:
     for children in ("arguments", "variables"):
         if children in out:
             out[children] = [
-                {**child, "suggestions": _suggestions(_lines(child.get("suggestions") or ()))} for child in out[children]
+                {**child, "suggestions": _suggestions(_lines(child.get("suggestions") or ()))}
+                for child in out[children]
             ]
     if "arguments" in out:
         out["arguments"] = [
@@ -513,7 +516,8 @@ def record_draft_change(
     )
 
 
-def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_user: User, note: str = "") -> AuditEntry:
+def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_user: User,
+                    note: str = "") -> AuditEntry:
     """Audit the deletion of a never-published entry (published ones are archived instead)."""
     return write_audit(entry=entry, action=AuditAction.DELETE, acting_user=acting_user, note=note,
                        changes=diff_snapshots(snapshot, None))

@@ -7,12 +7,13 @@ versions reference content the store no longer has, or has damaged (a short obje
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
-from registry.storage import blobs as content
 from registry.kinds import KINDS
 from registry.models import ContentObject, PromptMessage, Resource, ReviewRequest, VersionedEntry
+from registry.storage import blobs as content
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def check_all(verify: bool = True) -> list[Problem]:
     checker = _Checker(verify)
     refs: list[tuple[str, int | None, str]] = []
     for kind in KINDS.values():
-        rows = kind.version_model.objects.select_related("entry").order_by("entry_id", "number")  # type: ignore[attr-defined]
+        rows = kind.version_model.objects.select_related("entry").order_by("entry_id", "number")
         for version in rows.iterator():
             refs += [(sha, size, f"{kind.name} {version.entry.key} v{version.number}")
                      for sha, size in refs_in(version.snapshot)]
@@ -103,7 +104,8 @@ def problems_for_entry(entry: VersionedEntry) -> list[Problem]:
     if entry.kind == "prompt":
         refs += [(m.data_sha256, m.data_size, f"the draft's message {i}")
                  for i, m in enumerate(entry.messages.all(), start=1) if m.data_sha256]  # type: ignore[attr-defined]
-    for label in entry.labels.select_related("version"):  # type: ignore[attr-defined]
-        refs += [(sha, size, f"v{label.version.number} ({label.name})") for sha, size in refs_in(label.version.snapshot)]
+    for label in entry.labels.select_related("version"):
+        refs += [(sha, size, f"v{label.version.number} ({label.name})")
+                 for sha, size in refs_in(label.version.snapshot)]
     checker.remember_sizes(sorted({sha for sha, size, _where in refs if size is None}))
     return [problem for sha, size, where in refs if (problem := checker.check(sha, size, where))]

@@ -16,11 +16,12 @@ Which snapshot keys an item carries is the snapshot schema's `listed` (registry/
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from registry.formats import argtypes
 from registry.authoring.schema import SCHEMAS, schema_of
 from registry.authoring.snapshots import resource_content
+from registry.formats import argtypes
 
 LISTING_VERSION = 1
 # Snapshot keys whose change changes a list item (announced as list_changed): what the item shows

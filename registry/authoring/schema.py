@@ -26,8 +26,9 @@ own text (`label`, for keys no form field shows); the admin turns them into word
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from django.utils.translation import gettext_noop
 

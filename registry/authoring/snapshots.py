@@ -17,13 +17,14 @@ import base64
 import hashlib
 import json
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from registry.errors import ContentMissing
 from registry.formats import argtypes
+from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 from registry.storage import blobs as content
 from registry.storage.cache import ContentCache
-from registry.errors import ContentMissing
-from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 
 # sha256 -> bytes a publish must store first, or None for bytes that must already be stored.
 Payloads = dict[str, bytes | None]
@@ -65,7 +66,7 @@ def store_payloads(payloads: Payloads) -> None:
     Called by publish before the version row is written: a storage failure raises and rolls
     the publish back, and at worst leaves an unreferenced object behind.
     """
-    for sha, raw in payloads.items():
+    for raw in payloads.values():
         if raw is not None:
             content.put(raw)
     content.check_stored(sha for sha, raw in payloads.items() if raw is None)  # never publish over a damaged object

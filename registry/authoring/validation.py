@@ -13,13 +13,13 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from registry.formats.argtypes import spec_problems
-from registry.errors import InvalidUri, TemplateSyntaxError
-from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
-from registry.formats.rendering import placeholders_in
 from registry.authoring.snapshots import snapshot_argument
 from registry.conf import max_upload_bytes
+from registry.errors import InvalidUri, TemplateSyntaxError
+from registry.formats.argtypes import spec_problems
+from registry.formats.rendering import placeholders_in
 from registry.formats.uris import template_variable_names, validate_uri
+from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
 
 
 class Problem(str):
@@ -36,7 +36,7 @@ class Problem(str):
     detail: str
     name: str
 
-    def __new__(cls, text: str, *, code: str, where: str = "", detail: str = "", name: str = "") -> "Problem":
+    def __new__(cls, text: str, *, code: str, where: str = "", detail: str = "", name: str = "") -> Problem:
         problem = super().__new__(cls, text)
         problem.code, problem.where, problem.detail, problem.name = code, where, detail or text, name
         return problem
@@ -54,7 +54,7 @@ def _message_label(index: int) -> str:
 
 @dataclass
 class DraftReport:
-    errors: list[str] = field(default_factory=list)
+    errors: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -86,7 +86,8 @@ def registry_resource_exists(uri: str) -> bool:
     return Resource.objects.filter(uri=uri, archived_at__isnull=True).exists()
 
 
-def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None, messages: list[Any] | None = None) -> DraftReport:
+def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None,
+                    messages: list[Any] | None = None) -> DraftReport:
     """Check a prompt draft; `arguments`/`messages` may be unsaved rows from a form."""
     report = DraftReport()
     arguments = list(prompt.arguments.all()) if arguments is None else arguments

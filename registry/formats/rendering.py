@@ -9,12 +9,14 @@ like `{{ other }}` is never interpreted again.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from registry.formats.argtypes import PatternError, check_value, compile_pattern
 from registry.errors import ArgumentErrors, InvalidArguments, MissingArguments, TemplateSyntaxError
+from registry.formats.argtypes import PatternError, check_value, compile_pattern
 from registry.formats.uris import validate_uri
 
 PLACEHOLDER_NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
@@ -175,10 +177,9 @@ def compile_prompt(snapshot: Mapping[str, Any]) -> CompiledPrompt:
         messages.append((message["role"], block, template))
     for arg in snapshot.get("arguments", []):
         if arg.get("pattern"):
-            try:
+            # Validation refuses a bad pattern; check_value reports it if one slips through.
+            with contextlib.suppress(PatternError):
                 compile_pattern(arg["pattern"])  # cached: the render path never compiles again
-            except PatternError:
-                pass  # validation refuses such a pattern; check_value reports it if one slips through
     return CompiledPrompt(
         description=snapshot.get("description", ""),
         arguments=tuple(snapshot.get("arguments", [])),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import quote, unquote
 
 from uritemplate import URITemplate
@@ -172,17 +173,17 @@ class UriTemplateMatcher:
     groups: tuple[tuple[str, str], ...]  # (regex group, variable name)
 
     @classmethod
-    def build(cls, template_text: str) -> "UriTemplateMatcher":
+    def build(cls, template_text: str) -> UriTemplateMatcher:
         template = parse_uri_template(template_text)
         regex: list[str] = []
         groups: list[tuple[str, str]] = []
         pos = 0
         expressions = list(re.finditer(r"\{[^}]*\}", template_text))
         variables: list[URIVariable] = list(template.variables)
-        for expression, variable in zip(expressions, variables):
+        for expression, variable in zip(expressions, variables, strict=True):
             regex.append(re.escape(template_text[pos : expression.start()]))
             pos = expression.end()
-            operator = getattr(variable.operator, "value", variable.operator)
+            operator = cast(str, getattr(variable.operator, "value", variable.operator))  # enum or (older) str
             value = _OPERATOR_VALUE.get(operator, _OPERATOR_VALUE[""])
             names = variable.variable_names
             if operator in ("?", "&"):

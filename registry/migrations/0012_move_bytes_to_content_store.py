@@ -130,7 +130,7 @@ def _rewrite(apps: Any, convert: Any, with_listing: bool) -> None:
     store = _Store(apps)
     for kind, model_name in VERSION_MODELS.items():
         model = apps.get_model("registry", model_name)
-        for pk, snapshot, digest, listing in model.objects.values_list("pk", "snapshot", "content_hash", "listing"):
+        for pk, snapshot, _digest, listing in model.objects.values_list("pk", "snapshot", "content_hash", "listing"):
             changed = convert(snapshot, store)
             fields: dict[str, Any] = {}
             if changed:
@@ -140,7 +140,7 @@ def _rewrite(apps: Any, convert: Any, with_listing: bool) -> None:
             if fields:
                 model.objects.filter(pk=pk).update(**fields)  # historical manager: no insert-only guard
     reviews = apps.get_model("registry", "ReviewRequest")
-    for pk, snapshot, digest in reviews.objects.exclude(snapshot=None).values_list("pk", "snapshot", "content_hash"):
+    for pk, snapshot, _digest in reviews.objects.exclude(snapshot=None).values_list("pk", "snapshot", "content_hash"):
         if snapshot and convert(snapshot, store):
             reviews.objects.filter(pk=pk).update(snapshot=snapshot, content_hash=_hash(snapshot))
 

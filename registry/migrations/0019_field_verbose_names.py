@@ -2,9 +2,10 @@
 
 import django.core.validators
 import django.db.models.deletion
-import registry.models.resources
 from django.conf import settings
 from django.db import migrations, models
+
+import registry.models.resources
 
 
 class Migration(migrations.Migration):

@@ -2,7 +2,6 @@
 
 from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
-from registry.storage.objects import ContentObject
 from registry.models.clients import FetchCounter, McpClient
 from registry.models.preferences import EditorPreference
 from registry.models.prompts import (
@@ -26,6 +25,7 @@ from registry.models.resources import (
     TemplateVariable,
 )
 from registry.models.reviews import ReviewRequest, ReviewStatus, Rollout
+from registry.storage.objects import ContentObject
 
 __all__ = [
     "PRODUCTION",

@@ -31,10 +31,10 @@ class AuditAction(models.TextChoices):
 
 
 class AppendOnlyQuerySet(models.QuerySet):
-    def update(self, **kwargs):  # type: ignore[override]
+    def update(self, **kwargs):
         raise ImmutableVersionError("The audit log is append-only.")
 
-    def delete(self):  # type: ignore[override]
+    def delete(self):
         raise ImmutableVersionError("The audit log is append-only.")
 
 
@@ -77,7 +77,7 @@ class AuditEntry(models.Model):
             raise ImmutableVersionError("Audit entries cannot be changed.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):  # type: ignore[override]
+    def delete(self, *args, **kwargs):
         raise ImmutableVersionError("Audit entries cannot be deleted.")
 
 

@@ -7,14 +7,19 @@ the next immutable version; release labels point at versions and are what client
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
-from registry.signals import served_rows_bulk_created
 from registry.formats.uris import lookup_uri, normalize_uri_template
+from registry.signals import served_rows_bulk_created
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import RelatedManager
 
 PRODUCTION = "production"
 STAGING = "staging"
@@ -38,7 +43,7 @@ class ServedQuerySet(models.QuerySet):
 
     served_fields: frozenset[str] = frozenset()
 
-    def update(self, **kwargs):  # type: ignore[override]
+    def update(self, **kwargs):
         guarded = sorted(f for f in kwargs if f in self.served_fields or f.removesuffix("_id") in self.served_fields)
         if guarded:
             raise BulkUpdateRefused(
@@ -49,7 +54,7 @@ class ServedQuerySet(models.QuerySet):
             )
         return super().update(**kwargs)
 
-    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+    def bulk_create(self, objs, *args, **kwargs):
         created = super().bulk_create(objs, *args, **kwargs)
         if created:
             served_rows_bulk_created.send(sender=self.model, objs=created)
@@ -63,7 +68,7 @@ class EntryQuerySet(ServedQuerySet):
 class LabelQuerySet(ServedQuerySet):
     served_fields = frozenset({"entry", "version", "name"})
 
-    def bulk_create(self, objs, *args, **kwargs):  # type: ignore[override]
+    def bulk_create(self, objs, *args, **kwargs):
         objs = list(objs)
         for label in objs:  # save() is not called: give each row its served key here
             if not label.served_key:
@@ -83,7 +88,8 @@ class VersionedEntry(models.Model):
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     revision = models.PositiveIntegerField(
         _("revision"), default=0, editable=False,
-        help_text=_("Draft revision, bumped by every save of the working copy: a save based on an older one is refused."),
+        help_text=_("Draft revision, bumped by every save of the working copy: "
+                    "a save based on an older one is refused."),
     )
     updated_by = models.CharField(
         _("updated by"), max_length=150, blank=True, editable=False, help_text=_("Who saved the draft last."),
@@ -92,9 +98,19 @@ class VersionedEntry(models.Model):
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
     objects = EntryQuerySet.as_manager()
+    # The reverse relations of every concrete entry (its version and label models' `entry`); of Any
+    # model, as an abstract model has no fields the stubs know of (`version`, `entry`).
+    versions: RelatedManager[Any]
+    labels: RelatedManager[Any]
 
     class Meta:
         abstract = True
+
+    def save(self, *args, **kwargs) -> None:
+        self.tags = ", ".join(sorted(self.tag_set))
+        if kwargs.get("update_fields") is None:  # a save of the whole working copy is a new draft revision
+            self.revision = (self.revision or 0) + 1
+        super().save(*args, **kwargs)
 
     @property
     def tag_set(self) -> frozenset[str]:
@@ -105,23 +121,17 @@ class VersionedEntry(models.Model):
         """The identifier clients use: a prompt name, a resource URI or a URI template."""
         raise NotImplementedError
 
-    def save(self, *args, **kwargs) -> None:
-        self.tags = ", ".join(sorted(self.tag_set))
-        if kwargs.get("update_fields") is None:  # a save of the whole working copy is a new draft revision
-            self.revision = (self.revision or 0) + 1
-        super().save(*args, **kwargs)
-
 
 class ImmutableQuerySet(models.QuerySet):
     """Bulk updates and deletes would bypass the per-row guard, so they are refused too."""
 
-    def update(self, **kwargs):  # type: ignore[override]
+    def update(self, **kwargs):
         raise ImmutableVersionError("Published versions cannot be changed.")
 
-    def delete(self):  # type: ignore[override]
+    def delete(self):
         raise ImmutableVersionError("Published versions cannot be deleted.")
 
-    def for_entry(self, entry: VersionedEntry) -> "ImmutableQuerySet":
+    def for_entry(self, entry: VersionedEntry) -> ImmutableQuerySet:
         return self.filter(entry=entry).order_by("-number")
 
 
@@ -134,7 +144,8 @@ class EntryVersion(models.Model):
     )
     listing = models.JSONField(
         _("listing"), default=dict, editable=False,
-        help_text=_("What lists and completion need (registry/authoring/listing.py), so serving never loads message bodies."),
+        help_text=_("What lists and completion need (registry/authoring/listing.py), "
+                    "so serving never loads message bodies."),
     )
     content_hash = models.CharField(
         _("content hash"), max_length=64, help_text=_("SHA-256 of the canonical snapshot."),
@@ -150,20 +161,21 @@ class EntryVersion(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     objects = ImmutableQuerySet.as_manager()
+    entry: VersionedEntry  # each concrete version model's own foreign key to its entry model
 
     class Meta:
         abstract = True
         ordering = ["-number"]
 
     def __str__(self) -> str:
-        return f"{self.entry.key} v{self.number}"  # type: ignore[attr-defined]
+        return f"{self.entry.key} v{self.number}"
 
     def save(self, *args, **kwargs) -> None:
         if not self._state.adding:
             raise ImmutableVersionError(f"{self} is published and cannot be changed; publish a new version.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):  # type: ignore[override]
+    def delete(self, *args, **kwargs):
         raise ImmutableVersionError(f"{self} is published and cannot be deleted.")
 
 
@@ -198,19 +210,22 @@ class ReleaseLabel(models.Model):
     )
 
     objects = LabelQuerySet.as_manager()
+    # Each concrete label model's own foreign keys, to its entry and version models.
+    entry: VersionedEntry
+    version: EntryVersion
 
     class Meta:
         abstract = True
         ordering = ["name"]
         indexes = [models.Index(fields=["name", "served_key"], name="%(class)s_by_key")]
 
+    def __str__(self) -> str:
+        return f"{self.name} → v{self.version.number}"
+
     def save(self, *args, **kwargs) -> None:
         fields = kwargs.get("update_fields")
         if fields is None or {"version", "version_id"} & set(fields):
-            self.served_key = served_key_of(self.version.listing, self.version.snapshot)  # type: ignore[attr-defined]
+            self.served_key = served_key_of(self.version.listing, self.version.snapshot)
             if fields is not None:
                 kwargs["update_fields"] = [*fields, "served_key"]
         super().save(*args, **kwargs)
-
-    def __str__(self) -> str:
-        return f"{self.name} → v{self.version.number}"  # type: ignore[attr-defined]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django.db import models
-from django.utils.translation import gettext_lazy as _
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import PRODUCTION, ServedQuerySet, label_name_validator
 

@@ -8,9 +8,9 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import InvalidUri
+from registry.formats.uris import normalize_uri, normalize_uri_template, parse_uri_template, validate_uri
 from registry.models.base import EntryVersion, ReleaseLabel, VersionedEntry
 from registry.storage.stored_bytes import StoredBytesMixin
-from registry.formats.uris import normalize_uri, normalize_uri_template, parse_uri_template, validate_uri
 
 
 def uri_field_validator(value: str) -> None:

@@ -24,8 +24,9 @@ purpose: this writer records each label's change itself (the guard exists for wr
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from django.db import connection, models
 from django.utils import timezone
@@ -114,8 +115,8 @@ def _update_rows(model: type[models.Model], rows: list[models.Model], names: lis
     meta = model._meta
     fields = [meta.get_field(name) for name in names]
     quote = connection.ops.quote_name
-    sql = (f"UPDATE {quote(meta.db_table)} SET " + ", ".join(f"{quote(f.column)} = %s" for f in fields)  # type: ignore[union-attr]
-           + f" WHERE {quote(meta.pk.column)} = %s")  # type: ignore[union-attr]
+    columns = ", ".join(f"{quote(f.column)} = %s" for f in fields)  # type: ignore[union-attr, arg-type]
+    sql = f"UPDATE {quote(meta.db_table)} SET {columns} WHERE {quote(meta.pk.column)} = %s"  # type: ignore[arg-type]
     params = [[f.get_db_prep_save(getattr(row, f.attname), connection) for f in fields] + [row.pk]  # type: ignore[union-attr]
               for row in rows]
     with connection.cursor() as cursor:
@@ -141,7 +142,7 @@ class BulkWriter:
         self.publishes: list[_Publish] = []
         self.audits: list[AuditEntry] = []  # in the order the services would write them
         self.payloads: Payloads = {}
-        self.edits: dict[int, tuple[dict[str, Any], list[dict[str, Any]]]] = {}  # entry pk -> (draft before, its diff)
+        self.edits: dict[int, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}  # pk -> (draft before, diff)
         self.labels: dict[int, dict[str, _Label]] = {}
         self.later_moves: list[tuple[VersionedEntry, str, int, str]] = []  # (entry, label, version number, where)
         self.eligible = self._eligible(list(entries), labels_wanted)
@@ -160,7 +161,7 @@ class BulkWriter:
             busy.update(Rollout.objects.filter(entry_kind=self.kind, entry_id__in=chunk)
                         .values_list("entry_id", flat=True))
             for entry_id, pk, name, protected, version_id, number in (
-                    self.spec.label_model.objects.filter(entry_id__in=chunk)  # type: ignore[attr-defined]
+                    self.spec.label_model.objects.filter(entry_id__in=chunk)
                     .values_list("entry_id", "pk", "name", "protected", "version_id", "version__number")):
                 self.labels.setdefault(entry_id, {})[name] = _Label(pk, name, protected, version_id, number)
         eligible = set()
@@ -184,7 +185,7 @@ class BulkWriter:
             return entry.pk is not None and entry.pk in self.eligible
         if not self.publish_mode:
             return True
-        return services.can_publish(self.acting_user, self.spec.entry_model()) and self._may_point(None, labels)  # type: ignore[operator, arg-type]
+        return services.can_publish(self.acting_user, self.spec.entry_model()) and self._may_point(None, labels)
 
     def label_points_at(self, entry: VersionedEntry) -> dict[str, int | None]:
         """Label name -> version pk, as read when the writer was made (publish mode)."""
@@ -207,7 +208,7 @@ class BulkWriter:
             entry.tags = ", ".join(sorted(entry.tag_set))  # as VersionedEntry.save
             entry.revision = (entry.revision or 0) + 1
             entry.updated_at = timezone.now()
-        replaced: dict[str, list[models.Model]] = {}
+        replaced: dict[str, list[Any]] = {}  # relation -> its new rows (of that relation's model)
         if isinstance(entry, Resource):
             entry.uri = normalize_uri(entry.uri)
         elif isinstance(entry, ResourceTemplate):
@@ -216,10 +217,10 @@ class BulkWriter:
                 replaced["variables"] = sorted(variable_rows(entry, data["variables"]), key=lambda v: v.name)
         elif isinstance(entry, Prompt):
             if "arguments" in data:
-                replaced["arguments"] = argument_rows(entry, data["arguments"])  # type: ignore[assignment]
+                replaced["arguments"] = argument_rows(entry, data["arguments"])
             if "messages" in data:
                 linked = resources_by_uri({m["resource_uri"] for m in data["messages"] if m.get("resource_uri")})
-                replaced["messages"] = message_rows(entry, data["messages"], linked)  # type: ignore[assignment]
+                replaced["messages"] = message_rows(entry, data["messages"], linked)
         for relation, rows in replaced.items():
             remember_children(entry, relation, rows)
         self.drafts.append(entry)
@@ -240,7 +241,7 @@ class BulkWriter:
         snapshot = snapshot_of(entry, payloads)
         self.payloads.update(payloads)
         number = newest[1] + 1 if newest else 1
-        version = self.spec.version_model(  # type: ignore[operator]
+        version = self.spec.version_model(
             entry=entry, number=number, parent_id=newest[0] if newest else None, snapshot=snapshot,
             listing=listing_of(self.kind, snapshot), content_hash=content_hash(snapshot), change_note=self.note,
             author=self.acting_user if getattr(self.acting_user, "pk", None) else None, author_name=self.actor)
@@ -270,14 +271,15 @@ class BulkWriter:
                          [plan.previous_id, *(row.version_id for row, _ in plan.labels)] if pk is not None})
         snapshots: dict[int, dict[str, Any]] = {}
         for chunk in _chunks(wanted):
-            snapshots.update(self.spec.version_model.objects.filter(pk__in=chunk)  # type: ignore[attr-defined]
+            snapshots.update(self.spec.version_model.objects.filter(pk__in=chunk)
                              .values_list("pk", "snapshot"))
         changes = []
         for plan in self.publishes:
             after = plan.version.snapshot  # type: ignore[attr-defined]
             diffs: dict[int | None, list[dict[str, Any]]] = {}  # version pk -> its diff to `after`
 
-            def diff_from(pk: int | None) -> list[dict[str, Any]]:
+            def diff_from(pk: int | None, *, plan: _Publish = plan, after: Any = after,
+                          diffs: dict[int | None, list[dict[str, Any]]] = diffs) -> list[dict[str, Any]]:
                 """The same diff is often asked for twice (publish and label move from the version the
                 label served, which the draft was usually equal to): compute it once, copy it after."""
                 if pk not in diffs:
@@ -332,14 +334,14 @@ class BulkWriter:
                     raise ContentTooLarge(len(blob), limit)
             content.put_many(blobs)
         model = self.spec.entry_model
-        names = [f.name for f in model._meta.concrete_fields  # type: ignore[attr-defined]
+        names = [f.name for f in model._meta.concrete_fields
                  if not f.primary_key and f.name not in ("created_at", "archived_at")]
         _update_rows(model, self.drafts, names)  # type: ignore[arg-type]
         for relation, (child_model, column) in _CHILDREN[self.kind].items():
             owners = [entry for entry in self.drafts if relation in self.children[entry.pk]]
             for chunk in _chunks([entry.pk for entry in owners]):
                 # Child rows have no signals or dependants: delete them as `.delete()` would, without reading them.
-                child_model._base_manager.filter(**{f"{column}__in": chunk})._raw_delete(connection.alias)  # type: ignore[attr-defined]
+                child_model._base_manager.filter(**{f"{column}__in": chunk})._raw_delete(connection.alias)
             rows = [row for entry in owners for row in self.children[entry.pk][relation]]
             child_model.objects.bulk_create(rows, batch_size=CHUNK)  # type: ignore[attr-defined]
 
@@ -348,15 +350,16 @@ class BulkWriter:
             return
         content.put_many([raw for raw in self.payloads.values() if raw is not None])  # as store_payloads
         content.check_stored(sha for sha, raw in self.payloads.items() if raw is None)
-        self.spec.version_model.objects.bulk_create([p.version for p in self.publishes], batch_size=CHUNK)  # type: ignore[attr-defined]
+        self.spec.version_model.objects.bulk_create([p.version for p in self.publishes], batch_size=CHUNK)
         label_model = self.spec.label_model
-        moved, created = [], []
+        moved: list[Any] = []
+        created: list[Any] = []
         now = timezone.now()
         for plan in self.publishes:
             # What ReleaseLabel.save() keeps on the row: cold list pages order and find entries by it.
             key = served_key_of(plan.version.listing, plan.version.snapshot)  # type: ignore[attr-defined]
             for row, _move in plan.labels:
-                label = label_model(pk=row.pk, entry=plan.entry, name=row.name, protected=row.protected,  # type: ignore[operator]
+                label = label_model(pk=row.pk, entry=plan.entry, name=row.name, protected=row.protected,
                                     version=plan.version, moved_by=self.actor, moved_at=now, served_key=key)
                 (moved if row.pk is not None else created).append(label)
         _update_rows(label_model, moved, ["version", "moved_by", "moved_at", "served_key"])

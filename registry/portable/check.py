@@ -6,9 +6,10 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from django.core.exceptions import ValidationError
 
@@ -19,7 +20,21 @@ from registry.formats.rendering import placeholders_in
 from registry.formats.uris import parse_uri_template, validate_uri
 from registry.models.base import PRODUCTION, label_name_validator
 from registry.models.prompts import argument_name_validator, prompt_name_validator
-from registry.portable.format import ARGUMENT_KEYS, CONTENT_KEYS, FormatError, KEY_FIELD, PROMPT_KEYS, Path_, RESOURCE_KEYS, SECTIONS, TEMPLATE_KEYS, TEXT_MIME_SUFFIXES, TEXT_MIME_TYPES, VARIABLE_KEYS, describe
+from registry.portable.format import (
+    ARGUMENT_KEYS,
+    CONTENT_KEYS,
+    KEY_FIELD,
+    PROMPT_KEYS,
+    RESOURCE_KEYS,
+    SECTIONS,
+    TEMPLATE_KEYS,
+    TEXT_MIME_SUFFIXES,
+    TEXT_MIME_TYPES,
+    VARIABLE_KEYS,
+    FormatError,
+    Path_,
+    describe,
+)
 from registry.portable.parse import Loaded
 
 
@@ -81,7 +96,7 @@ class _Checker:
             if key not in allowed:
                 hint = difflib.get_close_matches(str(key), allowed, n=1)
                 suggestion = f" Did you mean '{hint[0]}'?" if hint else f" Allowed: {', '.join(allowed)}."
-                self.error(path + (key,), f"unknown key '{key}'.{suggestion}")
+                self.error((*path, key), f"unknown key '{key}'.{suggestion}")
         return value
 
     def string(self, m: Mapping[str, Any], key: str, path: Path_, *, required: bool = False,
@@ -89,23 +104,23 @@ class _Checker:
         value = m.get(key)
         if value is None:
             if required:
-                self.error(path + (key,) if key in m else path, f"'{key}' is required.")
+                self.error((*path, key) if key in m else path, f"'{key}' is required.")
             return ""
         if not isinstance(value, str):
-            self.error(path + (key,), f"expected a string, got {_type_name(value)}"
+            self.error((*path, key), f"expected a string, got {_type_name(value)}"
                        + (" (put it in quotes)." if isinstance(value, (int, float, bool)) else "."))
             return ""
         if required and not value.strip():
-            self.error(path + (key,), f"'{key}' must not be empty.")
+            self.error((*path, key), f"'{key}' must not be empty.")
         if max_length is not None and len(value) > max_length:
-            self.error(path + (key,), f"at most {max_length} characters (this has {len(value)}).")
+            self.error((*path, key), f"at most {max_length} characters (this has {len(value)}).")
         if check is not None and value:
             try:
                 check(value)
             except ValidationError as exc:
-                self.error(path + (key,), " ".join(exc.messages))
+                self.error((*path, key), " ".join(exc.messages))
             except InvalidUri as exc:
-                self.error(path + (key,), exc.message)
+                self.error((*path, key), exc.message)
         return value
 
     def boolean(self, m: Mapping[str, Any], key: str, path: Path_, default: bool) -> bool:
@@ -113,7 +128,7 @@ class _Checker:
         if value is None:
             return default
         if not isinstance(value, bool):
-            self.error(path + (key,), f"expected true or false, got {_type_name(value)}.")
+            self.error((*path, key), f"expected true or false, got {_type_name(value)}.")
             return default
         return value
 
@@ -123,21 +138,21 @@ class _Checker:
         if value is None:
             return []
         if not isinstance(value, list):
-            self.error(path + (key,), f"expected a list, e.g. [a, b], got {_type_name(value)}.")
+            self.error((*path, key), f"expected a list, e.g. [a, b], got {_type_name(value)}.")
             return []
         out = []
         for index, item in enumerate(value, start=1):
             if not isinstance(item, str):
-                self.error(path + (key, index), f"expected a string, got {_type_name(item)}.")
+                self.error((*path, key, index), f"expected a string, got {_type_name(item)}.")
                 continue
             if no_commas and "," in item:
-                self.error(path + (key, index), "a tag cannot contain ','.")
+                self.error((*path, key, index), "a tag cannot contain ','.")
                 continue
             if check is not None:
                 try:
                     check(item)
                 except ValidationError as exc:
-                    self.error(path + (key, index), " ".join(exc.messages))
+                    self.error((*path, key, index), " ".join(exc.messages))
                     continue
             out.append(item)
         return out
@@ -149,9 +164,9 @@ class _Checker:
                 self.error(path, f"'{key}' is required.")
             return []
         if not isinstance(value, list):
-            self.error(path + (key,), f"expected a list, got {_type_name(value)}.")
+            self.error((*path, key), f"expected a list, got {_type_name(value)}.")
             return []
-        return [(path + (key, index), item) for index, item in enumerate(value, start=1)]
+        return [((*path, key, index), item) for index, item in enumerate(value, start=1)]
 
     def placeholders(self, text: str, path: Path_) -> None:
         try:
@@ -166,7 +181,8 @@ class _Checker:
         return list(dict.fromkeys(labels))
 
     # ---- bytes and side files
-    def payload(self, m: Mapping[str, Any], path: Path_, *, mime_type: str, text_allowed: bool) -> tuple[str, bytes | None]:
+    def payload(self, m: Mapping[str, Any], path: Path_, *, mime_type: str,
+                text_allowed: bool) -> tuple[str, bytes | None]:
         """(text, data) from exactly one of text/base64/file (none given: empty text)."""
         given = [k for k in (("text",) if text_allowed else ()) + ("base64", "file") if m.get(k) is not None]
         if len(given) > 1:
@@ -177,18 +193,18 @@ class _Checker:
         key = given[0]
         if key == "text":
             value = self.string(m, "text", path)
-            self._check_size(len(value.encode("utf-8")), path + ("text",))
+            self._check_size(len(value.encode("utf-8")), (*path, "text"))
             return value, None
         if key == "base64":
             encoded = self.string(m, "base64", path)
             try:
-                raw = base64.b64decode("".join(encoded.split()), validate=True)
+                decoded = base64.b64decode("".join(encoded.split()), validate=True)
             except (binascii.Error, ValueError):
-                self.error(path + ("base64",), "this is not valid base64.")
+                self.error((*path, "base64"), "this is not valid base64.")
                 return "", None
-            self._check_size(len(raw), path + ("base64",))
-            return "", raw or None
-        raw = self._side_file(self.string(m, "file", path), path + ("file",))
+            self._check_size(len(decoded), (*path, "base64"))
+            return "", decoded or None
+        raw = self._side_file(self.string(m, "file", path), (*path, "file"))
         if raw is None:
             return "", None
         if text_allowed and _is_text_type(mime_type):
@@ -254,7 +270,7 @@ def _argument_type(c: _Checker, a: Mapping[str, Any], path: Path_) -> dict[str, 
     existed; the draft writer fills in the rest (text, no bounds)."""
     kind = c.string(a, "type", path) or argtypes.TEXT
     if kind not in argtypes.TYPES:
-        c.error(path + ("type",), f"unknown type '{kind}'; use one of: {', '.join(argtypes.TYPES)}.")
+        c.error((*path, "type"), f"unknown type '{kind}'; use one of: {', '.join(argtypes.TYPES)}.")
         kind = argtypes.TEXT
     typed = {
         "type": kind, "choices": c.strings(a, "choices", path, check=_one_line),
@@ -276,7 +292,7 @@ def _count(c: _Checker, a: Mapping[str, Any], key: str, path: Path_) -> int | No
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
-        c.error(path + (key,), f"expected a whole number of characters (0 or more), got {value!r}.")
+        c.error((*path, key), f"expected a whole number of characters (0 or more), got {value!r}.")
         return None
     return value
 
@@ -286,10 +302,10 @@ def _number(c: _Checker, a: Mapping[str, Any], key: str, path: Path_) -> int | f
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        c.error(path + (key,), f"expected a number, got {_type_name(value)}.")
+        c.error((*path, key), f"expected a number, got {_type_name(value)}.")
         return None
     if isinstance(value, int) and abs(value) >= 2**53:
-        c.error(path + (key,), "the number is too large.")
+        c.error((*path, key), "the number is too large.")
         return None
     return value
 
@@ -334,7 +350,7 @@ def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
             continue
         name = c.string(a, "name", arg_path, required=True, max_length=64, check=argument_name_validator)
         if name in seen:
-            c.error(arg_path + ("name",), f"the argument '{name}' is declared twice.")
+            c.error((*arg_path, "name"), f"the argument '{name}' is declared twice.")
         seen.add(name)
         problems_before = len(c.problems)
         argument = {
@@ -351,7 +367,7 @@ def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
                 c.error(arg_path, problem)
     messages = c.items(m, "messages", path, required=True)
     if "messages" in m and not messages:
-        c.error(path + ("messages",), "a prompt needs at least one message.")
+        c.error((*path, "messages"), "a prompt needs at least one message.")
     for msg_path, raw_msg in messages:
         message = _message(c, raw_msg, msg_path)
         if message is not None:
@@ -360,30 +376,31 @@ def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
 
 
 def _message(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
-    m = c.mapping(raw, path, ("role",) + CONTENT_KEYS, "a message")
+    m = c.mapping(raw, path, ("role", *CONTENT_KEYS), "a message")
     if m is None:
         return None
     role = m.get("role", "user")
     if role not in ("user", "assistant"):
-        c.error(path + ("role",), f"the role must be user or assistant, not {role!r}.")
+        c.error((*path, "role"), f"the role must be user or assistant, not {role!r}.")
     kinds = [k for k in CONTENT_KEYS if k in m]
     if len(kinds) != 1:
-        c.error(path, "give exactly one of " + ", ".join(CONTENT_KEYS) + (f" (found {', '.join(kinds)})." if kinds else "."))
+        c.error(path, "give exactly one of " + ", ".join(CONTENT_KEYS)
+                + (f" (found {', '.join(kinds)})." if kinds else "."))
         return None
     kind = kinds[0]
     item: dict[str, Any] = {"role": role, "kind": kind}
     if kind == "text":
         item["text"] = c.string(m, "text", path)  # an empty text is a publish-time problem, as in the admin
-        c.placeholders(item["text"], path + ("text",))
+        c.placeholders(item["text"], (*path, "text"))
         return item
-    body_path = path + (kind,)
+    body_path = (*path, kind)
     if kind in ("image", "audio"):
         b = c.mapping(m[kind], body_path, ("mime_type", "base64", "file"), f"{kind}: {{mime_type, base64 | file}}")
         if b is None:
             return None
         mime = c.string(b, "mime_type", body_path, required=True, max_length=100)
         if mime and not mime.startswith(kind + "/"):
-            c.error(body_path + ("mime_type",), f"an {kind} needs a {kind}/... MIME type, e.g. "
+            c.error((*body_path, "mime_type"), f"an {kind} needs a {kind}/... MIME type, e.g. "
                     f"{'image/png' if kind == 'image' else 'audio/mpeg'}.")
         if b.get("base64") is None and b.get("file") is None:
             c.error(body_path, "give the bytes as base64: or file:.")
@@ -398,7 +415,7 @@ def _message(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
         if "from" in b:
             return _from_reference(c, b, body_path, item, allowed_with=())
         item["uri"] = c.string(b, "uri", body_path, required=True, max_length=2048, check=_check_placeholder_uri)
-        c.placeholders(item["uri"], body_path + ("uri",))
+        c.placeholders(item["uri"], (*body_path, "uri"))
         item["mime_type"] = c.string(b, "mime_type", body_path, max_length=100)
         item["text"], item["data"] = c.payload(b, body_path, mime_type=item["mime_type"], text_allowed=True)
         return item
@@ -409,7 +426,7 @@ def _message(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
     if "from" in b:
         return _from_reference(c, b, body_path, item, allowed_with=("name",))
     item["uri"] = c.string(b, "uri", body_path, required=True, max_length=2048, check=_check_placeholder_uri)
-    c.placeholders(item["uri"], body_path + ("uri",))
+    c.placeholders(item["uri"], (*body_path, "uri"))
     item["link_name"] = c.string(b, "name", body_path, max_length=200)
     item["mime_type"] = c.string(b, "mime_type", body_path, max_length=100)
     return item
@@ -424,7 +441,7 @@ def _from_reference(c: _Checker, b: dict[str, Any], path: Path_, item: dict[str,
     if "name" in allowed_with:
         item["link_name"] = c.string(b, "name", path, max_length=200)
     if c.spec is not None and item["resource_uri"]:
-        c.spec.references.append((item["resource_uri"], c.where(path + ("from",))))
+        c.spec.references.append((item["resource_uri"], c.where((*path, "from"))))
     return item
 
 
@@ -436,13 +453,13 @@ def _described(c: _Checker, m: Mapping[str, Any], path: Path_) -> dict[str, Any]
     chosen: list[str] = []
     if audience is not None:
         if not isinstance(audience, list) or any(a not in ("user", "assistant") for a in audience):
-            c.error(path + ("audience",), "the audience is a list of user and/or assistant, e.g. [user].")
+            c.error((*path, "audience"), "the audience is a list of user and/or assistant, e.g. [user].")
         else:
             chosen = [a for a in ("user", "assistant") if a in audience]
     priority = m.get("priority")
     if priority is not None:
         if isinstance(priority, bool) or not isinstance(priority, (int, float)) or not 0 <= priority <= 1:
-            c.error(path + ("priority",), "the priority is a number from 0 to 1.")
+            c.error((*path, "priority"), "the priority is a number from 0 to 1.")
             priority = None
         else:
             priority = float(priority)
@@ -472,7 +489,7 @@ def _template(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
         return None
     data = {"uri_template": c.string(m, "uri_template", path, required=True, max_length=2048, check=_check_template),
             **_described(c, m, path), "body": c.string(m, "body", path), "variables": []}
-    c.placeholders(data["body"], path + ("body",))
+    c.placeholders(data["body"], (*path, "body"))
     seen: set[str] = set()
     for var_path, raw_var in c.items(m, "variables", path):
         v = c.mapping(raw_var, var_path, VARIABLE_KEYS, "a variable")
@@ -480,7 +497,7 @@ def _template(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
             continue
         name = c.string(v, "name", var_path, required=True, max_length=64)
         if name in seen:
-            c.error(var_path + ("name",), f"the variable '{name}' is listed twice.")
+            c.error((*var_path, "name"), f"the variable '{name}' is listed twice.")
         seen.add(name)
         data["variables"].append({"name": name, "description": c.string(v, "description", var_path),
                                   "suggestions": c.strings(v, "suggestions", var_path)})
@@ -516,9 +533,10 @@ def read_entries(loaded: Loaded) -> list[EntrySpec]:
             spec.data = data
             spec.labels = c.labels(raw, path)
             if "released" in raw and raw["released"] is not None and not isinstance(raw["released"], dict):
-                c.error(path + ("released",), "expected a mapping of label to version (export writes it; import ignores it).")
+                c.error((*path, "released"),
+                        "expected a mapping of label to version (export writes it; import ignores it).")
             if spec.key in seen:
-                c.error(path + (KEY_FIELD[kind],), f"already defined by {section}[{seen[spec.key]}].")
+                c.error((*path, KEY_FIELD[kind]), f"already defined by {section}[{seen[spec.key]}].")
             seen.setdefault(spec.key, index)
             specs.append(spec)
     if c.problems:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -133,7 +134,7 @@ def _represent_list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceN
 
 
 _STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
-_WRITERS: list[type] = [_Dumper]
+_WRITERS: list[type[yaml.SafeDumper]] = [_Dumper]
 if FAST_DUMPER is not None:
     class _FastDumper(FAST_DUMPER):  # type: ignore[misc, valid-type]
         """libyaml's writer with the same representers, the common types turned into nodes directly.

@@ -15,9 +15,10 @@ management command runs as the operator (acting_user=None): an automatic, audite
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from django.db.models import Max, Prefetch
 
@@ -33,7 +34,7 @@ from registry.models import PromptMessage, Resource, VersionedEntry
 from registry.portable.bulk import BulkWriter
 from registry.portable.check import EntrySpec, read_entries
 from registry.portable.dump import dump_document, entry_document
-from registry.portable.format import FormatError, SECTIONS
+from registry.portable.format import SECTIONS, FormatError
 from registry.portable.parse import Loaded, load_file, load_path
 from registry.release import services
 
@@ -200,7 +201,7 @@ def import_documents(
 _CHUNK = 500  # keys per IN (...) query, well below every backend's parameter limit
 
 
-def _writer(kind: str, specs: list[EntrySpec], known: "_Known", *, publish: bool, note: str,
+def _writer(kind: str, specs: list[EntrySpec], known: _Known, *, publish: bool, note: str,
             acting_user: User, override_reason: str | None) -> BulkWriter:
     entries = [e for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None]
     wanted = {e.pk: spec.labels for spec in specs if (e := known.entries.get(stored_key(kind, spec.key))) is not None}
@@ -232,24 +233,25 @@ class _Known:
     uri_by_pk: dict[int, str] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, kind_name: str, specs: list[EntrySpec], *, lock: bool = False) -> "_Known":
+    def read(cls, kind_name: str, specs: list[EntrySpec], *, lock: bool = False) -> _Known:
         """`lock`: lock the entries' rows as they are read, so the bulk writer may save them as read
         (the per-entry `drafts.save_draft` locks and re-reads each one itself)."""
         kind = KINDS[kind_name]
         known = cls()
         keys = [stored_key(kind_name, spec.key) for spec in specs]
         for start in range(0, len(keys), _CHUNK):
-            rows = kind.entry_model.objects.filter(**{f"{kind.key_field}__in": keys[start:start + _CHUNK]})  # type: ignore[attr-defined]
+            rows = kind.entry_model.objects.filter(**{f"{kind.key_field}__in": keys[start:start + _CHUNK]})
             if lock:
                 rows = rows.select_for_update()
             if kind_name == "prompt":
-                rows = rows.prefetch_related("arguments", Prefetch("messages", PromptMessage.objects.select_related("resource")))
+                rows = rows.prefetch_related("arguments",
+                                             Prefetch("messages", PromptMessage.objects.select_related("resource")))
             elif kind_name == "template":
                 rows = rows.prefetch_related("variables")
             known.entries.update((entry.key, entry) for entry in rows)
         ids = [entry.pk for entry in known.entries.values()]
         for start in range(0, len(ids), _CHUNK):
-            newest = (kind.version_model.objects.filter(entry_id__in=ids[start:start + _CHUNK])  # type: ignore[attr-defined]
+            newest = (kind.version_model.objects.filter(entry_id__in=ids[start:start + _CHUNK])
                       .order_by("entry_id", "-number").values_list("entry_id", "pk", "number", "content_hash"))
             for entry_id, pk, number, digest in newest:
                 known.newest.setdefault(entry_id, (pk, number, digest))
@@ -272,7 +274,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
         known = _Known.read(spec.kind, [spec])
     missing = [(uri, where) for uri, where in spec.references if normalize_uri(uri) not in known.resource_uris]
     for uri, where in missing:
-        problems.append(f"{where}: no registry resource has the URI {uri}; list it under resources: or create it first.")
+        problems.append(f"{where}: no registry resource has the URI {uri}; "
+                        "list it under resources: or create it first.")
     if missing:
         return None
     entry: VersionedEntry | None = known.entries.get(stored_key(spec.kind, spec.key))
@@ -287,18 +290,18 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
     outcome = EntryOutcome(spec.kind, spec.key, status)
     bulk = writer is not None and writer.takes(entry, spec.labels)
     if entry is None:
-        entry = kind.entry_model()  # type: ignore[assignment]
+        entry = kind.entry_model()
     if status != "unchanged" and bulk:
-        outcome.changes = writer.save_draft(entry, wanted, note=note or f"Imported from {source}")  # type: ignore[union-attr, arg-type]
+        outcome.changes = writer.save_draft(entry, wanted, note=note or f"Imported from {source}")  # type: ignore[union-attr]
     elif status != "unchanged":
-        outcome.changes = save_draft(entry, wanted, acting_user=acting_user, actor=ACTOR,  # type: ignore[arg-type]
+        outcome.changes = save_draft(entry, wanted, acting_user=acting_user, actor=ACTOR,
                                      note=note or f"Imported from {source}")
     entry_problems = list(spec.warnings)  # placeholder syntax, already naming file, line, entry and field
-    report = validate_entry(entry)  # type: ignore[arg-type]
+    report = validate_entry(entry)
     if not entry_problems:  # placeholder syntax problems already say where; skip the same ones worded generally
         entry_problems += [f"{spec.location}: {e}" for e in report.errors]
     outcome.warnings = [f"{spec.location}: {w}" for w in report.warnings]
-    if entry.archived_at is not None:  # type: ignore[union-attr]
+    if entry.archived_at is not None:
         outcome.warnings.append(f"{spec.location}: the entry is archived; it stays unserved until it is "
                                 "restored in the admin.")
     if not publish:
@@ -308,8 +311,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
         problems.extend(entry_problems)
         return outcome
     try:
-        _publish(entry, spec, outcome, note=note, acting_user=acting_user,  # type: ignore[arg-type]
-                 override_reason=override_reason, newest=known.newest.get(entry.pk),  # type: ignore[union-attr]
+        _publish(entry, spec, outcome, note=note, acting_user=acting_user,
+                 override_reason=override_reason, newest=known.newest.get(entry.pk),
                  writer=writer if bulk else None)
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
@@ -338,7 +341,7 @@ def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, n
     if writer is not None:
         pointing = writer.label_points_at(entry)
     else:
-        pointing = dict(label_model.objects.filter(entry=entry).values_list("name", "version_id"))  # type: ignore[attr-defined]
+        pointing = dict(label_model.objects.filter(entry=entry).values_list("name", "version_id"))
     for label in spec.labels:
         if pointing.get(label) != latest_pk:
             if writer is not None:  # after the draft it collected, as the services would order them
@@ -361,7 +364,7 @@ def export_document(*, include_archived: bool = False) -> dict[str, list[dict[st
     resource_uris: dict[int, str] | None = None
     for section, kind_name in SECTIONS.items():
         kind = KINDS[kind_name]
-        entries = kind.entry_model.objects.order_by(kind.key_field)  # type: ignore[attr-defined]
+        entries = kind.entry_model.objects.order_by(kind.key_field)
         if not include_archived:
             entries = entries.filter(archived_at__isnull=True)
         if kind_name == "prompt":
@@ -370,20 +373,20 @@ def export_document(*, include_archived: bool = False) -> dict[str, list[dict[st
         elif kind_name == "template":
             entries = entries.prefetch_related("variables")
         entries = list(entries)
-        label_rows = kind.label_model.objects.all()  # type: ignore[attr-defined]
+        label_rows = kind.label_model.objects.all()
         if not include_archived:
             label_rows = label_rows.filter(entry__archived_at__isnull=True)
         labels: dict[int, list[tuple[str, int]]] = {}
         for entry_id, name, number in label_rows.order_by("entry_id", "name").values_list(
                 "entry_id", "name", "version__number"):
             labels.setdefault(entry_id, []).append((name, number))
-        newest = dict(kind.version_model.objects.order_by().values("entry_id").annotate(newest=Max("number"))  # type: ignore[attr-defined]
+        newest = dict(kind.version_model.objects.order_by().values("entry_id").annotate(newest=Max("number"))
                       .values_list("entry_id", "newest"))
         items = []
         for entry in entries:
             pointing = labels.get(entry.pk, [])
             latest = newest.get(entry.pk)
-            released = {name: number for name, number in pointing}
+            released = dict(pointing)
             on_latest = [name for name, number in pointing if number == latest]
             items.append(entry_document(kind_name, draft_data(entry, resource_uris=resource_uris), released=released,
                                         labels=on_latest if latest is not None else None))

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from registry.conf import max_document_bytes
-from registry.portable.format import FAST_LOADER, FormatError, MAX_NESTING, Path_, SURROGATE, describe
+from registry.portable.format import FAST_LOADER, MAX_NESTING, SURROGATE, FormatError, Path_, describe
 from registry.portable.yamlbuild import EventBuilder
 
 
@@ -35,13 +35,13 @@ def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: lis
         for key_node, value_node in node.value:
             key = key_node.value
             if key in seen:
-                duplicates.append((path + (key,), key_node.start_mark.line + 1))
+                duplicates.append(((*path, key), key_node.start_mark.line + 1))
             seen.add(key)
-            lines.setdefault(path + (key,), key_node.start_mark.line + 1)
-            _walk(value_node, path + (key,), lines, duplicates)
+            lines.setdefault((*path, key), key_node.start_mark.line + 1)
+            _walk(value_node, (*path, key), lines, duplicates)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value, start=1):
-            _walk(item, path + (index,), lines, duplicates)
+            _walk(item, (*path, index), lines, duplicates)
 
 
 def _refuse_hostile(text: str, source: str, builder: EventBuilder | None = None) -> None:
@@ -77,7 +77,7 @@ def _scan_events(text: str, source: str, loader_class: type, builder: EventBuild
                 feed(event)
             line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent):
-                anchor = anchors.get(event.anchor)
+                anchor = anchors.get(event.anchor or "")
                 where = f" (its anchor &{event.anchor} is on line {anchor})" if anchor else ""
                 raise FormatError([f"{source}:{line}: YAML aliases are not supported: *{event.anchor}{where}. "
                                    "Write the value out in full."])

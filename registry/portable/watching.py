@@ -2,7 +2,8 @@
 
 `watch_imports` starts watching, imports a YAML file or folder once, then again whenever a YAML
 file or a `file:` side file under it changes. Watching starts first, so an edit made while the
-first import (or any round) runs is seen and imported by the next round: no window loses one. File events come from the `watchfiles` library (native
+first import (or any round) runs is seen and imported by the next round: no window loses one.
+File events come from the `watchfiles` library (native
 notifications, not a polling loop). A burst of changes (a `git pull` touching forty files)
 is one round: watchfiles groups events until none arrived for `QUIET_MS` (its `step`), up to
 `BURST_MS` (its `debounce`). Each round is one `import_documents` call, so one transaction:
@@ -13,16 +14,16 @@ registry announces a round's changes once, after its commit.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import watchfiles
 from django.db import close_old_connections, connection
 
 from registry.errors import StorageUnavailable
-from registry.portable.parse import YAML_SUFFIXES, is_hidden
 from registry.portable.importer import ImportFailed, ImportReport, import_documents
+from registry.portable.parse import YAML_SUFFIXES, is_hidden
 
 QUIET_MS = 300  # a round starts once the files were quiet this long...
 BURST_MS = 3000  # ...or at the latest this long after the first change of a burst

@@ -62,7 +62,7 @@ class EventBuilder:
         except (_Unsupported, yaml.YAMLError, TypeError, ValueError):
             self.ok = False  # the composer reads it again, and reports any error in its own words
 
-    def _feed(self, event: yaml.Event) -> None:
+    def _feed(self, event: Any) -> None:  # a yaml.Event, told apart by its exact type (which mypy does not narrow)
         kind = type(event)
         if kind is yaml.ScalarEvent:
             tag = event.tag
@@ -97,7 +97,7 @@ class EventBuilder:
         elif kind is yaml.AliasEvent:
             raise _Unsupported("alias")
 
-    def _add(self, value: Any, event: yaml.Event, tag: str, *, collection: bool) -> Path_:
+    def _add(self, value: Any, event: Any, tag: str, *, collection: bool) -> Path_:  # event: as in _feed
         line = event.start_mark.line + 1
         if not self._stack:
             if self._documents != 1 or self.lines:
@@ -108,7 +108,7 @@ class EventBuilder:
         frame = self._stack[-1]
         if isinstance(frame.container, list):
             frame.index += 1
-            path = frame.path + (frame.index,)
+            path = (*frame.path, frame.index)
             frame.container.append(value)
             self.lines.setdefault(path, line)
             return path
@@ -116,7 +116,7 @@ class EventBuilder:
             if collection or tag != STR:
                 raise _Unsupported("a key that is not a plain string")  # merge keys, numbers, mappings
             raw = event.value
-            path = frame.path + (raw,)
+            path = (*frame.path, raw)
             if raw in frame.seen:
                 self.duplicates.append((path, line))
             frame.seen.add(raw)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import csv
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django.http import HttpResponse, JsonResponse
 

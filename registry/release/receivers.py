@@ -36,6 +36,8 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from registry.audit import write_audit
+from registry.authoring.listing import list_changed
+from registry.authoring.snapshots import diff_snapshots
 from registry.changes import in_service, record_change, recording
 from registry.models import (
     AuditAction,
@@ -54,9 +56,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.reviews import rollout_diff
-from registry.authoring.listing import list_changed
 from registry.signals import served_rows_bulk_created
-from registry.authoring.snapshots import diff_snapshots
 
 DATABASE_ACTOR = "database"
 OUTSIDE_NOTE = "Saved outside the registry services (shell, script or direct database write)."
@@ -118,16 +118,16 @@ def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = 
     renamed_from = stored["name"] if stored and stored["name"] != instance.name else None
     if before_id == instance.version_id and renamed_from is None:  # type: ignore[attr-defined]
         return
-    entry = instance.entry  # type: ignore[attr-defined]
-    version = instance.version  # type: ignore[attr-defined]
+    entry = instance.entry
+    version = instance.version
     if renamed_from is not None:  # the old name no longer serves anything; the new one is new
         record_change(kind=entry.kind, key=entry.key, label=renamed_from, list_changed=True)
         _audit(entry.kind, entry.key, entry.pk, AuditAction.DELETE, label=renamed_from,
                from_version=version.number, note=f"Renamed the label '{renamed_from}' to '{instance.name}'. "
                + OUTSIDE_NOTE)
         before_id = None
-    before_number = stored["version__number"] if before_id else None
-    before_snapshot = stored["version__snapshot"] if before_id else None
+    before_number = stored["version__number"] if stored and before_id else None
+    before_snapshot = stored["version__snapshot"] if stored and before_id else None
     record_change(kind=entry.kind, key=entry.key, label=instance.name,
                   list_changed=list_changed(entry.kind, before_snapshot, version.snapshot))
     if in_service():
@@ -140,10 +140,10 @@ def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = 
 
 @_together
 def label_deleted(sender: Any, instance: ReleaseLabel, **kwargs: Any) -> None:
-    entry = instance.entry  # type: ignore[attr-defined]
+    entry = instance.entry
     record_change(kind=entry.kind, key=entry.key, label=instance.name, list_changed=True)
     _audit(entry.kind, entry.key, entry.pk, AuditAction.DELETE, label=instance.name,
-           from_version=instance.version.number,  # type: ignore[attr-defined]
+           from_version=instance.version.number,
            note=f"Deleted the label '{instance.name}'. {OUTSIDE_NOTE}")
 
 
@@ -172,7 +172,7 @@ def version_saved(sender: Any, instance: Any, created: bool, raw: bool = False, 
 def _label_version(kind: str, entry_id: int, label: str) -> int | None:
     from registry.kinds import KINDS
 
-    return (KINDS[kind].label_model._base_manager  # type: ignore[attr-defined]
+    return (KINDS[kind].label_model._base_manager
             .filter(entry_id=entry_id, name=label).values_list("version__number", flat=True).first())
 
 
@@ -234,7 +234,8 @@ def entry_saved(sender: Any, instance: VersionedEntry, created: bool, raw: bool 
     if (stored["archived_at"] is None) == (instance.archived_at is None):
         return  # a draft edit: clients see it only once it is published
     record_change(kind=instance.kind, key=instance.key, list_changed=True)
-    _audit(instance.kind, instance.key, instance.pk, AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
+    _audit(instance.kind, instance.key, instance.pk,
+           AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
 
 
 @_together
@@ -274,17 +275,19 @@ def connect() -> None:
         post_delete.connect(label_deleted, sender=model, dispatch_uid=f"registry.label_deleted.{name}")
         served_rows_bulk_created.connect(labels_bulk_created, sender=model,
                                          dispatch_uid=f"registry.labels_bulk_created.{name}")
-    for model in VERSIONS:
-        post_save.connect(version_saved, sender=model, dispatch_uid=f"registry.version_saved.{model.__name__}")
-    for model in ENTRIES:
-        name = model.__name__
-        pre_save.connect(entry_saving, sender=model, dispatch_uid=f"registry.entry_saving.{name}")
-        post_save.connect(entry_saved, sender=model, dispatch_uid=f"registry.entry_saved.{name}")
-        post_delete.connect(entry_deleted, sender=model, dispatch_uid=f"registry.entry_deleted.{name}")
+    for version_model in VERSIONS:
+        post_save.connect(version_saved, sender=version_model,
+                          dispatch_uid=f"registry.version_saved.{version_model.__name__}")
+    for entry_model in ENTRIES:
+        name = entry_model.__name__
+        pre_save.connect(entry_saving, sender=entry_model, dispatch_uid=f"registry.entry_saving.{name}")
+        post_save.connect(entry_saved, sender=entry_model, dispatch_uid=f"registry.entry_saved.{name}")
+        post_delete.connect(entry_deleted, sender=entry_model, dispatch_uid=f"registry.entry_deleted.{name}")
     pre_save.connect(rollout_saving, sender=Rollout, dispatch_uid="registry.rollout_saving")
     post_save.connect(rollout_saved, sender=Rollout, dispatch_uid="registry.rollout_saved")
     post_delete.connect(rollout_deleted, sender=Rollout, dispatch_uid="registry.rollout_deleted")
-    served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout, dispatch_uid="registry.rollouts_bulk_created")
+    served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout,
+                                     dispatch_uid="registry.rollouts_bulk_created")
     pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.client_saving")
     post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.client_saved")
     post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.client_deleted")

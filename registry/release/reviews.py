@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from django.core.exceptions import ValidationError
-from django.utils.translation import gettext as _
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
+from registry.audit import User, actor_name, approval_note, user_row, write_audit
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
+from registry.authoring.validation import validate_entry
 from registry.changes import service_transaction
-from registry.release import services
-from registry.audit import User, actor_name, approval_note, write_audit
 from registry.errors import (
     InvalidEntry,
     InvalidRollout,
@@ -41,9 +41,7 @@ from registry.errors import (
 from registry.kinds import KINDS, kind_of
 from registry.models import PRODUCTION, AuditAction, ReviewRequest, ReviewStatus, VersionedEntry
 from registry.models.base import label_name_validator
-from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
-from registry.authoring.validation import validate_entry
-
+from registry.release import services
 
 
 def can_request(user: User, entry: VersionedEntry) -> bool:
@@ -51,7 +49,8 @@ def can_request(user: User, entry: VersionedEntry) -> bool:
     if user is None:
         return True
     model_name = kind_of(entry).entry_model._meta.model_name
-    return bool(user.is_active and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry)))
+    return bool(user.is_active
+                and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry)))
 
 
 @service_transaction
@@ -85,7 +84,7 @@ def can_decide(user: User, review: ReviewRequest) -> bool:
 
 
 def entry_of(review: ReviewRequest) -> VersionedEntry | None:
-    return KINDS[review.entry_kind].entry_model.objects.filter(pk=review.entry_id).first()  # type: ignore[attr-defined]
+    return KINDS[review.entry_kind].entry_model.objects.filter(pk=review.entry_id).first()
 
 
 def _label_version(entry: VersionedEntry, label: str) -> int | None:
@@ -143,7 +142,7 @@ def request_publication(
                                "request a full release first.") % {"key": entry.key, "label": label})
     target = None
     if version_number is not None:
-        target = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+        target = entry.versions.filter(number=version_number).first()
         if target is None:
             raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
         if base == version_number:
@@ -152,10 +151,10 @@ def request_publication(
     review = ReviewRequest.objects.create(
         entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
         content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,
-        requested_by=acting_user if getattr(acting_user, "pk", None) else None,
+        requested_by=user_row(acting_user),
         requested_by_name=actor_name(acting_user), note=note,
     )
-    before = entry.versions.filter(number=base).first() if base is not None else None  # type: ignore[attr-defined]
+    before = entry.versions.filter(number=base).first() if base is not None else None
     write_audit(
         entry=entry, action=AuditAction.REVIEW_REQUESTED, acting_user=acting_user, label=label,
         note=f"Review #{review.pk} ({review.what}): {note}", from_version=base, to_version=version_number,
@@ -167,7 +166,8 @@ def request_publication(
 def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> VersionedEntry:
     entry = entry_of(review)
     if entry is None:
-        raise StaleReview(_("The %(kind)s of review #%(pk)s no longer exists.") % {"kind": review.entry_kind, "pk": review.pk})
+        raise StaleReview(_("The %(kind)s of review #%(pk)s no longer exists.")
+                          % {"kind": review.entry_kind, "pk": review.pk})
     services.require_publisher(acting_user, entry)
     if acting_user is not None and review.requested_by_id is not None and review.requested_by_id == acting_user.pk:
         if verb == "approve":
@@ -188,7 +188,7 @@ def _lock_pending(review: ReviewRequest) -> ReviewRequest:
 
 def _close(review: ReviewRequest, status: str, acting_user: User, comment: str) -> None:
     review.status = status
-    review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
+    review.decided_by = user_row(acting_user)
     review.decided_by_name = actor_name(acting_user)
     review.decision_comment = comment
     review.decided_at = timezone.now()

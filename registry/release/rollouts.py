@@ -39,15 +39,14 @@ import hashlib
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from registry.release import services
-from registry.audit import User, actor_name, write_audit
+from registry.audit import User, actor_name, user_row, write_audit
 from registry.changes import service_transaction
 from registry.errors import InvalidRollout, RolloutConflict
 from registry.kinds import kind_of
 from registry.models import AuditAction, Rollout, VersionedEntry
 from registry.models.base import label_name_validator, served_key_of
 from registry.models.reviews import rollout_diff
-
+from registry.release import services
 
 
 def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:
@@ -143,7 +142,7 @@ def set_rollout(
     if current is None:
         raise InvalidRollout(_("%(key)s has no '%(label)s' label yet: publish to it before rolling out to part of "
                                "it.") % {"key": entry.key, "label": label})
-    version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+    version = entry.versions.filter(number=version_number).first()
     if version is None:
         raise InvalidRollout(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
     existing = Rollout.objects.select_for_update().filter(entry_kind=entry.kind, entry_id=entry.pk, label=label).first()
@@ -182,8 +181,8 @@ def set_rollout(
     same_candidate = existing is not None and existing.candidate_version == version.number
     # The authority a rollout keeps covers exactly the move it was granted: this candidate, on this
     # label, from the version the label served when it started. Anything else needs a new one.
-    inherited = existing.authority if (
-        same_candidate and existing.authority and existing.base_version == current.version.number) else ""
+    inherited = existing.authority if (existing is not None and same_candidate and existing.authority
+                                       and existing.base_version == current.version.number) else ""
     if percent == 100:
         if existing is not None and not same_candidate:
             existing.delete()  # a different candidate is completed directly: the old rollout ends
@@ -212,7 +211,7 @@ def set_rollout(
     rollout.base_version = current.version.number
     rollout.authority = authority[:200]
     rollout.note = note
-    rollout.updated_by = acting_user if getattr(acting_user, "pk", None) else None
+    rollout.updated_by = user_row(acting_user)
     rollout.updated_by_name = actor_name(acting_user)
     rollout.save()
     if existing is None:

@@ -35,18 +35,20 @@ reason, and is audited as an override.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping
 
-from django.utils.translation import gettext as _
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from registry.serving import label_history
-from registry.audit import User, actor_name, write_audit
-from registry.conf import registry_settings
+from registry.audit import User, actor_name, user_row, write_audit
+from registry.authoring.listing import listing_of
+from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
+from registry.authoring.validation import validate_entry
 from registry.changes import service_transaction
+from registry.conf import registry_settings
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -68,9 +70,7 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator
 from registry.models.reviews import rollout_diff
-from registry.authoring.listing import listing_of
-from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
-from registry.authoring.validation import validate_entry
+from registry.serving import label_history
 
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"
@@ -163,7 +163,7 @@ def authorise_protected(
 
 
 def latest_version(entry: VersionedEntry) -> EntryVersion | None:
-    return entry.versions.order_by("-number").first()  # type: ignore[attr-defined]
+    return entry.versions.order_by("-number").first()
 
 
 def _lock(entry: VersionedEntry) -> VersionedEntry:
@@ -248,12 +248,13 @@ def _point_label(
                         override_reason=override_reason, actor=actor,
                         from_version=before.number if before else None, to_version=version.number)
     _end_rollouts(entry, label, before, version, acting_user=acting_user, actor=actor)
-    current.entry = entry  # type: ignore[attr-defined]  # no re-read of the locked entry
+    current.entry = entry  # no re-read of the locked entry
     current.version = version
     current.moved_by = actor or actor_name(acting_user)
     current.save()  # recorded in the change log by registry.release.receivers, as every label save is
     if action is None:
-        action = AuditAction.ROLLBACK if before is not None and version.number < before.number else AuditAction.LABEL_MOVE
+        rolled_back = before is not None and version.number < before.number
+        action = AuditAction.ROLLBACK if rolled_back else AuditAction.LABEL_MOVE
     write_audit(
         entry=entry, action=action, acting_user=acting_user, actor=actor, note=note, label=label,
         from_version=before.number if before else None, to_version=version.number,
@@ -279,7 +280,7 @@ def _supersede_reviews(entry: VersionedEntry, label: str, version: EntryVersion,
         if deciding == f"review #{review.pk}":
             continue
         review.status = ReviewStatus.SUPERSEDED
-        review.decided_by = acting_user if getattr(acting_user, "pk", None) else None
+        review.decided_by = user_row(acting_user)
         review.decided_by_name = actor or actor_name(acting_user)
         review.decision_comment = (f"'{label}' moved to v{version.number} ({review.decided_by_name}) after this "
                                    "request, so it no longer describes what approving would do. Request again "
@@ -330,7 +331,7 @@ def move_label(
     """Point `label` at an existing version: a rollout, or a rollback when it goes backwards."""
     require_publisher(acting_user, entry)
     entry = _lock(entry)
-    version = entry.versions.filter(number=version_number).first()  # type: ignore[attr-defined]
+    version = entry.versions.filter(number=version_number).first()
     if version is None:
         raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": version_number})
     return _point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
@@ -363,12 +364,12 @@ def rollback(
     if current is None:
         raise RegistryError(_("%(key)s has no '%(label)s' label to roll back.") % {"key": entry.key, "label": label})
     if to_version is None:
-        older = entry.versions.filter(number__lt=current.version.number).order_by("-number").first()  # type: ignore[attr-defined]
+        older = entry.versions.filter(number__lt=current.version.number).order_by("-number").first()
         if older is None:
             raise RegistryError(_("'%(label)s' already serves the first version of %(key)s.")
                                 % {"label": label, "key": entry.key})
         to_version = older.number
-    version = entry.versions.filter(number=to_version).first()  # type: ignore[attr-defined]
+    version = entry.versions.filter(number=to_version).first()
     if version is None:
         raise RegistryError(_("%(key)s has no version %(number)s.") % {"key": entry.key, "number": to_version})
     if version.number >= current.version.number:

@@ -24,8 +24,10 @@ key that tells such clients apart. Without rollouts everything takes the shared 
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from registry.authoring.snapshots import canonical_json, materialise, materialise_block, read_content
 from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
@@ -69,7 +71,7 @@ def _cached(key: tuple[Any, ...], load: Callable[[], tuple[Any, int]]) -> Any:
 
 
 def _snapshot(kind: str, version_id: int) -> dict[str, Any]:
-    snapshot = KINDS[kind].version_model.objects.filter(pk=version_id).values_list(  # type: ignore[attr-defined]
+    snapshot = KINDS[kind].version_model.objects.filter(pk=version_id).values_list(
         "snapshot", flat=True).first()
     if snapshot is None:
         raise UnknownPrompt(f"version {version_id}") if kind == "prompt" else UnknownResource(f"version {version_id}")
@@ -256,7 +258,7 @@ class Catalog:
             content: dict[str, Any] = {"uri": uri}
             if template.mime_type:
                 content["mimeType"] = template.mime_type
-            body = _cached(("template", template.version_id), lambda t=template: _load_body(t.version_id))
+            body = _cached(("template", template.version_id), functools.partial(_load_body, template.version_id))
             content["text"] = body.render(variables)
             return Served({"contents": [content]}, "template", template.uri_template, template.version, template.label)
         raise UnknownResource(uri)

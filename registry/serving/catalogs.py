@@ -9,8 +9,9 @@ catalog.py says what a catalog answers; registry/serving/items.py what it holds)
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
@@ -19,8 +20,15 @@ from registry import changes
 from registry.kinds import KINDS
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.serving.catalog import Catalog
-from registry.serving.items import ITEM_BUILDERS, ROW_FIELDS, ItemRollout, Row, decode_listing, forget_shared, pick_served
-
+from registry.serving.items import (
+    ITEM_BUILDERS,
+    ROW_FIELDS,
+    ItemRollout,
+    Row,
+    decode_listing,
+    forget_shared,
+    pick_served,
+)
 
 _cache: dict[str, Catalog] = {}
 _build_lock = threading.Lock()
@@ -91,10 +99,11 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     for kind, key in changed or ():
         wanted.setdefault(kind, set()).add(key)
     partial = entry_ids is not None
-    if partial:
+    reread: dict[str, list[int] | None] = {}  # partial: kind -> the entry ids to read (None: all of them)
+    if entry_ids is not None:
         rolled = rollout_entries(names)
-        entry_ids = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
-                     for kind, ids in {**{k: () for k in rolled}, **entry_ids}.items()}
+        reread = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
+                  for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()}
     elif base is None:
         forget_shared()
 
@@ -102,17 +111,19 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
         if base is not None:
             qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
-        if partial and entry_ids[kind] is not None:
-            qs = qs.filter(entry_id__in=entry_ids[kind])
+        if partial and reread[kind] is not None:
+            qs = qs.filter(entry_id__in=reread[kind])
         qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
         if kind != "resource":  # only resources list a date; converting 20k of them costs a quarter second
-            return (Row(*values[:4], decode_listing(values[4]), None) for values in qs.order_by(
-                "entry_id", "name").values_list(*ROW_FIELDS[:5]).iterator(chunk_size=2000))
-        return (Row(*values[:4], decode_listing(values[4]), values[5])
-                for values in qs.order_by("entry_id", "name").values_list(*ROW_FIELDS).iterator(chunk_size=2000))
+            return (Row(entry_id, name, version_id, number, decode_listing(listing), None)
+                    for entry_id, name, version_id, number, listing in qs.order_by(
+                        "entry_id", "name").values_list(*ROW_FIELDS[:5]).iterator(chunk_size=2000))
+        return (Row(entry_id, name, version_id, number, decode_listing(listing), created_at)
+                for entry_id, name, version_id, number, listing, created_at
+                in qs.order_by("entry_id", "name").values_list(*ROW_FIELDS).iterator(chunk_size=2000))
 
     def reads(kind: str) -> bool:
-        return kind in entry_ids if partial else base is None or kind in wanted
+        return kind in reread if partial else base is None or kind in wanted
 
     prompts = dict(base.prompt_items) if base else {}
     resources = dict(base.resource_items) if base else {}
@@ -170,15 +181,15 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
         if not wanted:
             return
         rows = rows.filter(wanted)
-    by_kind = dict(zip(("prompt", "resource", "template"), pools))
+    by_kind = dict(zip(("prompt", "resource", "template"), pools, strict=True))
     for rollout in rows:
         pool = by_kind.get(rollout.entry_kind)
         key = read_keys.get(rollout.entry_kind, {}).get(rollout.entry_id)
         item = pool.get(key) if pool is not None and key is not None else None
-        if item is None or item.label != rollout.label or item.version == rollout.candidate_version:
+        if (pool is None or key is None or item is None or item.label != rollout.label
+                or item.version == rollout.candidate_version):
             continue
-        kind = KINDS[rollout.entry_kind]
-        found = kind.version_model.objects.filter(  # type: ignore[attr-defined]
+        found = KINDS[rollout.entry_kind].version_model.objects.filter(
             entry_id=rollout.entry_id, number=rollout.candidate_version).values_list(
             "entry_id", "id", "number", "listing", "created_at").first()
         if found is None:

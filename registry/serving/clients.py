@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 from django.utils import timezone
 
-from registry.changes import service_transaction
-from registry.serving.viewer import Viewer
-from registry.models import AuditAction, McpClient
 from registry.audit import actor_name, write_audit
+from registry.changes import service_transaction
+from registry.models import AuditAction, McpClient
+from registry.serving.viewer import Viewer
 
 TOKEN_PREFIX = "mcpr_"
 TOKEN_CACHE_S = 5.0
@@ -75,8 +75,8 @@ def load_viewer(raw: str) -> Viewer | None:
             McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
     with _lock:
         if len(_cache) >= TOKEN_CACHE_SIZE:
-            now = time.monotonic()
-            for key in [k for k, (expires, _) in _cache.items() if expires < now]:
+            clock = time.monotonic()
+            for key in [k for k, (expires, _) in _cache.items() if expires < clock]:
                 del _cache[key]
             if len(_cache) >= TOKEN_CACHE_SIZE:
                 _cache.clear()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.serving.items import pick_served
 from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+from registry.serving.items import pick_served
 
 # (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
 Fingerprint = dict[tuple[str, str], tuple[int, str, tuple[int, int] | None]]
@@ -42,9 +42,9 @@ def served_fingerprint(label: str) -> Fingerprint:
             "entry_kind", "entry_id", "label", "candidate_version", "percent"):
         key = keys.get((kind, entry_id))
         served = out.get((kind, key)) if key is not None else None
-        if served is None or served[1] != rollout_label or served[0] == candidate:
+        if key is None or served is None or served[1] != rollout_label or served[0] == candidate:
             continue
-        out[(kind, key)] = served[:2] + ((percent, candidate),)
+        out[(kind, key)] = (*served[:2], (percent, candidate))
     return out
 
 

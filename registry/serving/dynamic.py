@@ -15,8 +15,9 @@ mention only entries the viewer may see (`visible`); an entry the viewer may not
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from registry.audit import without_names
 from registry.conf import registry_settings
@@ -203,7 +204,7 @@ def _versions(kind: str, wanted: Iterable[tuple[int, int]]) -> dict[tuple[int, i
         chunk = Q()
         for entry_id, number in wanted[start:start + 200]:
             chunk |= Q(entry_id=entry_id, number=number)
-        rows = KINDS[kind].version_model.objects.filter(chunk).values_list(  # type: ignore[attr-defined]
+        rows = KINDS[kind].version_model.objects.filter(chunk).values_list(
             "entry_id", "number", "created_at", "author_name", "change_note", "listing")
         for entry_id, number, created_at, author, note, listing in rows:
             found[(entry_id, number)] = (created_at, author, note, frozenset((listing or {}).get("tags") or ()))
@@ -225,8 +226,8 @@ _CHUNK = 500
           description=f"The last {RECENT_CHANGES} changes of what you are served: Markdown, then JSON.",
           ttl_ms=10_000)
 def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
-    from registry.serving.label_history import MOVES
     from registry.models import AuditAction, AuditEntry
+    from registry.serving.label_history import MOVES
 
     served = _served(catalog, viewer)
     rows = (AuditEntry.objects.filter(action__in=[*MOVES, AuditAction.ROLLOUT_CHANGED]).order_by("-id")
@@ -289,8 +290,8 @@ def _prompt_visible(catalog: Any, viewer: Any, params: Mapping[str, str]) -> boo
           depends_on={"prompt"}, ttl_ms=10_000, affected=_changelog_affected, suggest=_visible_prompt_names,
           exists=_prompt_visible)
 def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: str) -> list[dict[str, Any]]:
-    from registry.serving.label_history import versions_served
     from registry.models import Prompt
+    from registry.serving.label_history import versions_served
 
     name = params.get("name", "")
     try:
@@ -300,12 +301,12 @@ def prompt_changelog(catalog: Any, viewer: Any, params: Mapping[str, str], uri: 
     now = _served(catalog, viewer)[("prompt", item.name)]
     entry_id = Prompt.objects.filter(name=item.name).values_list("pk", flat=True).first()
     numbers = versions_served("prompt", entry_id, now["label"]) | {now["version"]} if entry_id else set()
-    found = _versions("prompt", [(entry_id, n) for n in numbers])
+    found = _versions("prompt", [(entry_id, n) for n in numbers if entry_id])  # no numbers without an entry
     versions = []
     for (_entry, number), (created_at, author, note, tags) in sorted(found.items(), key=lambda kv: -kv[0][1]):
         if not viewer.sees(tags):
             continue
-        version = {"version": number, "date": _when(created_at), "note": _note(note),
+        version: dict[str, Any] = {"version": number, "date": _when(created_at), "note": _note(note),
                    "labels": [now["label"]] if number == now["version"] else []}
         if names_shown():
             version["author"] = author

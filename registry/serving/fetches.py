@@ -11,14 +11,14 @@ import logging
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
 from django.db.models import F
 
+from registry.models import FetchCounter, McpClient
 from registry.serving.items import Served
 from registry.serving.viewer import Viewer
-from registry.models import FetchCounter, McpClient
 
 log = logging.getLogger(__name__)
 FLUSH_INTERVAL_S = 2.0
@@ -38,7 +38,7 @@ def record_fetch(served: Served, viewer: Viewer) -> None:
     key = (viewer.client_id, viewer.client_name, served.kind, served.key, served.version, served.label)
     with _lock:
         _pending[key] += 1
-        _last_seen[key] = datetime.now(timezone.utc)
+        _last_seen[key] = datetime.now(UTC)
     if AUTO_FLUSH:
         _ensure_flusher()
 
@@ -121,7 +121,8 @@ def _upsert_all(batch: dict[_Key, int], seen: dict[_Key, datetime]) -> None:
 
 def _upsert(key: _Key, count: int, when: datetime) -> None:
     client_id, client_name, kind, entry_key, version, label = key
-    lookup = dict(client_name=client_name, entry_kind=kind, entry_key=entry_key, version=version, label=label)
+    lookup = {"client_name": client_name, "entry_kind": kind, "entry_key": entry_key, "version": version,
+              "label": label}
     if client_id is not None and not McpClient.objects.filter(pk=client_id).exists():
         client_id = None  # deleted since it was served: keep the count under its name
     for _attempt in range(2):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from registry.authoring.listing import listing_of
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template
@@ -20,7 +21,7 @@ from registry.kinds import KINDS
 try:  # several times faster than the stdlib decoder, and it shares repeated keys
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
-    _loads = json.loads
+    _loads = json.loads  # type: ignore[assignment]  # the stdlib's takes no memoryview; unused in practice
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def _listing_of(kind: str, row: Row) -> dict[str, Any]:
     """The version's listing column; versions written without one are summarised from the snapshot."""
     if row.listing:
         return row.listing
-    snapshot = KINDS[kind].version_model.objects.filter(pk=row.version_id).values_list(  # type: ignore[attr-defined]
+    snapshot = KINDS[kind].version_model.objects.filter(pk=row.version_id).values_list(
         "snapshot", flat=True).first()
     return listing_of(kind, snapshot or {})
 
@@ -207,4 +208,5 @@ def _template_item(row: Row) -> TemplateItem:
                         row.version_id)
 
 
-ITEM_BUILDERS = {"prompt": _prompt_item, "resource": _resource_item, "template": _template_item}
+ITEM_BUILDERS: dict[str, Callable[[Row], PromptItem | ResourceItem | TemplateItem]] = {
+    "prompt": _prompt_item, "resource": _resource_item, "template": _template_item}

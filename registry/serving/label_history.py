@@ -12,6 +12,9 @@ is served from served (registry/serving/dynamic.py).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import cast
+
 from registry.models import AuditAction, AuditEntry
 
 MOVES = (AuditAction.LABEL_MOVE, AuditAction.ROLLBACK)
@@ -19,8 +22,9 @@ MOVES = (AuditAction.LABEL_MOVE, AuditAction.ROLLBACK)
 
 def versions_served(kind: str, entry_id: int, label: str) -> set[int]:
     """The version numbers `label` of entry (kind, entry_id) was ever moved to."""
-    return set(AuditEntry.objects.filter(entry_kind=kind, entry_id=entry_id, label=label, action__in=MOVES,
-                                         to_version__isnull=False).values_list("to_version", flat=True))
+    numbers = AuditEntry.objects.filter(entry_kind=kind, entry_id=entry_id, label=label, action__in=MOVES,
+                                        to_version__isnull=False).values_list("to_version", flat=True)
+    return set(cast("Iterable[int]", numbers))  # no None: to_version__isnull=False
 
 
 def served_before(kind: str, entry_id: int, label: str, version_number: int) -> bool:

@@ -19,24 +19,25 @@ version's listing instead.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Collate
 
+from registry.formats.uris import lookup_uri
+from registry.kinds import KINDS
+from registry.models import PRODUCTION
 from registry.serving import catalogs, dynamic
 from registry.serving.catalog import Catalog
 from registry.serving.viewer import Viewer, served_item
-from registry.kinds import KINDS
-from registry.models import PRODUCTION
-from registry.formats.uris import lookup_uri
 
 try:
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - orjson is a dependency
-    from json import loads as _loads
+    from json import loads as _loads  # type: ignore[assignment]  # takes no memoryview, unlike orjson's
 
 # The served key of each listed kind: from the listing column, else the snapshot (versions
 # written without a listing); templates are few and always read whole.

@@ -19,20 +19,21 @@ unreachable) raises `StorageUnavailable`, which callers answer as a temporary ou
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import logging
 import os
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
-from registry.storage.objects import ContentObject
 from registry.errors import ContentMissing, StorageUnavailable
+from registry.storage.objects import ContentObject
 
 STORAGE_ALIAS = "registry"
 WRITE_CHUNK = 1024 * 1024  # bytes per write(2); a short write is continued, a failed one undone
@@ -190,7 +191,7 @@ def _ensure_stored(backend: Storage, sha256: str, data: bytes) -> None:
             _write_object(backend, name, sha256, data, replace=detail != MISSING)
     except (ContentMissing, StorageUnavailable):
         raise
-    except Exception as exc:  # noqa: BLE001 - a full or read-only disk, an unreachable bucket
+    except Exception as exc:  # a full or read-only disk, an unreachable bucket
         raise _unavailable(exc, "write") from exc
 
 
@@ -243,10 +244,8 @@ def _write_file(backend: FileSystemStorage, name: str, data: bytes) -> None:
             os.chmod(temporary, backend.file_permissions_mode)
         os.replace(temporary, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-        except FileNotFoundError:
-            pass
         raise
     try:
         dir_fd = os.open(directory, os.O_RDONLY)

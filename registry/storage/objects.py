@@ -29,7 +29,7 @@ class ContentObject(models.Model):
     def __str__(self) -> str:
         return f"{self.sha256[:12]} ({self.size} bytes)"
 
-    def delete(self, *args, **kwargs):  # type: ignore[override]
+    def delete(self, *args, **kwargs):
         from registry.errors import ImmutableVersionError
 
         raise ImmutableVersionError("Stored content is write-once and is never deleted.")

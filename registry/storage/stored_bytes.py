@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from registry.storage import blobs as content
 from registry.conf import max_upload_bytes
 from registry.errors import ContentTooLarge
+from registry.storage import blobs as content
 
 
 class StoredBytesMixin:
@@ -30,12 +30,12 @@ class StoredBytesMixin:
         return raw
 
     @data.setter
-    def data(self, value: object) -> None:
+    def data(self, value: bytes | bytearray | memoryview | content.Stored | None) -> None:
         if isinstance(value, content.Stored):
             self.data_sha256, self.data_size = value.sha256, value.size
             self.__dict__.pop("_stored_bytes", None)
             return
-        raw = bytes(value) if value else b""  # type: ignore[arg-type]
+        raw = bytes(value) if value else b""
         if not raw:
             self.data_sha256, self.data_size = "", 0
             self.__dict__.pop("_stored_bytes", None)

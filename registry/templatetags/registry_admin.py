@@ -21,6 +21,7 @@ def registry_dashboard(context: dict[str, Any]) -> dict[str, Any]:
 
 @register.filter
 def entry_kind_name(kind: str) -> Any:
-    """'template' -> the model's verbose name in the reader's language ('Ressourcen-Vorlage'); unknown kinds as given."""
+    """'template' -> the model's verbose name in the reader's language ('Ressourcen-Vorlage');
+    unknown kinds as given."""
     entry_kind = KINDS.get(kind)
     return entry_kind.entry_model._meta.verbose_name if entry_kind is not None else kind

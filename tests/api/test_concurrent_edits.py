@@ -81,7 +81,7 @@ def test_concurrent_patches_of_different_fields_both_survive():
         barrier = threading.Barrier(2)
         results: list[int] = []
 
-        def patch(user, field, value):
+        def patch(user, field, value, *, barrier=barrier, name=name, results=results):
             barrier.wait()
             response = client_for(user).patch(f"/api/v1/prompts/{name}/", {field: value}, format="json")
             results.append(response.status_code)
@@ -198,7 +198,7 @@ def test_two_concurrent_rollout_puts_on_one_label_one_applies_and_the_other_is_r
         barrier = threading.Barrier(2)
         results: dict[str, int] = {}
 
-        def put(user):
+        def put(user, *, barrier=barrier, name=name, wanted=wanted, headers=headers, results=results):
             barrier.wait()
             response = _put(client_for(user), name, *wanted[user.username], **headers)
             results[user.username] = response.status_code

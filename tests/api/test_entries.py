@@ -429,9 +429,9 @@ def test_a_rollback_through_the_api_never_moves_production_forward(as_publisher,
                                       ("templates/{pk}", "items://{id}")])
 def test_a_draft_read_and_written_back_unchanged_changes_nothing(as_editor, tmp_path, path, key):
     """The API keeps text as given (DRF trims by default): GET then PUT of an imported entry is a no-op."""
-    from registry.portable.importer import export_yaml, import_documents
-    from registry.kinds import KINDS
     from registry.authoring.snapshots import snapshot_of
+    from registry.kinds import KINDS
+    from registry.portable.importer import export_yaml, import_documents
     from tests.factories import UNTRIMMED_YAML as DOC
 
     (tmp_path / "doc.yaml").write_text(DOC, encoding="utf-8")

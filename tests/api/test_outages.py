@@ -19,7 +19,7 @@ from api.entries import PromptViewSet
 from api.urls import router, urlpatterns
 from registry.storage import blobs as content
 from tests.api.conftest import client_for
-from tests.factories import make_prompt, make_resource, release
+from tests.factories import make_resource, release
 
 pytestmark = pytest.mark.django_db
 
@@ -123,7 +123,8 @@ def test_a_publish_on_a_full_or_read_only_store_is_a_json_503_and_publishes_noth
         as_release_manager, monkeypatch, error, code):
     resource = make_resource("docs://a", text="one")
     release(resource)
-    assert as_release_manager.patch(f"/api/v1/resources/{resource.pk}/", {"text": "two"}, format="json").status_code == 200
+    edited = as_release_manager.patch(f"/api/v1/resources/{resource.pk}/", {"text": "two"}, format="json")
+    assert edited.status_code == 200
     _storage_fails(monkeypatch, error)
     as_release_manager.raise_request_exception = False
     response = as_release_manager.post(f"/api/v1/resources/{resource.pk}/publish/",
@@ -172,7 +173,8 @@ def test_the_oauth_endpoints_programs_call_answer_an_outage_with_an_oauth_json_5
     database_down()
     if path == "/register":
         response = client.post(path, json.dumps({
-            "client_name": "Claude", "redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none",
+            "client_name": "Claude", "redirect_uris": ["http://127.0.0.1/callback"],
+            "token_endpoint_auth_method": "none",
             "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}),
             content_type="application/json")
     else:

@@ -122,7 +122,8 @@ def test_export_then_import_round_trip_changes_nothing(as_publisher):
 
 def test_an_alias_bomb_dry_run_is_a_400_naming_the_line(as_editor):
     bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
-        f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]\n" for prev, name in zip("abcde", "bcdef")) + "prompts: [*f]\n"
+        f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]\n"
+        for prev, name in zip("abcde", "bcdef", strict=True)) + "prompts: [*f]\n"
     response = post_yaml(as_editor, bomb, dry_run="true", filename="bomb.yaml")
     assert response.status_code == 400
     [problem] = response.json()["problems"]

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from registry.release import reviews
 from registry.models import AuditEntry
+from registry.release import reviews
 from tests.factories import make_prompt, make_resource, make_template, release
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,5 @@
-"""The Content-Security-Policy every page carries, the API docs' own policies, and templates that need no inline script."""
+"""The Content-Security-Policy every page carries, the API docs' own policies, and templates that need no
+inline script."""
 
 from __future__ import annotations
 

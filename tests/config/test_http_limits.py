@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from channels.testing import ApplicationCommunicator
 
 from config.http_limits import FORM_BODY_BYTES, RequestLimits, body_limit

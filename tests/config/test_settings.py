@@ -93,7 +93,8 @@ def test_the_password_validators_refuse_common_numeric_and_name_like_passwords()
 def test_stream_retry_and_cache_ttl_come_from_the_environment():
     """Operators tune how long 2026-07-28 clients may cache (MCP_CACHE_TTL_MS) and how long GET
     stream clients wait before reconnecting (MCP_STREAM_RETRY_MS) without editing settings."""
-    code = "import config.settings as s; print(s.MCP_ENDPOINT.get('CACHE_TTL_MS'), s.MCP_ENDPOINT.get('STREAM_RETRY_MS'))"
+    code = ("import config.settings as s; "
+            "print(s.MCP_ENDPOINT.get('CACHE_TTL_MS'), s.MCP_ENDPOINT.get('STREAM_RETRY_MS'))")
     child = {**os.environ, "DJANGO_DEBUG": "1", "MCP_CACHE_TTL_MS": "5000", "MCP_STREAM_RETRY_MS": "12000"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child, capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["5000", "12000"], done.stderr

@@ -56,7 +56,7 @@ class PostgresCluster:
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
-    def init(self) -> "PostgresCluster":
+    def init(self) -> PostgresCluster:
         self.folder.chmod(0o777)
         self.data.mkdir()
         self.log.touch()

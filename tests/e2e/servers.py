@@ -23,9 +23,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -117,11 +118,11 @@ def wait_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return
-        except OSError:
+        except OSError as exc:
             if proc is not None and proc.poll() is not None:
-                raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+                raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}") from None
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s") from exc
             time.sleep(0.05)
 
 
@@ -138,7 +139,7 @@ class Server:
         self.proc: subprocess.Popen | None = None
         self._log = None
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, *(part.replace("{port}", str(self.port)) for part in self.command)],
@@ -169,7 +170,7 @@ class Server:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -280,7 +281,7 @@ class SseStream:
 
     @classmethod
     async def open(cls, port: int, method: str, *, headers: dict[str, str], json_body: Any = None,
-                   timeout: float = 10.0) -> "SseStream":
+                   timeout: float = 10.0) -> SseStream:
         body = None if json_body is None else json.dumps(json_body).encode()
         reader, writer, status, got = await _open(port, method, "/mcp", headers, body, timeout)
         stream = cls(reader, writer, status, got)
@@ -332,7 +333,7 @@ class SseStream:
         """Assert that no message arrives for ``seconds`` (keep-alive comments are fine)."""
         try:
             message = await self.next_message(seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return
         raise AssertionError(f"expected no notification, got {message}")
 
@@ -403,7 +404,7 @@ async def wait_updated(stream: SseStream, uri: str, timeout: float) -> dict[str,
             raise AssertionError(f"no notifications/resources/updated for {uri} within {timeout} s")
         try:
             message = await stream.next_message(left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise AssertionError(f"no notifications/resources/updated for {uri} within {timeout} s") from None
         if message.get("method") == "notifications/resources/updated" and message["params"]["uri"] == uri:
             return message
@@ -415,7 +416,7 @@ async def amanage(env: dict[str, str], *args: str, timeout: float = 60) -> str:
                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         proc.kill()
         await proc.wait()
         pytest.fail(f"manage.py {' '.join(args)} did not finish in {timeout} s")

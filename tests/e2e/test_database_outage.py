@@ -49,7 +49,7 @@ async def _keepalives_within(stream, seconds: float) -> int:
     while (left := deadline - time.monotonic()) > 0:
         try:
             chunk = await stream.raw(left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             break
         if chunk == b"":
             break

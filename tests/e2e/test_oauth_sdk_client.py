@@ -107,9 +107,9 @@ async def test_sdk_oauth_provider_gets_a_token_and_lists_prompts(server):
                                             response_types=["code"], token_endpoint_auth_method="none",
                                             scope="mcp"),
         storage=storage, redirect_handler=redirect_handler, callback_handler=callback_handler)
-    async with httpx2.AsyncClient(auth=provider, timeout=20) as http:
-        async with Client(streamable_http_client(mcp_url, http_client=http), read_timeout_seconds=20) as client:
-            prompts = await client.list_prompts()
+    async with (httpx2.AsyncClient(auth=provider, timeout=20) as http,
+                Client(streamable_http_client(mcp_url, http_client=http), read_timeout_seconds=20) as client):
+        prompts = await client.list_prompts()
     assert "test_simple_prompt" in {p.name for p in prompts.prompts}
     query = parse_qs(urlsplit(seen[0]).query)
     assert query["code_challenge_method"] == ["S256"] and query["resource"] == [mcp_url]

@@ -55,7 +55,7 @@ async def wait_method(stream, method: str, timeout: float) -> dict:
             raise AssertionError(f"no {method} within {timeout} s")
         try:
             message = await stream.next_message(left)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise AssertionError(f"no {method} within {timeout} s") from None
         if message.get("method") == method:
             return message

@@ -160,8 +160,8 @@ def test_daphne_times_out_request_heads_that_do_not_arrive(servers):
     assert all(answer.startswith(b"HTTP/1.1 408 Request Timeout") for answer in answers[:20]), answers[0][:200]
     assert all(answer == b"" for answer in answers[20:])
     assert elapsed < HEAD_TIMEOUT + 5
-    status, _, body = asyncio.run(request(port, "POST", headers=modern_headers("prompts/list"),
-                                          json_body=modern_body("prompts/list")))
+    status, _, _body = asyncio.run(request(port, "POST", headers=modern_headers("prompts/list"),
+                                           json_body=modern_body("prompts/list")))
     assert status == 200  # the server kept serving meanwhile
 
 
@@ -171,7 +171,8 @@ def test_daphne_keeps_an_idle_kept_alive_connection_past_the_head_timeout(server
     port = servers["daphne"].port
     body = json.dumps(modern_body("prompts/list")).encode()
     head = "".join(f"{k}: {v}\r\n" for k, v in {**modern_headers("prompts/list"), "Host": "127.0.0.1",
-                                                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                                                 "Content-Type": "application/json",
+                                                 "Accept": "application/json, text/event-stream",
                                                  "Content-Length": len(body)}.items())
     request_bytes = f"POST /mcp HTTP/1.1\r\n{head}\r\n".encode() + body
 

@@ -40,7 +40,7 @@ async def _drain(stream: SseStream, seconds: float) -> list[dict]:
     while True:
         try:
             messages.append(await stream.next_message(seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return messages
 
 

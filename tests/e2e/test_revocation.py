@@ -60,7 +60,7 @@ async def _ended_at(stream, timeout: float = 30.0) -> float:
             message = await stream.next_message(left)
         except EOFError:
             return time.time()
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
         assert "result" not in message, f"a final result after a revocation: {message}"
 

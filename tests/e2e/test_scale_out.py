@@ -196,7 +196,7 @@ async def test_two_workers_share_sessions_and_deliver_publishes_across_redis(pos
             document = FIXTURE.read_text(encoding="utf-8").replace(WATCHED_TEXT, 'text: "Published through B"')
             receiving = asyncio.ensure_future(_receive_both(legacy, listen, 77))
             t1 = time.monotonic()
-            status, headers, body = await request(
+            status, _headers, body = await request(
                 b.port, "POST", "/api/v1/import/",
                 headers={"Authorization": f"Token {token}", "Accept": "application/json"},
                 json_body={"document": document, "publish": True, "note": "via worker B",

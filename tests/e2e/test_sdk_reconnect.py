@@ -95,7 +95,7 @@ def clients():
         if client.slug in wanted:
             try:
                 matrix.install(client)
-            except Exception as exc:  # noqa: BLE001 - no registry at hand
+            except Exception as exc:  # no registry at hand
                 pytest.skip(f"could not install {client.packages}: {exc}")
             found[client.slug] = client
     return matrix, found
@@ -130,7 +130,7 @@ def _wait_for(paths: list[Path], procs: dict, timeout: float) -> None:
             if proc.poll() is not None and not paths[list(procs).index(name)].exists():
                 raise AssertionError(f"{name} exited before subscribing: {_log.read_text()[-1500:]}")
         if time.monotonic() > deadline:
-            missing = [n for n, p in zip(procs, paths) if not p.exists()]
+            missing = [n for n, p in zip(procs, paths, strict=True) if not p.exists()]
             raise AssertionError(f"not subscribed within {timeout} s: {missing}")
         time.sleep(0.2)
 
@@ -183,7 +183,8 @@ def test_every_official_sdk_client_hears_a_publish_made_after_a_ten_second_resta
                     lines = [json.loads(line) for line in text.splitlines() if line.startswith('{"op"')]
                     outcomes[name] = any(line["op"] in ("subscribe", "listen") and line["ok"] for line in lines)
             print(f"received after the restart: {outcomes}")
-            failed = {name: procs[name][1].read_text(errors='replace')[-800:] for name, ok in outcomes.items() if not ok}
+            failed = {name: procs[name][1].read_text(errors='replace')[-800:]
+                      for name, ok in outcomes.items() if not ok}
             assert not failed, f"clients that stopped listening for good: {failed}"
         finally:
             for proc, _log in procs.values():

@@ -64,7 +64,7 @@ class StdioPeer:
                 raise AssertionError(f"no matching line on stdout within {timeout} s; unmatched: {self.pending}")
             try:
                 message = await self._line(left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise AssertionError(f"no matching line on stdout within {timeout} s; "
                                      f"unmatched: {self.pending}") from None
             if want(message):

@@ -15,15 +15,15 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import connection, transaction
 
-from mcp_endpoint.notify.diff import PROMPTS_CHANGED, Told
+from mcp_endpoint.notify.diff import PROMPTS_CHANGED
 from mcp_endpoint.notify.hub import Hub
 from mcp_endpoint.notify.listeners import Listener
 from mcp_endpoint.settings import mcp_settings
+from registry.changes import record_change
+from registry.models import PromptMessage
 from registry.release import services
 from registry.serving.catalogs import catalog_for
 from registry.serving.viewer import Viewer
-from registry.changes import record_change
-from registry.models import PromptMessage
 from tests.factories import make_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -92,7 +92,7 @@ async def test_a_long_transaction_committing_after_a_short_one_is_never_skipped(
                     record_change(kind="prompt", key=f"filler-{i}", label="production", list_changed=True)
                 long_ready.set()
                 assert short_done.wait(30), "the short transaction never committed"
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             failures.append(exc)
             long_ready.set()
         finally:

@@ -10,9 +10,8 @@ from mcp_endpoint.handlers.catalogs import reset_caches
 from mcp_endpoint.handlers.prompts import prompts_get
 from mcp_endpoint.handlers.resources import resources_read
 from registry import changes
-from registry.serving import warmup
-from registry.serving import catalogs
 from registry import errors as registry_errors
+from registry.serving import catalogs, warmup
 from tests.mcp_endpoint.test_pagination_cold import ctx
 
 pytestmark = pytest.mark.django_db(transaction=True)

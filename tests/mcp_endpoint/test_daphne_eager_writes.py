@@ -3,6 +3,7 @@ buffering and loss handling otherwise (the eager-writes patch of mcp_endpoint/tr
 
 from __future__ import annotations
 
+import contextlib
 import socket
 
 import pytest
@@ -21,17 +22,17 @@ class RecordingReactor:
         self.writers: set = set()
         self.writes_armed = 0
 
-    def addWriter(self, writer) -> None:  # noqa: N802 - Twisted's interface
+    def addWriter(self, writer) -> None:  # Twisted's interface
         self.writes_armed += 1
         self.writers.add(writer)
 
-    def removeWriter(self, writer) -> None:  # noqa: N802
+    def removeWriter(self, writer) -> None:
         self.writers.discard(writer)
 
-    def addReader(self, reader) -> None:  # noqa: N802
+    def addReader(self, reader) -> None:
         pass
 
-    def removeReader(self, reader) -> None:  # noqa: N802
+    def removeReader(self, reader) -> None:
         pass
 
 
@@ -67,10 +68,8 @@ def drain(conn, reactor, peer, size: int) -> bytes:
         if conn in reactor.writers:
             conn.doWrite()
         peer.setblocking(False)
-        try:
+        with contextlib.suppress(BlockingIOError):
             data += peer.recv(1 << 20)
-        except BlockingIOError:
-            pass
     return data
 
 
@@ -147,7 +146,7 @@ def test_a_connection_that_started_tls_never_sends_plaintext(connection):
 def test_a_write_after_abort_connection_is_dropped(connection):
     """abortConnection drops what is buffered and whatever is written until the connection is
     lost (a callLater(0) later): nothing written after it may reach the peer."""
-    conn, peer, reactor = connection
+    conn, peer, _reactor = connection
     conn.reactor.callLater = lambda *args, **kwargs: None  # connectionLost would follow on the next turn
     conn.abortConnection()
     conn.write(b"written after the abort")

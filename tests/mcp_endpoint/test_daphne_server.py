@@ -142,7 +142,7 @@ def test_a_head_that_stops_arriving_is_answered_408_when_the_timeout_passes(chan
 
 
 def test_a_connection_that_sends_nothing_is_closed_when_the_timeout_passes(channel):
-    proto, transport, clock = channel
+    _proto, transport, clock = channel
     clock.advance(10.5)
     assert transport.value() == b"" and transport.disconnecting
 
@@ -177,7 +177,7 @@ def test_a_kept_alive_connection_may_idle_but_its_next_head_once_begun_is_timed(
 
 def test_every_name_the_patches_rely_on_is_present_in_the_installed_versions():
     daphne_server.diagnose.cache_clear()
-    assert daphne_server.diagnose() == {feature: () for feature in daphne_server.FEATURES}
+    assert daphne_server.diagnose() == dict.fromkeys(daphne_server.FEATURES, ())
     assert daphne_server.check_patches() == []
 
 
@@ -190,7 +190,8 @@ def defining(cls, name):
 
 
 GONE = [
-    (daphne_server.HEAD_LIMITS, http.HTTPChannel, "_respondToBadRequestAndDisconnect", http.HTTPChannel, "lineReceived"),
+    (daphne_server.HEAD_LIMITS, http.HTTPChannel, "_respondToBadRequestAndDisconnect",
+     http.HTTPChannel, "lineReceived"),
     (daphne_server.BODY_LIMITS, http.Request, "handleContentChunk", http.HTTPChannel, "allHeadersReceived"),
     (daphne_server.HEAD_TIMEOUT, http.HTTPChannel, "requestDone", http.HTTPChannel, "connectionMade"),
     (daphne_server.EAGER_WRITES, defining(tcp.Connection, "_aborting"), "_aborting", tcp.Connection, "write"),

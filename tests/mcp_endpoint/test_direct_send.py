@@ -22,7 +22,7 @@ class FakeTransport:
     def __init__(self) -> None:
         self.aborted = False
 
-    def abortConnection(self) -> None:  # noqa: N802 - Twisted's interface
+    def abortConnection(self) -> None:  # Twisted's interface
         self.aborted = True
 
 
@@ -58,7 +58,7 @@ def daphne_send(protocol: FakeProtocol) -> tuple[Server, functools.partial]:
 
 def test_daphnes_send_is_recognised_and_written_through_as_a_plain_call():
     protocol = FakeProtocol()
-    server, send = daphne_send(protocol)
+    _server, send = daphne_send(protocol)
     connection = daphne_connection(send)
     assert connection is not None
     connection.write({"type": "http.response.body", "body": b"x", "more_body": True})
@@ -164,7 +164,7 @@ async def test_a_client_that_catches_up_starts_its_allowance_over(settings):
     settings.MCP_ENDPOINT = {"KEEPALIVE_SECONDS": 30, "LISTENER_QUEUE_SIZE": 3}
     protocol = FakeProtocol()
     mailbox, loop_task = await parked_daphne_stream(protocol)
-    for burst in range(3):
+    for _burst in range(3):
         protocol.channel._waitingForTransport = True
         for n in range(3):
             mailbox.put_nowait(b'{"n":%d}' % n)
@@ -189,16 +189,16 @@ def test_backed_up_is_twisteds_own_back_pressure_on_a_real_http_channel():
     from mcp_endpoint.transport.daphne_server import DaphneConnection
 
     class Reactor:
-        def addWriter(self, writer):  # noqa: N802 - Twisted's interface
+        def addWriter(self, writer):  # Twisted's interface
             pass
 
-        def removeWriter(self, writer):  # noqa: N802
+        def removeWriter(self, writer):
             pass
 
-        def addReader(self, reader):  # noqa: N802
+        def addReader(self, reader):
             pass
 
-        def removeReader(self, reader):  # noqa: N802
+        def removeReader(self, reader):
             pass
 
     listener = socket.create_server(("127.0.0.1", 0))
@@ -262,10 +262,10 @@ class AsyncioReactor:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
 
-    def addWriter(self, writer):  # noqa: N802 - Twisted's interface
+    def addWriter(self, writer):  # Twisted's interface
         self.loop.add_writer(writer.fileno(), self._write, writer)
 
-    def removeWriter(self, writer):  # noqa: N802
+    def removeWriter(self, writer):
         self.loop.remove_writer(writer.fileno())
 
     def _write(self, writer) -> None:
@@ -273,13 +273,13 @@ class AsyncioReactor:
         if why:
             self.removeWriter(writer)
 
-    def addReader(self, reader):  # noqa: N802
+    def addReader(self, reader):
         pass
 
-    def removeReader(self, reader):  # noqa: N802
+    def removeReader(self, reader):
         pass
 
-    def callLater(self, delay, func, *args, **kwargs):  # noqa: N802
+    def callLater(self, delay, func, *args, **kwargs):
         return self.loop.call_later(delay, lambda: func(*args, **kwargs))
 
 
@@ -326,7 +326,7 @@ async def test_a_client_still_reading_a_large_first_frame_is_not_cut_off():
         while not stop.is_set():
             try:
                 chunk = peer.recv(16384)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

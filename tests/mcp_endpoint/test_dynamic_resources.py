@@ -20,12 +20,12 @@ from mcp_endpoint.notify.listeners import Listener
 from mcp_endpoint.wire.context import RequestContext
 from mcp_endpoint.wire.jsonrpc import RawJSON
 from registry import changes
+from registry.changes import Change
+from registry.models import ChangeLogEntry, PromptMessage
 from registry.release import services
 from registry.serving import dynamic
 from registry.serving.catalogs import load_catalog
 from registry.serving.viewer import Viewer
-from registry.changes import Change
-from registry.models import ChangeLogEntry, PromptMessage
 from tests.factories import make_prompt
 
 RECENT = "registry://changes/recent"

@@ -18,11 +18,11 @@ from mcp_endpoint.notify.diff import (
 from mcp_endpoint.notify.hub import Hub
 from mcp_endpoint.notify.listeners import DROP, Listener
 from registry import changes
+from registry.changes import Change
+from registry.models import Prompt, PromptMessage, Resource
 from registry.release import services
 from registry.serving.catalogs import load_catalog
 from registry.serving.viewer import Viewer
-from registry.changes import Change
-from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template
 
 
@@ -135,7 +135,7 @@ async def test_a_client_that_never_reads_is_closed_without_blocking_others(setti
     mcp_settings.reload()
     try:
         stuck = Listener(Viewer(), render)
-        for i in range(10):
+        for _ in range(10):
             stuck.offer(b"frame")
         assert stuck.overflowed
         assert heard(stuck) == [DROP]  # ended without a final result: the client may reconnect
@@ -266,13 +266,13 @@ async def test_a_large_fan_out_lets_the_event_loop_run_other_work_between_slices
     progress: list[int] = []
 
     async def other_work():
-        progress.append(sum(1 for l in listeners if not l.queue.empty()))
+        progress.append(sum(1 for listener in listeners if not listener.queue.empty()))
 
     other = asyncio.ensure_future(other_work())
     await hub._fan_out("production", new, [Change(1, "prompt", "greet", "production", True)], 1)
     await other
     assert 0 < progress[0] < len(listeners)  # it ran while the fan-out was under way
-    assert all(heard(l) == [(PROMPTS_CHANGED, None)] for l in listeners)
+    assert all(heard(listener) == [(PROMPTS_CHANGED, None)] for listener in listeners)
 
 
 async def test_stream_budgets_are_counted_as_streams_open_and_end():

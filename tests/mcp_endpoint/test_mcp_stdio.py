@@ -46,7 +46,8 @@ async def test_a_2024_11_05_host_connects_and_gets_only_what_that_revision_defin
     """Older stdio hosts (the first SDK releases) ask for 2024-11-05 and refuse any other answer."""
     replies = await run(lines(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}},
+         "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                    "clientInfo": {"name": "old", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "prompts/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 
-import pytest
 from channels.db import database_sync_to_async
 from channels.testing import ApplicationCommunicator
 
 from mcp_endpoint.transport.consumers import McpHttpApp
-from registry.release import services
 from registry.models import Prompt, Resource
+from registry.release import services
 from tests.mcp_endpoint.conftest import asgi_scope, call_asgi, legacy_headers, modern_request, rpc
 
 INIT = rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},

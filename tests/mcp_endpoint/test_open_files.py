@@ -79,4 +79,4 @@ def test_a_refused_raise_is_logged_and_the_streams_fit_the_old_limit(limits, set
 
 def test_this_process_can_open_as_many_streams_as_its_limit_allows():
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    assert mcp_settings.MAX_STREAMS + RESERVED_DESCRIPTORS <= soft
+    assert soft >= mcp_settings.MAX_STREAMS + RESERVED_DESCRIPTORS

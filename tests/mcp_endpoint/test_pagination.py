@@ -26,7 +26,7 @@ def test_pages_cover_every_item_once_and_the_last_page_has_no_cursor():
 def test_cursor_resumes_after_the_last_key_even_when_items_were_inserted_before_it():
     _, cursor = paginate(ITEMS, kind="prompts/list", key="name", cursor=None, page_size=100,
                              secret=SECRET, sorted_by_key=True)
-    changed = sorted(ITEMS + [{"name": "a-new-first"}], key=lambda it: it["name"])
+    changed = sorted([*ITEMS, {"name": "a-new-first"}], key=lambda it: it["name"])
     second, _ = paginate(changed, kind="prompts/list", key="name", cursor=cursor, page_size=100,
                          secret=SECRET, sorted_by_key=True)
     assert second[0]["name"] == "p100"

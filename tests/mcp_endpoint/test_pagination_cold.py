@@ -19,8 +19,7 @@ from mcp_endpoint.handlers.prompts import prompts_get
 from mcp_endpoint.wire.context import RequestContext
 from registry import changes
 from registry.release import services
-from registry.serving import warmup
-from registry.serving import catalogs
+from registry.serving import catalogs, warmup
 from registry.serving.clients import create_client
 from tests.factories import make_prompt
 

@@ -6,9 +6,9 @@ import pytest
 
 from mcp_endpoint.notify.diff import PROMPTS_CHANGED, RESOURCE_UPDATED, RESOURCES_CHANGED
 from mcp_endpoint.notify.replay import changed_since, everything
+from registry.models import ChangeLogEntry
 from registry.release import services
 from registry.serving.viewer import Viewer
-from registry.models import ChangeLogEntry
 from tests.factories import make_prompt, make_resource, make_template
 
 pytestmark = pytest.mark.django_db

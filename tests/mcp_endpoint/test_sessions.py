@@ -159,7 +159,8 @@ async def test_deeply_nested_client_info_or_capabilities_are_invalid_params_not_
         inner = inner["a"]
     for info, caps, field in (({"name": "t", "x": deep}, {}, "clientInfo"), ({"name": "t"}, deep, "capabilities")):
         with pytest.raises(InvalidParams) as caught:
-            await store.create(protocol_version="2025-11-25", client_info=info, client_capabilities=caps, client_id=None)
+            await store.create(protocol_version="2025-11-25", client_info=info, client_capabilities=caps,
+                               client_id=None)
         assert caught.value.data["field"] == field and "nested too deeply" in caught.value.message
     assert await McpSession.objects.acount() == 0
 
@@ -168,8 +169,10 @@ async def test_oversized_client_info_or_capabilities_are_refused_and_store_nothi
     from mcp_endpoint.wire.errors import InvalidParams
 
     settings.MCP_ENDPOINT = {"MAX_CLIENT_INFO_BYTES": 100}
-    for info, caps, field in (({"name": "x" * 200}, {}, "clientInfo"), ({"name": "t"}, {"x": "y" * 200}, "capabilities")):
+    for info, caps, field in (({"name": "x" * 200}, {}, "clientInfo"),
+                              ({"name": "t"}, {"x": "y" * 200}, "capabilities")):
         with pytest.raises(InvalidParams) as caught:
-            await store.create(protocol_version="2025-11-25", client_info=info, client_capabilities=caps, client_id=None)
+            await store.create(protocol_version="2025-11-25", client_info=info, client_capabilities=caps,
+                               client_id=None)
         assert caught.value.data["field"] == field and field in caught.value.message
     assert await McpSession.objects.acount() == 0

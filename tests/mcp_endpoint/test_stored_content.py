@@ -6,8 +6,9 @@ import json
 
 from asgiref.sync import sync_to_async
 
-from registry.storage import blobs as content, cache as content_cache
 from registry.models import ResourceVersion
+from registry.storage import blobs as content
+from registry.storage import cache as content_cache
 from tests.mcp_endpoint.conftest import call_asgi, modern_request
 
 

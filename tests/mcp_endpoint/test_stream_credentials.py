@@ -61,7 +61,7 @@ class OpenStream:
                 raise AssertionError(f"the stream is still open after {seconds} s")
             try:
                 message = await self.next_body(left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise AssertionError(f"the stream is still open after {seconds} s") from None
             if not message.get("more_body", True):
                 await self.comm.wait(2)

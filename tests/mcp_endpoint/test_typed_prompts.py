@@ -63,7 +63,7 @@ async def test_modern_bad_arguments_are_one_32602_listing_every_reason(typed):
 
 async def test_legacy_bad_arguments_are_one_32602_listing_every_reason(typed):
     session = await legacy_session({})
-    reply, body = await legacy(session, "prompts/get", {"name": "typed-reply", "arguments": BAD})
+    _reply, body = await legacy(session, "prompts/get", {"name": "typed-reply", "arguments": BAD})
     assert body["error"]["code"] == -32602
     assert [i["name"] for i in body["error"]["data"]["invalid"]] == ["tone", "count", "short"]
     assert body["error"]["data"]["missing"] == ["code"]
@@ -106,7 +106,8 @@ async def test_missing_arguments_with_form_elicitation_ask_for_them_with_a_typed
 
 
 async def test_the_retry_with_input_responses_renders_the_prompt(typed):
-    answers = {ARGUMENTS_INPUT: {"action": "accept", "content": {"count": 7, "code": "AB-12", "short": True, "tone": "formal"}}}
+    answers = {ARGUMENTS_INPUT: {"action": "accept",
+                                 "content": {"count": 7, "code": "AB-12", "short": True, "tone": "formal"}}}
     reply, body = await modern("prompts/get", {"name": "typed-reply", "arguments": {"tone": "warm"},
                                                "inputResponses": answers}, FORMS, rid=2)
     assert reply.status == 200, body
@@ -133,8 +134,8 @@ async def test_a_declined_form_is_the_missing_arguments_error(typed):
 
 async def test_form_values_are_checked_like_arguments(typed):
     answers = {ARGUMENTS_INPUT: {"action": "accept", "content": {"count": 70, "code": "AB-12"}}}
-    reply, body = await modern("prompts/get", {"name": "typed-reply", "arguments": {"tone": "warm"},
-                                               "inputResponses": answers}, FORMS)
+    _reply, body = await modern("prompts/get", {"name": "typed-reply", "arguments": {"tone": "warm"},
+                                                "inputResponses": answers}, FORMS)
     assert body["error"]["code"] == -32602
     assert body["error"]["data"]["invalid"] == [{"name": "count", "reason": "must be a whole number from 1 to 10"}]
 
@@ -142,12 +143,12 @@ async def test_form_values_are_checked_like_arguments(typed):
 async def test_malformed_input_responses_are_invalid_params(typed):
     for responses in ([], {ARGUMENTS_INPUT: {"action": "maybe"}},
                       {ARGUMENTS_INPUT: {"action": "accept", "content": ["x"]}}):
-        reply, body = await modern("prompts/get", {"name": "typed-reply", "inputResponses": responses}, FORMS)
+        _reply, body = await modern("prompts/get", {"name": "typed-reply", "inputResponses": responses}, FORMS)
         assert body["error"]["code"] == -32602, responses
 
 
 async def test_invalid_values_are_an_error_even_for_a_client_that_elicits(typed):
-    reply, body = await modern("prompts/get", {"name": "typed-reply", "arguments": BAD}, FORMS)
+    _reply, body = await modern("prompts/get", {"name": "typed-reply", "arguments": BAD}, FORMS)
     assert body["error"]["code"] == -32602 and body["error"]["data"]["missing"] == ["code"]
 
 

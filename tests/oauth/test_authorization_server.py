@@ -194,7 +194,8 @@ def test_refresh_rotates_and_keeps_the_audience_and_revocation_ends_it(web, edit
                                                  "refresh_token": first["refresh_token"]}),
                      content_type="application/x-www-form-urlencoded")
     assert reuse.status_code == 400
-    revoked = web.post("/oauth/revoke_token/", urlencode({"token": second["access_token"], "client_id": app["client_id"]}),
+    revoked = web.post("/oauth/revoke_token/",
+                       urlencode({"token": second["access_token"], "client_id": app["client_id"]}),
                        content_type="application/x-www-form-urlencoded")
     assert revoked.status_code == 200
     assert not AccessToken.objects.filter(user=editor).exists()
@@ -260,10 +261,11 @@ def test_registration_update_cannot_switch_to_another_grant_type(web):
 def test_plain_http_callback_to_a_remote_host_is_refused_whoever_registered_it(web, editor):
     from oauth2_provider.models import Application, Grant
 
-    app = Application.objects.create(name="Admin-made", client_type="public", authorization_grant_type="authorization-code",
+    app = Application.objects.create(name="Admin-made", client_type="public",
+                                      authorization_grant_type="authorization-code",
                                       redirect_uris="http://intranet.example.com/cb")
     web.force_login(editor)
-    verifier, challenge = pkce()
+    _verifier, challenge = pkce()
     params = authorize_params(app.client_id, challenge, redirect_uri="http://intranet.example.com/cb")
     page = web.get("/oauth/authorize/?" + urlencode(params))
     assert page.status_code == 400 and "plain http" in page.content.decode()

@@ -8,13 +8,19 @@ from django.contrib.auth.models import Group
 
 from oauth import bearer
 from oauth.models import GroupDefault, OAuthConnection
-from registry.serving.clients import create_client
 from registry.models import McpClient
+from registry.serving.clients import create_client
 from tests.factories import make_user
-from tests.mcp_endpoint.conftest import call_asgi, mcp_app, modern_request, registry_data, saved_registry_data  # noqa: F401 (fixtures)
+from tests.mcp_endpoint import conftest as endpoint_fixtures
+from tests.mcp_endpoint.conftest import call_asgi, modern_request
 from tests.oauth.conftest import make_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# The endpoint's fixtures, made visible here by name (another folder's conftest is not).
+mcp_app = endpoint_fixtures.mcp_app
+registry_data = endpoint_fixtures.registry_data
+saved_registry_data = endpoint_fixtures.saved_registry_data
 
 METADATA = "http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"
 

@@ -12,11 +12,9 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from registry.release import reviews, rollouts, services
 from registry.authoring import drafts
-from registry.formats import buckets
-from registry.serving.clients import hash_token
 from registry.errors import ReviewClosed
+from registry.formats import buckets
 from registry.models import (
     AuditEntry,
     FetchCounter,
@@ -30,6 +28,8 @@ from registry.models import (
     ReviewRequest,
     Rollout,
 )
+from registry.release import reviews, rollouts, services
+from registry.serving.clients import hash_token
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db
@@ -473,7 +473,8 @@ def test_editor_requests_publication_from_the_change_page(client, editor, publis
     assert "Request publication" in change.text and "registry-publish" not in change.text
     form = client.get(url("prompt_request", prompt.pk))
     assert form.status_code == 200 and "Editor&#x27;s wording" in form.text
-    assert "A note is required" in client.post(url("prompt_request", prompt.pk), {"label": "production", "note": " "}).text
+    refused = client.post(url("prompt_request", prompt.pk), {"label": "production", "note": " "})
+    assert "A note is required" in refused.text
     response = client.post(url("prompt_request", prompt.pk), {"label": "production", "note": "Clearer"})
     review = ReviewRequest.objects.get()
     assert response.status_code == 302 and response["Location"] == url("reviewrequest_change", review.pk)
@@ -510,7 +511,8 @@ def test_review_queue_lists_pending_requests_first(client, editor, publisher):
 
 def test_publish_without_a_change_note_is_refused(client, publisher):
     prompt = make_prompt()
-    response = client_for(client, publisher).post(url("prompt_publish", prompt.pk), {"note": " ", "labels": ["production"]})
+    response = client_for(client, publisher).post(url("prompt_publish", prompt.pk),
+                                                  {"note": " ", "labels": ["production"]})
     assert response.status_code == 200
     assert "A change note is required" in response.text
     assert not PromptVersion.objects.exists()
@@ -553,7 +555,8 @@ def test_rolling_back_production_files_a_review_or_uses_the_override(client, pub
     assert confirm.status_code == 200 and "roll back" in confirm.text and "is protected" in confirm.text
     refused = client.post(url("prompt_label", prompt.pk), {"label": "production", "version": 1, "note": ""})
     assert refused.status_code == 200 and "a note is required" in refused.text
-    response = client.post(url("prompt_label", prompt.pk), {"label": "production", "version": 1, "note": "v2 confused users"})
+    response = client.post(url("prompt_label", prompt.pk),
+                           {"label": "production", "version": 1, "note": "v2 confused users"})
     assert response.status_code == 302
     assert PromptLabel.objects.get(entry=prompt, name="production").version.number == 2  # waits for approval
     review = ReviewRequest.objects.get()
@@ -837,7 +840,7 @@ def test_creating_a_client_shows_the_token_once_and_stores_only_its_hash(client,
         "fetches-TOTAL_FORMS": 0, "fetches-INITIAL_FORMS": 0, "fetches-MIN_NUM_FORMS": 0, "fetches-MAX_NUM_FORMS": 0,
     })
     assert response.status_code == 200
-    [(mcp_client, token)] = response.context["issued"]
+    [(_mcp_client, token)] = response.context["issued"]
     assert token in response.text
     stored = McpClient.objects.get(name="support-bot")
     assert stored.token_hash == hash_token(token)

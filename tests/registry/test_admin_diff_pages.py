@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from registry.release import reviews, services
 from registry.authoring import drafts, snapshots
-from registry.storage import blobs as content
 from registry.models import AuditEntry, PromptArgument, Resource
+from registry.release import reviews
+from registry.storage import blobs as content
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_user, release
 
 pytestmark = pytest.mark.django_db

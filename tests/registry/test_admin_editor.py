@@ -7,8 +7,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from registry.release import reviews, rollouts
 from registry.models import AuditEntry, Prompt, Resource, ResourceTemplate, ReviewRequest, Rollout
+from registry.release import reviews, rollouts
 from tests.factories import make_prompt, make_resource, make_template, release
 from tests.registry.test_admin import client_for, edit_first_message, prompt_post, row_counts, url
 
@@ -381,5 +381,6 @@ def test_audit_list_gives_notes_room_from_a_static_stylesheet(client, auditor):
     assert "registry/audit.css" in page
     from django.contrib.staticfiles import finders
 
-    css = open(finders.find("registry/audit.css")).read()
+    with open(finders.find("registry/audit.css")) as stylesheet:
+        css = stylesheet.read()
     assert "td.field-note" in css and "min-width" in css

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from registry.release import reviews, services
 from registry.models import AuditEntry, EditorPreference, ReviewRequest
+from registry.release import reviews, services
 from tests.factories import make_prompt, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +31,8 @@ def test_default_note_of_a_protected_label_move_is_written_in_english(client, pu
     assert response.status_code == 302
     review = ReviewRequest.objects.get()
     assert review.note == "Point 'production' at v2."
-    assert AuditEntry.objects.get(action="review_requested").note == f"Review #{review.pk} (v2): Point 'production' at v2."
+    assert (AuditEntry.objects.get(action="review_requested").note
+            == f"Review #{review.pk} (v2): Point 'production' at v2.")
 
 
 @pytest.mark.parametrize("page, english", [

@@ -15,10 +15,10 @@ import pytest
 from django import forms
 from django.urls import reverse
 
-from registry.portable.importer import export_yaml, import_documents
+from registry.authoring.snapshots import snapshot_of
 from registry.kinds import KINDS
 from registry.models import AuditEntry
-from registry.authoring.snapshots import snapshot_of
+from registry.portable.importer import export_yaml, import_documents
 from tests.factories import UNTRIMMED_YAML as DOC
 from tests.factories import make_complete_entries
 

@@ -7,8 +7,16 @@ import time
 import pytest
 
 from registry.formats import argtypes
-from registry.formats.argtypes import (PATTERN_VALUE_MAX_LENGTH, check_value, compile_pattern, constraint_text, form_schema,
-                              from_form, listed_description, spec_problems)
+from registry.formats.argtypes import (
+    PATTERN_VALUE_MAX_LENGTH,
+    check_value,
+    compile_pattern,
+    constraint_text,
+    form_schema,
+    from_form,
+    listed_description,
+    spec_problems,
+)
 
 
 def spec(**fields):
@@ -43,7 +51,7 @@ def test_accepted_values_render_in_their_plain_form(kind, value, rendered):
     (spec(type="resource"), "not a uri", "must be the URI of a registry resource"),
 ])
 def test_refused_values_say_why(argument, value, reason):
-    rendered, why = check_value(argument, value)
+    _rendered, why = check_value(argument, value)
     assert why is not None and why.startswith(reason)
 
 

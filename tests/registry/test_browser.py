@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from registry.release import reviews
 from registry.models import McpClient, Prompt, PromptLabel, PromptVersion, ReviewRequest, Rollout
+from registry.release import reviews
 from tests.factories import make_prompt, make_user, release
 
 CHROMIUM = "/usr/bin/chromium"
@@ -479,8 +479,8 @@ def test_a_save_message_shows_a_link_to_the_entry_and_a_forged_messages_cookie_s
 @pytest.mark.django_db(transaction=True)
 def test_saving_imported_entries_unchanged_in_a_real_browser_changes_nothing(live_server, chromium, tmp_path):
     """Chromium posts text areas with CR LF and drops line breaks from inputs: an unchanged save is still a no-op."""
-    from registry.portable.importer import export_yaml, import_documents
     from registry.models import AuditEntry, Resource, ResourceTemplate
+    from registry.portable.importer import export_yaml, import_documents
     from tests.factories import UNTRIMMED_YAML
 
     (tmp_path / "doc.yaml").write_text(UNTRIMMED_YAML, encoding="utf-8")

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from registry.release import services
-from registry.portable.importer import import_documents
+from registry.authoring.snapshots import content_hash
 from registry.models import (
     AuditEntry,
     ChangeLogEntry,
@@ -31,8 +30,9 @@ from registry.models import (
     ResourceVersion,
     ReviewRequest,
 )
+from registry.portable.importer import import_documents
+from registry.release import services
 from registry.signals import registry_changed
-from registry.authoring.snapshots import content_hash
 from tests.factories import PNG_1X1
 from webhooks.models import Webhook, WebhookDelivery
 
@@ -141,8 +141,9 @@ def _rows(token: str, audit_after: int, change_after: int, delivery_after: int) 
             [(label.entry.key, label.name, label.version.number, label.protected, label.moved_by, label.served_key)
              for label in model.objects.select_related("entry", "version") if token in label.entry.key]), token)
     audits = AuditEntry.objects.filter(pk__gt=audit_after).order_by("pk")
-    out["audit"] = _by_entry(_plain([(a.action, a.entry_kind, a.entry_key, a.label, a.from_version, a.to_version, a.changes,
-                            a.note, a.actor_name, a.actor_id) for a in audits if token in a.entry_key], token), 2)
+    out["audit"] = _by_entry(_plain([(a.action, a.entry_kind, a.entry_key, a.label, a.from_version, a.to_version,
+                                      a.changes, a.note, a.actor_name, a.actor_id)
+                                     for a in audits if token in a.entry_key], token), 2)
     out["changes"] = _by_entry(_plain([(c.entry_kind, c.entry_key, c.label, c.list_changed) for c in
                                        ChangeLogEntry.objects.filter(pk__gt=change_after).order_by("pk")
                                        if token in c.entry_key], token), 1)
@@ -204,7 +205,7 @@ def test_the_bulk_writer_writes_the_rows_the_per_entry_services_write(tmp_path, 
     marks = _marks()
     reports, announced = {}, {}
     for token, bulk in (("one", False), ("two", True)):
-        announced[token] = _announced(lambda: reports.__setitem__(token, import_documents(
+        announced[token] = _announced(lambda token=token, bulk=bulk: reports.__setitem__(token, import_documents(
             files[token, 2], publish=publish, note="second" if publish else "", bulk=bulk)),
             django_capture_on_commit_callbacks)
     one, two = _rows("one", *marks), _rows("two", *marks)
@@ -233,7 +234,8 @@ def test_a_bulk_import_sends_one_announcement_and_reimporting_it_writes_nothing(
                          django_capture_on_commit_callbacks)
     assert len(batches) == 1 and len(batches[0].changes) >= 7
     marks = _marks()
-    again = _announced(lambda: import_documents(second, publish=True, note="second"), django_capture_on_commit_callbacks)
+    again = _announced(lambda: import_documents(second, publish=True, note="second"),
+                       django_capture_on_commit_callbacks)
     assert again == [] and _marks() == marks
     assert not Prompt.objects.filter(name="two-greet", revision__gt=2).exists()
 

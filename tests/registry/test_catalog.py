@@ -1,10 +1,10 @@
 import pytest
 
+from registry.errors import InvalidArguments, InvalidUri, MissingArguments, UnknownPrompt, UnknownResource
+from registry.models import PromptMessage
 from registry.release import services
 from registry.serving.catalogs import cached_catalog, catalog_for
 from registry.serving.viewer import Viewer
-from registry.errors import InvalidArguments, InvalidUri, MissingArguments, UnknownPrompt, UnknownResource
-from registry.models import PromptMessage
 from tests.factories import make_prompt, make_resource, make_template
 
 ANYONE = Viewer()
@@ -44,7 +44,8 @@ def test_staging_viewer_gets_staging_and_falls_back_to_production():
     publish(prompt, labels=("staging",))
     publish(make_prompt("other"))
     staging = Viewer(label="staging")
-    assert catalog_for("staging").get_prompt(staging, "greet", {"topic": "x"}).result["messages"][0]["content"]["text"] == "Staged x"
+    staged = catalog_for("staging").get_prompt(staging, "greet", {"topic": "x"})
+    assert staged.result["messages"][0]["content"]["text"] == "Staged x"
     assert catalog_for("production").get_prompt(ANYONE, "greet", {"topic": "x"}).version == 1
     assert catalog_for("staging").get_prompt(staging, "other", {"topic": "x"}).label == "production"
 

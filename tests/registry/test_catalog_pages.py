@@ -4,12 +4,12 @@ import pytest
 from django.utils import timezone
 
 from registry import changes
+from registry.models import Prompt, PromptMessage, Resource
 from registry.release import rollouts, services
-from registry.serving import catalog, pages as catalog_pages
 from registry.serving import catalogs
+from registry.serving import pages as catalog_pages
 from registry.serving.catalogs import load_catalog
 from registry.serving.viewer import Viewer
-from registry.models import Prompt, PromptMessage, Resource
 from tests.factories import make_prompt, make_resource, make_template, make_user
 
 PAGE = 3

@@ -3,13 +3,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from registry.serving import clients
 from registry.models import McpClient
+from registry.serving import clients
 
 
 @pytest.mark.django_db
 def test_token_is_returned_once_and_stored_only_as_a_hash():
-    client, raw = clients.create_client(name="desk", label="staging", scope_tags="billing")
+    _client, raw = clients.create_client(name="desk", label="staging", scope_tags="billing")
     assert raw.startswith("mcpr_")
     stored = McpClient.objects.get(name="desk")
     assert raw not in (stored.token_hash, stored.token_prefix)

@@ -9,8 +9,8 @@ import yaml
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from registry.serving.catalogs import catalog_for
-from registry.serving.viewer import Viewer
+from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.authoring.validation import validate_entry
 from registry.management.commands.bench_load import synthetic_docs, synthetic_prompts
 from registry.models import (
     AuditEntry,
@@ -20,8 +20,8 @@ from registry.models import (
     Resource,
     ResourceTemplate,
 )
-from registry.authoring.snapshots import content_hash, snapshot_of
-from registry.authoring.validation import validate_entry
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +78,8 @@ def test_registry_import_failure_lists_problems_and_exits_with_an_error(tmp_path
     with pytest.raises(CommandError, match="nothing was imported") as caught:
         call_command("registry_import", "bad.yaml", stdout=StringIO(), stderr=err)
     assert caught.value.returncode == 1
-    assert "bad.yaml:3: prompts[1] (name: p): mesages: unknown key 'mesages'. Did you mean 'messages'?" in err.getvalue()
+    assert ("bad.yaml:3: prompts[1] (name: p): mesages: unknown key 'mesages'. Did you mean 'messages'?"
+            in err.getvalue())
     assert "bad.yaml:2: prompts[1] (name: p): 'messages' is required." in err.getvalue()
 
 

@@ -4,7 +4,7 @@ from registry.conf import registry_settings
 
 
 def test_defaults_apply_and_a_changed_setting_is_read_again(settings):
-    assert registry_settings.CONTENT_CACHE_BYTES == settings.REGISTRY["CONTENT_CACHE_BYTES"]
+    assert settings.REGISTRY["CONTENT_CACHE_BYTES"] == registry_settings.CONTENT_CACHE_BYTES
     settings.REGISTRY = {**settings.REGISTRY, "PROTECTED_LABELS": ["production", "eu"]}
     assert registry_settings.PROTECTED_LABELS == ["production", "eu"]
 

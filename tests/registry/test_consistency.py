@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from registry import changes
+from registry.models import Prompt, PromptMessage
 from registry.release import services
+from registry.release.rollouts import set_rollout
 from registry.serving.catalogs import load_catalog
 from registry.serving.consistency import served_fingerprint, stale_keys
-from registry.models import Prompt, PromptMessage
-from registry.release.rollouts import set_rollout
 from tests.factories import make_prompt, make_resource, make_template
 
 pytestmark = pytest.mark.django_db

@@ -15,14 +15,12 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from registry.release import services
-from registry.serving import catalog
-from registry.serving import catalogs
-from registry.storage import blobs as content
-from registry.serving.viewer import Viewer
+from registry.authoring.snapshots import canonical_json
 from registry.errors import ContentMissing, ImmutableVersionError, StorageUnavailable
 from registry.models import ContentObject, Resource, ResourceVersion
-from registry.authoring.snapshots import canonical_json
+from registry.serving import catalogs
+from registry.serving.viewer import Viewer
+from registry.storage import blobs as content
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_user, release
 
 pytestmark = pytest.mark.django_db

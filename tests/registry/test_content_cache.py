@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from registry.release import services
-from registry.serving import catalog
 from registry.serving import catalogs
-from registry.storage import cache as content_cache
 from registry.serving.viewer import Viewer
+from registry.storage import cache as content_cache
 from registry.storage.cache import ContentCache
 from tests.factories import make_resource, release
 

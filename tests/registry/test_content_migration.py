@@ -11,12 +11,11 @@ from django.apps import apps as current_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from registry.serving import catalog
-from registry.serving import catalogs
-from registry.storage import blobs as content
-from registry.serving.viewer import Viewer
-from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
 from registry.authoring.snapshots import content_hash
+from registry.models import PromptMessage, PromptVersion, Resource, ResourceVersion
+from registry.serving import catalogs
+from registry.serving.viewer import Viewer
+from registry.storage import blobs as content
 from tests.factories import PNG_1X1
 
 move = importlib.import_module("registry.migrations.0012_move_bytes_to_content_store")
@@ -44,8 +43,8 @@ def _old_registry() -> None:
     image = Resource_.objects.create(uri="docs://img", name="img", mime_type="image/png", data=PNG_1X1)
     snapshot = {"uri": "docs://img", "name": "img", "mimeType": "image/png", "size": len(PNG_1X1),
                 "blob": base64.b64encode(PNG_1X1).decode()}
-    version = ResourceVersion_.objects.create(entry=image, number=1, snapshot=snapshot, content_hash=content_hash(snapshot),
-                                              change_note="v1", author_name="old")
+    version = ResourceVersion_.objects.create(entry=image, number=1, snapshot=snapshot,
+                                              content_hash=content_hash(snapshot), change_note="v1", author_name="old")
     Label_.objects.create(entry=image, version=version, name="production")
     prompt = Prompt_.objects.create(name="old-prompt", description="d")
     PromptMessage_.objects.create(prompt=prompt, position=0, kind="image", mime_type="image/png", data=PNG_1X1)
@@ -54,8 +53,8 @@ def _old_registry() -> None:
                                      "mimeType": "image/png"}},
         {"role": "user", "content": {"type": "resource", "resource": {"uri": "docs://inline", "text": "inline text"}}},
     ]}
-    version = PromptVersion_.objects.create(entry=prompt, number=1, snapshot=snapshot, content_hash=content_hash(snapshot),
-                                            change_note="v1", author_name="old")
+    version = PromptVersion_.objects.create(entry=prompt, number=1, snapshot=snapshot,
+                                            content_hash=content_hash(snapshot), change_note="v1", author_name="old")
     PromptLabel_.objects.create(entry=prompt, version=version, name="production")
 
 

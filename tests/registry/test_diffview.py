@@ -28,7 +28,8 @@ AFTER = {
     "description": "Reviews code",
     "arguments": [{"name": "language", "required": False, "default": "python"}, {"name": "focus", "required": True}],
     "messages": [
-        {"role": "user", "content": {"type": "text", "text": "Review this {{ language }} change carefully.\nBe brief."}},
+        {"role": "user",
+         "content": {"type": "text", "text": "Review this {{ language }} change carefully.\nBe brief."}},
         {"role": "assistant", "content": {"type": "text", "text": "Paste it."}},
         {"role": "user", "content": {"type": "image", "mimeType": "image/png",
                                      "sha256": hashlib.sha256(b"\x89PNG-bytes").hexdigest(), "size": 10}},

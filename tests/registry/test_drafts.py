@@ -2,10 +2,17 @@ from __future__ import annotations
 
 import pytest
 
-from registry.release import services
-from registry.authoring.drafts import apply_prompt, apply_snapshot, apply_template, draft_data, restore_draft, save_draft
-from registry.models import AuditAction, AuditEntry, ChangeLogEntry, PromptMessage, Resource
+from registry.authoring.drafts import (
+    apply_prompt,
+    apply_snapshot,
+    apply_template,
+    draft_data,
+    restore_draft,
+    save_draft,
+)
 from registry.authoring.snapshots import snapshot_of
+from registry.models import AuditAction, AuditEntry, ChangeLogEntry, PromptMessage, Resource
+from registry.release import services
 from tests.factories import PNG_1X1, make_prompt, make_resource, make_template
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +31,8 @@ def test_apply_prompt_replaces_arguments_and_messages_in_order():
     assert prompt.title == "Greeting"
     assert [a.name for a in prompt.arguments.all()] == ["who", "mood"]
     assert prompt.arguments.get(name="who").suggestion_list == ["world", "team"]
-    assert [(m.role, m.text) for m in prompt.messages.all()] == [("user", "Hello {{ who }}"), ("assistant", "I am {{ mood }}")]
+    assert [(m.role, m.text) for m in prompt.messages.all()] == [("user", "Hello {{ who }}"),
+                                                                 ("assistant", "I am {{ mood }}")]
 
 
 def test_apply_prompt_leaves_fields_that_are_not_given_alone():

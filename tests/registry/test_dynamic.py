@@ -7,13 +7,13 @@ import json
 import pytest
 
 from registry import changes
+from registry.errors import UnknownResource
+from registry.formats import buckets
+from registry.models import PromptMessage
 from registry.release import reviews, rollouts, services
 from registry.serving import dynamic
-from registry.formats import buckets
 from registry.serving.catalogs import catalog_for
 from registry.serving.viewer import Viewer
-from registry.errors import UnknownResource
-from registry.models import PromptMessage
 from tests.factories import make_prompt, make_template
 
 RECENT = "registry://changes/recent"

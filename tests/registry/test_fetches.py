@@ -1,9 +1,9 @@
 import pytest
 
+from registry.models import FetchCounter
 from registry.serving import fetches
 from registry.serving.items import Served
 from registry.serving.viewer import Viewer
-from registry.models import FetchCounter
 
 
 @pytest.mark.django_db

@@ -5,11 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from registry.release import services
-from registry.serving.catalogs import catalog_for
-from registry.serving.viewer import Viewer
 from registry.errors import RegistryError
-from registry.portable.importer import ImportFailed, export_yaml, import_documents
 from registry.models import (
     AuditAction,
     AuditEntry,
@@ -20,6 +16,10 @@ from registry.models import (
     Resource,
     ResourceVersion,
 )
+from registry.portable.importer import ImportFailed, export_yaml, import_documents
+from registry.release import services
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from tests.factories import make_prompt, make_resource
 
 pytestmark = pytest.mark.django_db
@@ -177,7 +177,7 @@ def test_an_error_anywhere_saves_nothing_and_names_file_entry_and_field(tmp_path
         ("demo.yaml:27: prompts[3] (name: code-review): messages[2].text: "
         "Line 3: '{{' is never closed with '}}' on the same line.")
     ]
-    assert counts() == {k: 0 for k in counts()}
+    assert counts() == dict.fromkeys(counts(), 0)
 
 
 def test_publish_time_checks_become_errors_naming_the_entry(tmp_path):

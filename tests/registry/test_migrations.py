@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
-from registry.release import services
-from registry.models import PromptVersion, ReviewRequest
 from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.models import PromptVersion, ReviewRequest
+from registry.release import services
 from tests.factories import make_prompt, make_user
 
 pytestmark = pytest.mark.django_db
@@ -51,9 +51,9 @@ listed_uris = importlib.import_module("registry.migrations.0016_normalise_listed
 
 
 def test_resource_versions_published_before_normalisation_list_the_served_uri():
+    from registry.models import ResourceVersion
     from registry.serving.catalogs import load_catalog
     from registry.serving.viewer import Viewer
-    from registry.models import ResourceVersion
     from tests.factories import make_resource
 
     version = services.publish(make_resource("docs://Upper/%7ea"), acting_user=None, note="v1")

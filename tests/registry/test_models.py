@@ -2,9 +2,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db.models import ProtectedError
 
-from registry.release import services
 from registry.errors import ImmutableVersionError
 from registry.models import AuditEntry, Prompt, PromptVersion
+from registry.release import services
 from tests.factories import make_prompt, make_resource
 
 

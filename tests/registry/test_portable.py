@@ -7,7 +7,7 @@ import pytest
 
 from registry.portable.check import read_entries
 from registry.portable.dump import dump_document, entry_document
-from registry.portable.format import FormatError, MAX_NESTING
+from registry.portable.format import MAX_NESTING, FormatError
 from registry.portable.parse import load_file, parse_yaml
 from tests.factories import PNG_1X1
 
@@ -419,7 +419,7 @@ def test_reading_from_the_check_pass_gives_the_data_lines_and_problems_composing
     def outcome() -> tuple:
         try:
             loaded = parse_yaml(text, "demo.yaml")
-        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+        except Exception as exc:  # the error itself is compared
             return ("error", type(exc).__name__, str(exc))
         return (repr(loaded.data), loaded.lines, loaded.problems)
 

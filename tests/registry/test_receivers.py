@@ -7,10 +7,6 @@ from django.core import serializers
 from django.core.management import call_command
 from django.utils import timezone
 
-from registry.release import rollouts, services
-from registry.serving import clients
-from registry.serving.catalogs import catalog_for
-from registry.serving.viewer import Viewer
 from registry.errors import BulkUpdateRefused
 from registry.models import (
     AuditEntry,
@@ -23,6 +19,10 @@ from registry.models import (
     ResourceLabel,
     Rollout,
 )
+from registry.release import rollouts, services
+from registry.serving import clients
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
 from registry.signals import registry_changed
 from tests.factories import make_prompt, make_resource
 
@@ -54,7 +54,8 @@ def two_versions(name="greet"):
 
 
 def rendered(name="greet"):
-    return catalog_for("production").get_prompt(ANYONE, name, {"topic": "owls"}).result["messages"][0]["content"]["text"]
+    result = catalog_for("production").get_prompt(ANYONE, name, {"topic": "owls"}).result
+    return result["messages"][0]["content"]["text"]
 
 
 @pytest.mark.django_db
@@ -250,12 +251,12 @@ def test_a_rolled_back_transaction_records_and_announces_nothing(announced, djan
 
     prompt = two_versions()
     before = ChangeLogEntry.objects.count(), AuditEntry.objects.count()
-    with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with pytest.raises(RuntimeError), transaction.atomic():
-            label = PromptLabel.objects.get(entry=prompt, name="production")
-            label.version = PromptVersion.objects.get(entry=prompt, number=1)
-            label.save()
-            raise RuntimeError("abort")
+    with (django_capture_on_commit_callbacks(execute=True) as callbacks, pytest.raises(RuntimeError),
+          transaction.atomic()):
+        label = PromptLabel.objects.get(entry=prompt, name="production")
+        label.version = PromptVersion.objects.get(entry=prompt, number=1)
+        label.save()
+        raise RuntimeError("abort")
     assert callbacks == [] and announced == []
     assert (ChangeLogEntry.objects.count(), AuditEntry.objects.count()) == before
 
@@ -333,7 +334,8 @@ def test_labels_created_in_bulk_are_recorded_audited_and_served(django_capture_o
     PromptLabel.objects.bulk_create([PromptLabel(entry=v.entry, version=v, name="production") for v in versions])
     assert ChangeLogEntry.objects.count() == before + 1
     change = ChangeLogEntry.objects.latest("id")
-    assert (change.entry_kind, change.entry_key, change.label, change.list_changed) == ("prompt", "*", "production", True)
+    assert (change.entry_kind, change.entry_key, change.label, change.list_changed) == (
+        "prompt", "*", "production", True)
     audit = AuditEntry.objects.latest("id")
     assert (audit.actor_name, audit.action, audit.label, audit.entry_key) == (
         "database", "label_move", "production", "* (2 entries)")

@@ -34,7 +34,8 @@ def test_argument_value_that_looks_like_a_placeholder_stays_literal():
 def test_unicode_and_empty_values_render_verbatim():
     result = render_prompt(prompt_snapshot(text("«{{ topic }}» ✓")), {"topic": "日本語 🦉"})
     assert result["messages"][0]["content"]["text"] == "«日本語 🦉» ✓"
-    assert render_prompt(prompt_snapshot(text("[{{ topic }}]")), {"topic": ""})["messages"][0]["content"]["text"] == "[]"
+    empty = render_prompt(prompt_snapshot(text("[{{ topic }}]")), {"topic": ""})
+    assert empty["messages"][0]["content"]["text"] == "[]"
 
 
 def test_missing_required_argument_raises_naming_it():
@@ -56,11 +57,13 @@ def test_non_string_argument_is_rejected():
 
 def test_embedded_resource_uri_may_use_placeholders():
     snap = prompt_snapshot(
-        {"role": "user", "content": {"type": "resource", "resource": {"uri": "{{ uri }}", "mimeType": "text/plain", "text": "Body {{ uri }}"}}},
+        {"role": "user", "content": {"type": "resource", "resource": {"uri": "{{ uri }}", "mimeType": "text/plain",
+                                                                      "text": "Body {{ uri }}"}}},
         arguments=[{"name": "uri", "required": True}],
     )
     block = render_prompt(snap, {"uri": "test://example-resource"})["messages"][0]["content"]
-    assert block == {"type": "resource", "resource": {"uri": "test://example-resource", "mimeType": "text/plain", "text": "Body {{ uri }}"}}
+    assert block == {"type": "resource", "resource": {"uri": "test://example-resource", "mimeType": "text/plain",
+                                                      "text": "Body {{ uri }}"}}
 
 
 def test_placeholder_uri_that_renders_to_an_invalid_uri_is_an_argument_error():

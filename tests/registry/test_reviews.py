@@ -7,7 +7,6 @@ import threading
 import pytest
 from django.db import connection
 
-from registry.release import reviews, services
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -17,7 +16,6 @@ from registry.errors import (
     SelfApproval,
     StaleReview,
 )
-from registry.portable.importer import ImportFailed, import_documents
 from registry.models import (
     AuditEntry,
     ChangeLogEntry,
@@ -27,6 +25,8 @@ from registry.models import (
     ReviewRequest,
     ReviewStatus,
 )
+from registry.portable.importer import ImportFailed, import_documents
+from registry.release import reviews, services
 from registry.signals import audit_recorded
 from tests.factories import make_prompt, make_resource, make_user, release
 
@@ -113,7 +113,8 @@ def test_a_publisher_approving_someone_elses_request_publishes_and_moves_product
     assert (review.status, review.decided_by, review.decision_comment, review.result_version) == (
         "approved", publisher, "Looks good", 2)
     assert actions(prompt)[-3:] == ["review_approved", "publish", "label_move"]
-    assert AuditEntry.objects.filter(actor=publisher, action__in=["review_approved", "publish", "label_move"]).count() == 3
+    assert AuditEntry.objects.filter(actor=publisher,
+                                     action__in=["review_approved", "publish", "label_move"]).count() == 3
     assert not AuditEntry.objects.filter(action="override", actor=publisher).exists()
     assert ("prompt", prompt.name, "production") in announced
 
@@ -132,7 +133,7 @@ def test_a_stale_request_is_refused_when_the_draft_changed(editor, publisher):
     prompt = make_prompt()
     review = reviews.request_publication(prompt, acting_user=editor, note="v1")
     edited(prompt, "Changed after the request {{ topic }}.")
-    with pytest.raises(StaleReview, match="draft .* changed"):
+    with pytest.raises(StaleReview, match=r"draft .* changed"):
         reviews.approve(review, acting_user=publisher)
     assert not PromptVersion.objects.exists()
     assert ReviewRequest.objects.get().status == "pending"
@@ -144,7 +145,7 @@ def test_a_request_goes_stale_when_the_tags_change_before_approval(editor, publi
     review = reviews.request_publication(prompt, acting_user=editor, note="v1 for billing")
     prompt.tags = "billing, everyone"
     prompt.save()
-    with pytest.raises(StaleReview, match="draft .* changed"):
+    with pytest.raises(StaleReview, match=r"draft .* changed"):
         reviews.approve(review, acting_user=publisher)
     assert not PromptVersion.objects.exists()
 
@@ -218,7 +219,7 @@ def test_concurrent_approvals_for_one_label_leave_exactly_one_approved_state():
         finally:
             thread_connection.close()
 
-    threads = [threading.Thread(target=approve, args=(r, u)) for r, u in zip(asks, (first, second))]
+    threads = [threading.Thread(target=approve, args=(r, u)) for r, u in zip(asks, (first, second), strict=True)]
     for t in threads:
         t.start()
     for t in threads:

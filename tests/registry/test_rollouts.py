@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from registry import changes
-from registry.release import reviews, rollouts
+from registry.errors import ApprovalRequired, InvalidRollout, PublishPermissionDenied
 from registry.formats import buckets
+from registry.models import AuditEntry, ChangeLogEntry, PromptMessage, ReviewRequest, Rollout
+from registry.release import reviews, rollouts
 from registry.serving.catalogs import catalog_for
 from registry.serving.viewer import Viewer
-from registry.errors import ApprovalRequired, InvalidRollout, PublishPermissionDenied
-from registry.models import AuditEntry, ChangeLogEntry, PromptMessage, ReviewRequest, Rollout
 from tests.factories import make_prompt, make_resource, make_template, release
 
 pytestmark = pytest.mark.django_db

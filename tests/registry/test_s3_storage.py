@@ -8,12 +8,12 @@ import socket
 
 import pytest
 
-from registry.serving import catalog
-from registry.serving import catalogs
-from registry.storage import blobs as content, cache as content_cache
-from registry.serving.viewer import Viewer
-from registry.errors import ContentMissing
 from registry.authoring.integrity import check_all
+from registry.errors import ContentMissing
+from registry.serving import catalogs
+from registry.serving.viewer import Viewer
+from registry.storage import blobs as content
+from registry.storage import cache as content_cache
 from tests.factories import PNG_1X1, make_resource, release
 
 moto_server = pytest.importorskip("moto.moto_server.threaded_moto_server", reason="moto[server] is not installed")

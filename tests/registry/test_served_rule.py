@@ -6,6 +6,7 @@ in the client page and in the notification hub; and every path gives the same an
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import pytest
@@ -13,13 +14,13 @@ import pytest
 from mcp_endpoint.notify.diff import PROMPTS_CHANGED, Told, diff_catalogs, notifications_for
 from mcp_endpoint.notify.listeners import Listener
 from registry import changes
-from registry.release import reviews
-from registry.serving import pages as catalog_pages
-from registry.formats.buckets import gets_candidate
-from registry.serving.catalogs import load_catalog
 from registry.changes import Change
 from registry.errors import UnknownPrompt, UnknownResource
+from registry.formats.buckets import gets_candidate
 from registry.models import PromptMessage
+from registry.release import reviews
+from registry.serving import pages as catalog_pages
+from registry.serving.catalogs import load_catalog
 from registry.serving.viewer import Viewer, served_item
 from tests.factories import make_prompt, make_resource, make_template, release
 
@@ -164,10 +165,8 @@ def _warm(viewer):
     catalog = load_catalog(viewer.label)
     out = {}
     for name in catalog.prompt_items:
-        try:
+        with contextlib.suppress(UnknownPrompt):
             out[name] = catalog.get_prompt(viewer, name, {"topic": "x"}).version
-        except UnknownPrompt:
-            pass
     listed = {p["name"] for p in catalog.prompts(viewer)}
     assert listed == set(out)
     return out
@@ -183,8 +182,8 @@ def _cold(viewer):
             out[name] = part.get_prompt(viewer, name, {"topic": "x"}).version
     paged, after = [], None
     while True:  # pages of two, each read as a list request reads it (two and one more, after the cursor)
-        listed = [p["name"] for p in catalog_pages.page_catalog(viewer.label, "prompt", viewer, after, 3).prompts(viewer)
-                  if after is None or p["name"] > after][:3]
+        page = catalog_pages.page_catalog(viewer.label, "prompt", viewer, after, 3)
+        listed = [p["name"] for p in page.prompts(viewer) if after is None or p["name"] > after][:3]
         paged += listed[:2]
         if len(listed) < 3:
             break

@@ -1,7 +1,7 @@
 import pytest
 
-from registry.release import services
 from registry.authoring import drafts
+from registry.authoring.snapshots import snapshot_of
 from registry.errors import (
     ApprovalRequired,
     InvalidEntry,
@@ -10,7 +10,7 @@ from registry.errors import (
     RegistryError,
 )
 from registry.models import AuditEntry, ChangeLogEntry, PromptLabel, PromptMessage, PromptVersion
-from registry.authoring.snapshots import snapshot_of
+from registry.release import services
 from tests.factories import make_prompt, make_resource, release
 
 
@@ -274,13 +274,13 @@ def test_rolled_back_transaction_announces_nothing(publisher):
     from registry.signals import registry_changed
 
     batches = []
-    registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-rollback", weak=False)
+    registry_changed.connect(lambda sender, batch, **kw: batches.append(batch), dispatch_uid="test-rollback",
+                             weak=False)
     try:
         prompt = make_prompt()
-        with pytest.raises(RuntimeError):
-            with transaction.atomic():
-                services.publish(prompt, acting_user=publisher, note="doomed", labels=STAGING)
-                raise RuntimeError("abort")
+        with pytest.raises(RuntimeError), transaction.atomic():
+            services.publish(prompt, acting_user=publisher, note="doomed", labels=STAGING)
+            raise RuntimeError("abort")
         assert batches == []
         assert not ChangeLogEntry.objects.exists()
     finally:
@@ -324,10 +324,11 @@ def test_one_publish_of_a_resource_to_production_takes_a_fixed_small_number_of_q
     resource.save()
     with CaptureQueriesContext(connection) as captured:
         services.publish(resource, acting_user=None, note="second")
-    sql = [q["sql"] for q in captured.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
+    sql = [q["sql"] for q in captured.captured_queries
+           if not q["sql"].startswith(("SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"))]
     assert sum("webhooks_webhook" in q for q in sql) == 1, "\n".join(sql)
     assert not any("registry_changelogentry" in q and q.startswith("SELECT") for q in sql)
     assert len(sql) == 15, "\n".join(sql)  # 20 before: 3 label re-reads, a change-log check, 2 webhook reads
-    assert list(AuditEntry.objects.filter(entry_key="docs://pinned").order_by("id").values_list("action", flat=True)) == [
-        "publish", "override", "label_move", "publish", "override", "label_move"]
+    actions = AuditEntry.objects.filter(entry_key="docs://pinned").order_by("id").values_list("action", flat=True)
+    assert list(actions) == ["publish", "override", "label_move", "publish", "override", "label_move"]
     assert ChangeLogEntry.objects.filter(entry_key="docs://pinned").count() == 2

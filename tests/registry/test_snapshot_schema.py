@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from django.utils.translation import gettext
 
-from registry.portable import format as portable
 from registry.admin.diff.changes import EntryDiff
 from registry.admin.diff.recorded import change_summary
 from registry.admin.diff.sections import build
-from registry.authoring import listing
 from registry.admin.schema_labels import binary_label, label_text
+from registry.authoring import listing
 from registry.authoring.schema import DOCUMENT, SCHEMAS, leaf_paths, schema_of
 from registry.authoring.snapshots import diff_loader, diff_snapshots, snapshot_of
+from registry.portable import format as portable
 from tests.factories import make_complete_entries
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +63,9 @@ def _other(path: str, value: Any) -> Any:
     if leaf == "role":
         return "assistant" if value == "user" else "user"
     if leaf == "type":
-        return "image" if path.startswith("messages") and value != "image" else ("string" if value != "string" else "enum")
+        if path.startswith("messages") and value != "image":
+            return "image"
+        return "string" if value != "string" else "enum"
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
@@ -149,12 +151,13 @@ def test_lists_carry_the_keys_the_schema_marks_listed():
 
 
 def test_the_portable_format_accepts_exactly_the_keys_of_the_schema():
-    assert portable.PROMPT_KEYS == schema_of("prompt").portable_keys()
-    assert portable.RESOURCE_KEYS == schema_of("resource").portable_keys()
-    assert portable.TEMPLATE_KEYS == schema_of("template").portable_keys()
-    assert portable.ARGUMENT_KEYS == tuple(k for c in schema_of("prompt").table("arguments").columns for k in c.portable)
-    assert portable.VARIABLE_KEYS == tuple(k for c in schema_of("template").table("variables").columns
-                                           for k in c.portable)
+    assert schema_of("prompt").portable_keys() == portable.PROMPT_KEYS
+    assert schema_of("resource").portable_keys() == portable.RESOURCE_KEYS
+    assert schema_of("template").portable_keys() == portable.TEMPLATE_KEYS
+    assert tuple(k for c in schema_of("prompt").table("arguments").columns
+                 for k in c.portable) == portable.ARGUMENT_KEYS
+    assert tuple(k for c in schema_of("template").table("variables").columns
+                 for k in c.portable) == portable.VARIABLE_KEYS
 
 
 def test_every_field_survives_export_and_import(tmp_path):

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from registry.authoring.drafts import apply_snapshot, draft_data, normalised
+from registry.authoring.snapshots import content_hash, snapshot_of
+from registry.authoring.validation import validate_prompt
+from registry.errors import ArgumentErrors, InvalidEntry, MissingArguments
+from registry.formats.rendering import render_prompt
+from registry.models import PromptArgument
 from registry.release import services
 from registry.serving.catalogs import catalog_for
 from registry.serving.viewer import Viewer
-from registry.authoring.drafts import apply_snapshot, draft_data, normalised
-from registry.errors import ArgumentErrors, InvalidEntry, MissingArguments
-from registry.models import PromptArgument
-from registry.formats.rendering import render_prompt
-from registry.authoring.snapshots import content_hash, snapshot_of
-from registry.authoring.validation import validate_prompt
 from tests.factories import make_prompt, make_resource, make_template, make_typed_prompt
 
 pytestmark = pytest.mark.django_db

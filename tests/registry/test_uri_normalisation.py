@@ -8,11 +8,11 @@ import pytest
 from django.db import connection
 from django.db.migrations.loader import MigrationLoader
 
+from registry.models import Resource, ResourceTemplate
+from registry.portable.importer import ImportFailed, import_documents
 from registry.release import services
 from registry.serving.catalogs import catalog_for
 from registry.serving.viewer import Viewer
-from registry.portable.importer import ImportFailed, import_documents
-from registry.models import Resource, ResourceTemplate
 from tests.factories import make_resource, make_template
 
 pytestmark = pytest.mark.django_db

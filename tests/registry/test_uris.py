@@ -13,7 +13,8 @@ from registry.formats.uris import (
 )
 
 
-@pytest.mark.parametrize("uri", ["docs://style-guide", "https://example.com/a?b=c", "test://template/123/data", "urn:isbn:123"])
+@pytest.mark.parametrize("uri", ["docs://style-guide", "https://example.com/a?b=c", "test://template/123/data",
+                                 "urn:isbn:123"])
 def test_valid_uris_are_accepted(uri):
     assert validate_uri(uri) == uri
 

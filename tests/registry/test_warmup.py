@@ -7,8 +7,7 @@ import pytest
 
 from registry import changes
 from registry.release import services
-from registry.serving import warmup
-from registry.serving import catalogs
+from registry.serving import catalogs, warmup
 from tests.factories import make_prompt
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from registry.models import Resource
 from registry.portable import watching
+from registry.portable.importer import ImportFailed, import_documents
 from registry.serving.catalogs import catalog_for
 from registry.serving.viewer import Viewer
-from registry.portable.importer import ImportFailed, import_documents
-from registry.models import Resource
 
 ANYONE = Viewer()
 
@@ -27,8 +27,9 @@ class Watcher:
         self.rounds: list[float] = []
         self.lines: list[str] = []
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=watching.watch_imports, kwargs=dict(
-            path=path, publish=False, note="", log=self.lines.append, stop=self.stop, run_round=self.round))
+        self.thread = threading.Thread(target=watching.watch_imports, kwargs={
+            "path": path, "publish": False, "note": "", "log": self.lines.append, "stop": self.stop,
+            "run_round": self.round})
 
     def round(self) -> watching.Round:
         self.rounds.append(time.monotonic())
@@ -78,8 +79,8 @@ def test_an_edit_made_while_the_first_import_runs_is_imported_by_the_next_round(
             time.sleep(0.5)  # the import goes on for a while after the edit
         return watching.Round(problems=("counted",), side_files=frozenset())
 
-    thread = threading.Thread(target=watching.watch_imports, kwargs=dict(
-        path=tmp_path, publish=False, note="", log=lines.append, stop=stop, run_round=run_round))
+    thread = threading.Thread(target=watching.watch_imports, kwargs={
+        "path": tmp_path, "publish": False, "note": "", "log": lines.append, "stop": stop, "run_round": run_round})
     thread.start()
     try:
         deadline = time.monotonic() + 10

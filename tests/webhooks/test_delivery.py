@@ -279,7 +279,8 @@ def test_on_postgresql_a_worker_skips_a_delivery_another_worker_is_claiming(rece
     locked, release = threading.Event(), threading.Event()
 
     def other_worker() -> None:
-        from django.db import connection as thread_connection, transaction as thread_transaction
+        from django.db import connection as thread_connection
+        from django.db import transaction as thread_transaction
 
         try:
             with thread_transaction.atomic():
@@ -350,7 +351,7 @@ def test_two_worker_processes_against_a_slow_receiver_post_each_delivery_exactly
     time.sleep(0.5)
     go.touch()
     for worker in workers:
-        out, err = worker.communicate(timeout=90)
+        _out, err = worker.communicate(timeout=90)
         assert worker.returncode == 0, err
     sent = [headers["X-Registry-Delivery"] for headers, _ in receiver.requests]
     assert len(sent) == 8 and len(set(sent)) == 8

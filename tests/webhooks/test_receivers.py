@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from registry.release import services
 from registry.errors import ApprovalRequired
 from registry.models import AuditEntry
+from registry.release import services
 from tests.factories import make_prompt, release
 from webhooks import delivery
 from webhooks.models import Webhook, WebhookDelivery

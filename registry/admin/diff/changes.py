@@ -82,7 +82,7 @@ class TableChange:
             if row.status in ("added", "removed"):
                 out.append(status_phrase(row.status, f"{self.singular} {row.title}"))
             elif row.status == "changed":
-                names = [in_sentence(name) for name, cell in zip(self.columns, row.cells) if cell.changed]
+                names = [in_sentence(name) for name, cell in zip(self.columns, row.cells, strict=True) if cell.changed]
                 out.append(status_phrase("changed", f"{self.singular} {row.title} {join_words(names)}"))
         return out
 
@@ -158,7 +158,7 @@ class EntryDiff:
 
     def _whole_entry_summary(self) -> str:
         """'New: name, description, 2 arguments, 1 message' when everything was added (or removed)."""
-        statuses = {s for s in self._statuses()}
+        statuses = set(self._statuses())
         if statuses not in ({"added"}, {"removed"}):
             return ""
         parts: list[str] = []

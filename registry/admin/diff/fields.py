@@ -68,7 +68,7 @@ def _document_change(field: Field, old: Document | None, new: Document | None,
         return change
     # A text becoming a file (or one side not readable): both by size, type and hash
     shown = [Value(doc.summary()) if doc is not None else NOT_SET for doc in (old, new)]
-    return FieldChange(change_key(field), label, change_status(old, new), *shown)
+    return FieldChange(change_key(field), label, change_status(old, new), shown[0], shown[1])
 
 
 def field_change(field: Field | None, key: str, old: Any, new: Any, *, label: str | None = None,

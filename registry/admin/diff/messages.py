@@ -81,7 +81,7 @@ def message_change(spec: Messages, i: int | None, old: dict | None, j: int | Non
         if change is not None:
             fields.insert(0, change)
     flat_old, flat_new = flatten(old), flatten(new)
-    for key in sorted((set(flat_old) | set(flat_new))):
+    for key in sorted(set(flat_old) | set(flat_new)):
         if spec.field_for(key) is not None:
             continue
         change = field_change(None, key, flat_old.get(key), flat_new.get(key),

@@ -42,7 +42,7 @@ def row_status(old: dict | None, new: dict | None, identity: str, partial: bool)
     """"added" / "removed" / None (present on both sides). Recorded changes keep changed keys only,
     so there a row is new when its identity key (every row has one) appears from nothing."""
     if partial:
-        old_has, new_has = bool(old) and identity in old, bool(new) and identity in new
+        old_has, new_has = old is not None and identity in old, new is not None and identity in new
         if new_has and not old_has:
             return "added"
         if old_has and not new_has:
@@ -81,7 +81,7 @@ def table_change(table: Table, old: Any, new: Any, partial: bool) -> TableChange
     columns = _shown_columns(table, pairs)
     rows: list[TableRow] = []
     any_change = False
-    for position, (b_row, a_row) in zip(positions, pairs):
+    for position, (b_row, a_row) in zip(positions, pairs, strict=True):
         status = row_status(b_row, a_row, table.identity, partial) or "same"
         cells = []
         for column in columns:

@@ -161,7 +161,8 @@ def display(value: Any, *, key: str = "", field: Field | None = None) -> Value:
             return Value("\n".join(items), multiline=len(items) > 1)
         return Value(", ".join(items))
     if isinstance(value, dict):
-        return Value("; ".join(f"{humanise(k)}: {display(v, key=k).text or gettext('not set')}" for k, v in value.items()))
+        return Value("; ".join(f"{humanise(k)}: {display(v, key=k).text or gettext('not set')}"
+                               for k, v in value.items()))
     if isinstance(value, str) and _HASH.fullmatch(value) and leaf == "sha256":
         return Value(f"sha256 {value[:12]}")
     text = str(value)

@@ -68,7 +68,7 @@ def live_forms(formset: BaseInlineFormSet) -> list[forms.ModelForm]:
     for form in formset.forms:
         if not hasattr(form, "cleaned_data") or not form.cleaned_data:
             continue
-        if formset.can_delete and formset._should_delete_form(form):
+        if formset.can_delete and formset._should_delete_form(form):  # type: ignore[attr-defined]  # private, no stub
             continue
         live.append(form)
     return live

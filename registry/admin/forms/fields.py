@@ -6,6 +6,7 @@ and what a browser does to line breaks are decided once.
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 from django import forms
@@ -72,7 +73,7 @@ class UploadMixin:
         upload = self.cleaned_data.get("upload")
         if upload is not None and "upload" not in self.errors:
             target.data = upload.read()
-            if not target.mime_type and getattr(upload, "content_type", ""):
+            if not target.mime_type and getattr(upload, "content_type", None):
                 target.mime_type = upload.content_type
                 return True
         elif self.cleaned_data.get("clear_file"):
@@ -94,11 +95,11 @@ class NewlinesMixin:
 
     cleaned_data: dict[str, Any]
     fields: dict[str, forms.Field]
-    initial: dict[str, Any]
+    initial: MutableMapping[str, Any]
     instance: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        super().__init__(*args, **kwargs)
         for name, field in self.fields.items():
             if not isinstance(field, forms.CharField):
                 continue

@@ -8,7 +8,8 @@ names no declared argument at its line, with a suggestion.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -83,7 +84,7 @@ class PromptArgumentForm(NewlinesMixin, forms.ModelForm):
         return cleaned
 
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # ModelForm's private hook, no stub
         if self.errors or not self.cleaned_data.get("name"):
             return
         for problem in spec_problems(snapshot_argument(self.instance), registry_resource_exists):
@@ -105,7 +106,7 @@ def _bound_field_of(problem: str) -> str | None:
 
 def _number_positions(live: list[forms.ModelForm]) -> None:
     """Rows left without a position go after the others, in the order they appear."""
-    taken = [f.cleaned_data.get("position") for f in live if f.cleaned_data.get("position") is not None]
+    taken = [p for p in (f.cleaned_data.get("position") for f in live) if p is not None]
     next_position = (max(taken) + 1) if taken else 0
     for form in live:
         if form.cleaned_data.get("position") is None:
@@ -165,7 +166,7 @@ class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
         }
 
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # ModelForm's private hook, no stub
         message = self.instance
         if self.take_upload(message):
             self.cleaned_data["mime_type"] = message.mime_type
@@ -237,7 +238,9 @@ class PromptMessageFormSet(BaseInlineFormSet):
         """Put each unknown placeholder's error at its message's field, with the line and a suggestion."""
         found: set[str] = set()
         for form in self.forms:
-            if not getattr(form, "cleaned_data", None) or (self.can_delete and self._should_delete_form(form)):
+            if not getattr(form, "cleaned_data", None) or (
+                    self.can_delete
+                    and self._should_delete_form(form)):  # type: ignore[attr-defined]  # private, no stub
                 continue
             kind = form.cleaned_data.get("kind")
             field = "text" if kind == ContentKind.TEXT else "uri"

@@ -8,7 +8,8 @@ missing (a change note, an override's reason, a percentage in range).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -54,7 +55,7 @@ class PublishForm(forms.Form):
         super().__init__(*args, **kwargs)
         names = list(dict.fromkeys([PRODUCTION, STAGING, *label_names]))
         protected = set(protected)
-        self.fields["labels"].choices = [
+        cast(forms.ChoiceField, self.fields["labels"]).choices = [
             (n, _("%(label)s (protected: needs a review)") % {"label": n} if n in protected else n) for n in names]
         self.fields["labels"].initial = [PRODUCTION]
         if protected:
@@ -67,10 +68,11 @@ class PublishForm(forms.Form):
             del self.fields["override_reason"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         reason = (data.get("override_reason") or "").strip()
         if data.get("override") and not reason:
-            self.add_error("override_reason", ValidationError(_("Say why the review is skipped."), code="reason_required"))
+            self.add_error("override_reason",
+                           ValidationError(_("Say why the review is skipped."), code="reason_required"))
         data["override_reason"] = reason if data.get("override") else None
         return data
 
@@ -143,8 +145,9 @@ class RolloutForm(forms.Form):
 
     label = forms.ChoiceField(label=gettext_lazy("Label"), choices=[], initial=PRODUCTION,
                               error_messages={"invalid_choice": gettext_lazy("Choose one of the entry's labels.")})
-    version = forms.TypedChoiceField(choices=[], coerce=int, label=gettext_lazy("Candidate version"),
-                                     error_messages={"invalid_choice": gettext_lazy("Choose one of the published versions.")})
+    version = forms.TypedChoiceField(
+        choices=[], coerce=int, label=gettext_lazy("Candidate version"),
+        error_messages={"invalid_choice": gettext_lazy("Choose one of the published versions.")})
     percent = forms.IntegerField(
         label=gettext_lazy("Share of clients (%)"), min_value=0, max_value=100,
         help_text=gettext_lazy("0 stops the rollout (everyone gets the label's version again); 100 completes it "
@@ -165,8 +168,8 @@ class RolloutForm(forms.Form):
     def __init__(self, *args: Any, can_override: bool = False, labels: Iterable[str] = (),
                  versions: Iterable[tuple[int, str]] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["label"].choices = [(name, name) for name in labels]
-        self.fields["version"].choices = [(number, text) for number, text in versions]
+        cast(forms.ChoiceField, self.fields["label"]).choices = [(name, name) for name in labels]
+        cast(forms.ChoiceField, self.fields["version"]).choices = [(number, text) for number, text in versions]
         if not can_override:
             del self.fields["override_reason"]
 

@@ -40,12 +40,13 @@ class ResourceForm(UploadMixin, EntryForm):
         self.registry_warnings: list[str] = []
 
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # ModelForm's private hook, no stub
         resource = self.instance
         self.take_upload(resource)
         if "uri" in self.errors:
             return
         for problem in validate_resource(resource).errors:
+            message: str = problem
             if problem.code == "invalid_uri":
                 field = "uri"
             elif problem.where == "content":
@@ -55,10 +56,10 @@ class ResourceForm(UploadMixin, EntryForm):
             else:
                 field = None
                 if resource.data_sha256 and resource.text:
-                    problem += " " + _("Tick “Remove the uploaded file” to use the text, or empty the text box.")
+                    message += " " + _("Tick “Remove the uploaded file” to use the text, or empty the text box.")
             if field is not None and field in self.errors:
                 continue  # already explained by the field's own check
-            self.add_error(field, ValidationError(problem, code="invalid_resource"))
+            self.add_error(field, ValidationError(message, code="invalid_resource"))
 
 
 # ------------------------------------------------------------------------------------- templates
@@ -72,7 +73,7 @@ class ResourceTemplateForm(EntryForm):
         widgets = {"body": forms.Textarea(attrs={"rows": 10, "cols": 90})}
 
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # ModelForm's private hook, no stub
         if "uri_template" in self.errors:
             return
         for problem in validate_template(self.instance, variables=[]).errors:

@@ -32,7 +32,8 @@ class ComparePageMixin(EntryPageMixin):
             label = obj.labels.filter(name=name).select_related("version").first()
             if label is None:
                 return _("%(label)s (not set: nothing served)") % {"label": name}, None
-            return _("%(label)s (v%(number)s)") % {"label": name, "number": label.version.number}, label.version.snapshot
+            return (_("%(label)s (v%(number)s)") % {"label": name, "number": label.version.number},
+                    label.version.snapshot)
         number = ref.lstrip("v")
         version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
         if version is None:

@@ -53,7 +53,8 @@ class EntryPageMixin(admin.ModelAdmin):
             "can_publish": services.can_publish(request.user, obj),
             "urls": {
                 name: self._url(name, obj)
-                for name in ("change", "history", "preview", "diff", "publish", "label", "restore", "request", "rollout")
+                for name in ("change", "history", "preview", "diff", "publish", "label", "restore", "request",
+                             "rollout")
             },
             "can_change": self.has_change_permission(request, obj),
             **extra,

@@ -33,7 +33,8 @@ class LabelPageMixin(EntryPageMixin):
         """Confirm, then point a label at an existing version (backwards = roll back)."""
         obj = self._entry(request, object_id)
         if not services.can_publish(request.user, obj):
-            return self._denied(request, obj, _("You may edit drafts but not move labels or roll back. Ask a publisher."))
+            return self._denied(request, obj,
+                                _("You may edit drafts but not move labels or roll back. Ask a publisher."))
         data = request.POST if request.method == "POST" else request.GET
         label_name = data.get("label") or PRODUCTION
         current = obj.labels.filter(name=label_name).select_related("version").first()
@@ -46,7 +47,8 @@ class LabelPageMixin(EntryPageMixin):
             target_number = older.number if older else 0
         target = obj.versions.filter(number=target_number).first()
         if target is None:
-            messages.error(request, _("%(key)s has no version to point '%(label)s' at.") % {"key": obj.key, "label": label_name})
+            messages.error(request, _("%(key)s has no version to point '%(label)s' at.")
+                           % {"key": obj.key, "label": label_name})
             return HttpResponseRedirect(self._url("history", obj))
         rollback = current is not None and target.number < current.version.number
         # An incident rollback (an older version this protected label served before) needs no second publisher.

@@ -13,7 +13,6 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
 from registry.admin.views.entry_page import EntryPageMixin
-from registry.models import VersionedEntry
 
 
 class PreviewPageMixin(EntryPageMixin):
@@ -21,7 +20,7 @@ class PreviewPageMixin(EntryPageMixin):
 
     preview_template = ""
 
-    def preview_context(self, request: HttpRequest, obj: VersionedEntry) -> dict[str, Any]:
+    def preview_context(self, request: HttpRequest, obj: Any) -> dict[str, Any]:  # obj: the admin's own model
         raise NotImplementedError
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

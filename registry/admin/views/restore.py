@@ -37,7 +37,8 @@ class RestorePageMixin(EntryPageMixin):
             return HttpResponseRedirect(self._url("change", obj))
         payloads: Payloads = {}
         context = self._context(
-            request, obj, _("Restore the draft of %(key)s from v%(number)s") % {"key": obj.key, "number": version.number},
+            request, obj,
+            _("Restore the draft of %(key)s from v%(number)s") % {"key": obj.key, "number": version.number},
             version=version,
             diff=build(obj.kind, snapshot_of(obj, payloads), version.snapshot,
                        before_name=_("current draft"), after_name=f"v{version.number}",

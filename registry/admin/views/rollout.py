@@ -7,9 +7,10 @@ refused (registry.release.rollouts) instead of silently replaced.
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
@@ -59,13 +60,15 @@ class RolloutPageMixin(EntryPageMixin):
                 except RegistryError as exc:
                     form.add_error(None, exc.message)
                     if isinstance(exc, RolloutConflict):  # the page now shows the current state: resubmit to apply
-                        form.data = form.data.copy()
-                        form.data["seen"] = seen
+                        posted = cast(QueryDict, form.data).copy()  # request.POST, as given to the form
+                        posted["seen"] = seen
+                        form.data = posted
                 else:
                     if result is not None:
                         messages.success(request, _("v%(number)s now goes to %(percent)s%% of the clients of "
                                                     "'%(label)s'.") % {"number": result.candidate_version,
-                                                                       "percent": result.percent, "label": result.label})
+                                                                       "percent": result.percent,
+                                                                       "label": result.label})
                     elif data["percent"] == 100:
                         messages.success(request, _("Rollout complete: '%(label)s' serves v%(number)s.")
                                          % {"label": data["label"], "number": data["version"]})

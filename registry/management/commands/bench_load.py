@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.audit import write_audit
+from registry.authoring.listing import listing_of
+from registry.authoring.snapshots import Payloads, content_hash, snapshot_resource, store_payloads
 from registry.changes import service_scope
 from registry.kinds import KINDS
 from registry.models import (
@@ -39,21 +42,21 @@ from registry.models import (
     ResourceTemplate,
     TemplateVariable,
 )
-from registry.authoring.listing import listing_of
-from registry.authoring.snapshots import Payloads, content_hash, snapshot_resource, store_payloads
 
 ACTOR = "bench_load"
 TAGS = "bench, synthetic"
 SNAPSHOT_TAGS = sorted(t.strip() for t in TAGS.split(","))  # as registry.authoring.snapshots records them
 AUDIENCES = ["engineers", "executives", "students", "support", "auditors", "designers"]
 TOPICS = ["billing", "onboarding", "security", "latency", "caching", "search", "privacy", "migrations"]
-VOCABULARY = (
-    "the a of to and for with when each every cache latency request index shard replica queue worker "
-    "deploy rollback review checklist incident owner budget metric alert dashboard tenant account invoice "
-    "policy consent export retention audit schema column migration backfill window batch retry timeout "
-    "quota region failover handshake token session cursor pagination ranking query filter facet summary "
-    "clearly briefly carefully first then finally because although therefore"
-).split()
+VOCABULARY = [
+    "the", "a", "of", "to", "and", "for", "with", "when", "each", "every", "cache", "latency", "request",
+    "index", "shard", "replica", "queue", "worker", "deploy", "rollback", "review", "checklist", "incident",
+    "owner", "budget", "metric", "alert", "dashboard", "tenant", "account", "invoice", "policy", "consent",
+    "export", "retention", "audit", "schema", "column", "migration", "backfill", "window", "batch", "retry",
+    "timeout", "quota", "region", "failover", "handshake", "token", "session", "cursor", "pagination",
+    "ranking", "query", "filter", "facet", "summary", "clearly", "briefly", "carefully", "first", "then",
+    "finally", "because", "although", "therefore",
+]
 TAG_WORDS = ["alpha", "beta", "release", "howto", "reference", "faq", "runbook", "design"]
 BLOB_URI = "docs://blob-00000"
 TEMPLATE_URI = "docs://by-tag/{tag}"
@@ -84,15 +87,16 @@ def _publish_rows(kind_name: str, entries: list[Any], snapshots: list[dict[str, 
     kind = KINDS[kind_name]
     if entries and entries[0].pk is None:
         raise CommandError("This database does not return ids from bulk inserts (SQLite 3.35+ or PostgreSQL needed).")
-    versions = kind.version_model.objects.bulk_create(  # type: ignore[attr-defined]
+    versions = kind.version_model.objects.bulk_create(
         [kind.version_model(entry=entry, number=1, snapshot=snap, content_hash=content_hash(snap),
-                            listing=listing_of(kind_name, snap), change_note="Synthetic benchmark data", author_name=ACTOR)
-         for entry, snap in zip(entries, snapshots)],
+                            listing=listing_of(kind_name, snap), change_note="Synthetic benchmark data",
+                            author_name=ACTOR)
+         for entry, snap in zip(entries, snapshots, strict=True)],
         batch_size=BATCH,
     )
-    kind.label_model.objects.bulk_create(  # type: ignore[attr-defined]
+    kind.label_model.objects.bulk_create(
         [kind.label_model(entry=entry, version=version, name=PRODUCTION, protected=True, moved_by=ACTOR)
-         for entry, version in zip(entries, versions)],
+         for entry, version in zip(entries, versions, strict=True)],
         batch_size=BATCH,
     )
 
@@ -138,7 +142,7 @@ def load_prompts(n: int, seed: int, note: str) -> int:
         rows.append(Prompt(name=name, description=description, tags=TAGS))
         contents.append((user, assistant))
     prompts = Prompt.objects.bulk_create(rows, batch_size=BATCH)
-    arguments = [
+    arguments: list[dict[str, Any]] = [
         {"name": "topic", "description": "What to write about", "required": True, "suggestions": TOPICS},
         {"name": "audience", "description": "Who it is for", "required": True, "suggestions": AUDIENCES},
     ]
@@ -150,16 +154,15 @@ def load_prompts(n: int, seed: int, note: str) -> int:
     )
     PromptMessage.objects.bulk_create(
         [PromptMessage(prompt=p, position=pos, role=role, kind="text", text=text)
-         for p, (user, assistant) in zip(prompts, contents)
+         for p, (user, assistant) in zip(prompts, contents, strict=True)
          for pos, (role, text) in enumerate((("user", user), ("assistant", assistant)))],
         batch_size=BATCH,
     )
     snapshots = [
         {"name": p.name, "description": p.description, "arguments": arguments, "tags": SNAPSHOT_TAGS,
          "messages": [{"role": "user", "content": {"type": "text", "text": user}},
-                      {"role": "assistant", "content": {"type": "text", "text": assistant}}],
-         "tags": SNAPSHOT_TAGS}
-        for p, (user, assistant) in zip(prompts, contents)
+                      {"role": "assistant", "content": {"type": "text", "text": assistant}}]}
+        for p, (user, assistant) in zip(prompts, contents, strict=True)
     ]
     _publish_rows("prompt", prompts, snapshots)
     _summarise("prompt", [p.name for p in prompts], note)
@@ -184,8 +187,9 @@ def load_resources(m: int, seed: int, note: str) -> int:
                              mime_type="text/markdown", text=text, tags=TAGS))
     if BLOB_URI not in existing:
         blob = random.Random(f"{seed}:bench-blob").randbytes(1024)
-        rows.append(Resource(uri=BLOB_URI, name="blob-00000", description="Synthetic binary document",
-                             mime_type="application/octet-stream", data=blob, tags=TAGS))
+        rows.append(Resource(  # type: ignore[misc]  # `data` is a property Model() sets
+            uri=BLOB_URI, name="blob-00000", description="Synthetic binary document",
+            mime_type="application/octet-stream", data=blob, tags=TAGS))
     for row in rows:
         row.store_pending()  # uploaded bytes go to the content store before the rows
     resources = Resource.objects.bulk_create(rows, batch_size=BATCH)
@@ -203,8 +207,9 @@ def load_blobs(b: int, seed: int, note: str) -> int:
         if uri in existing:
             continue
         data = random.Random(f"{seed}:bench-big:{i}").randbytes(BIG_BLOB_BYTES)
-        resource = Resource.objects.create(uri=uri, name=f"big-{i:05d}", description="Synthetic 4 MiB blob",
-                                           mime_type="application/octet-stream", data=data, tags=TAGS)
+        resource = Resource.objects.create(  # type: ignore[misc]  # `data` is a property Model() sets
+            uri=uri, name=f"big-{i:05d}", description="Synthetic 4 MiB blob", mime_type="application/octet-stream",
+            data=data, tags=TAGS)
         _publish_rows("resource", [resource], [_resource_snapshot(resource)])  # one at a time: bounded memory
         added += 1
     if added:

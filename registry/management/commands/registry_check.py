@@ -19,7 +19,8 @@ class Command(BaseCommand):
     help = "Check that every referenced content hash exists in the content store and matches its bytes."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--quick", action="store_true", help="Only check that the objects exist with their recorded sizes (no re-hashing).")
+        parser.add_argument("--quick", action="store_true",
+                            help="Only check that the objects exist with their recorded sizes (no re-hashing).")
 
     def handle(self, *args: Any, quick: bool = False, **options: Any) -> None:
         problems = check_all(verify=not quick)

@@ -64,10 +64,13 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: no such file or folder.")
         stop = threading.Event()
         previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+        def log(line: str) -> None:
+            self.stdout.write(line)
+            self.stdout.flush()
+
         try:
             self.stdout.write(f"watching {path.resolve()} (Ctrl-C to stop)")
-            watch_imports(path, publish=publish, note=note, stop=stop,
-                          log=lambda line: (self.stdout.write(line), self.stdout.flush()))
+            watch_imports(path, publish=publish, note=note, stop=stop, log=log)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -90,7 +93,8 @@ class Command(BaseCommand):
                 if outcome.status == "updated" or (outcome.status == "created" and verbosity >= 2):
                     for change in outcome.changes:
                         if show_values:
-                            self.stdout.write(f"    {change['field']}: {_short(change['before'])} -> {_short(change['after'])}")
+                            self.stdout.write(f"    {change['field']}: {_short(change['before'])} -> "
+                                              f"{_short(change['after'])}")
                         else:
                             self.stdout.write(f"    {change['field']}")
         self.stdout.write(report.summary())
