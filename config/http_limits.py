@@ -4,7 +4,9 @@ A request line plus headers over MAX_REQUEST_HEAD_BYTES gets "431 Request Header
 Large"; a body over the limit of its path "413 Payload Too Large", refused on its
 ``Content-Length`` before any of it is read, or as soon as a chunked body passes the limit; a
 request head that has not arrived within REQUEST_HEAD_TIMEOUT_SECONDS "408 Request Timeout".
-Every refusal carries a JSON-RPC error body and ``Connection: close``.
+Every refusal carries a JSON-RPC error body and ``Connection: close``, goes out before the rest of
+the request is read, and is followed by LINGER_SECONDS at most of reading and dropping what the
+client still sends, so that the close does not reset a client still sending.
 
 Under daphne, Twisted's HTTP channel enforces them itself (mcp_endpoint/transport/daphne_server.py, from
 the rules here): Twisted would otherwise spool a body of any size to a temporary file before the
@@ -34,9 +36,8 @@ DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS = 10.0
 # metadata is capped lower still by oauth/views.py.
 FORM_BODY_BYTES = 64 * 1024
 _FORM_PATHS = ("/admin/login/", "/oauth/", "/register", "/.well-known/")
-# After refusing a request, how much of its body is read and discarded at most (in memory, never
-# written anywhere), and for how long, before the connection is closed.
-MAX_DISCARDED_BODY_BYTES = 8 * 1024 * 1024
+# After a refusal has gone out, how long what the client still sends of the request is read and
+# discarded (in memory, never written anywhere) before the answer ends and the server closes.
 LINGER_SECONDS = 5.0
 
 _REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Payload Too Large",
@@ -89,12 +90,25 @@ def body_limit(path: str | bytes) -> int:
     return int(getattr(settings, "MAX_REQUEST_BODY_BYTES", DEFAULT_MAX_REQUEST_BODY_BYTES))
 
 
-async def _refuse(send: Any, status: int, limit: float) -> None:
+async def _refuse(receive: Any, send: Any, status: int, limit: float, more_body: bool = True) -> None:
+    """Answer ``status`` at once, then read and discard what the client still sends of the
+    request (``more_body``: some may still come) for up to LINGER_SECONDS before ending the
+    answer, on which the server closes ("Connection: close").
+
+    Closing a socket with unread input resets the connection, and a client still sending would
+    lose the answer with it (RFC 9112, section 9.6); reading on first, as daphne's channel does
+    (mcp_endpoint/daphne_server.py), avoids that. The answer is whole on the client's side from
+    the start (its Content-Length): a client that reads while it sends stops and goes, one that
+    sends everything first finds it once it reads, and one waiting for "100 Continue" gets the
+    final status instead."""
     body = refusal_body(status, limit)
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+    if more_body:
+        await _discard_body(receive)
+    await send({"type": "http.response.body", "body": b""})
 
 
 class RequestLimits:
@@ -129,15 +143,13 @@ class RequestLimits:
         size = len(scope.get("raw_path") or scope.get("path", "").encode()) + len(scope.get("query_string", b""))
         size += sum(len(name) + len(value) + 4 for name, value in headers)
         if size > self.head_limit:
-            await _discard_body(receive)  # first: a server closes on our "Connection: close"
-            await _refuse(send, 431, self.head_limit)
+            await _refuse(receive, send, 431, self.head_limit)
             return
         limit = self.body_limit(scope.get("raw_path") or scope.get("path", ""))
         declared = _content_length(headers)
         if declared is not None:
             if declared > limit:
-                await _discard_body(receive)  # bounded: at most MAX_DISCARDED_BODY_BYTES or LINGER_SECONDS
-                await _refuse(send, 413, limit)
+                await _refuse(receive, send, 413, limit)
                 return
             await self.app(scope, receive, send)
             return
@@ -145,19 +157,14 @@ class RequestLimits:
 
 
 async def _discard_body(receive: Any) -> None:
-    """Read what the client still sends, within bounds of size and time, before answering: servers
-    close the connection once a "Connection: close" answer is out, and closing a socket with
-    unread input resets it, so the client would lose the answer with it."""
-    discarded = 0
+    """Read and drop the rest of the body until it ends, the client leaves, or LINGER_SECONDS pass
+    (bounded in time, as daphne's channel is, not in bytes: a bound in bytes would close on a client
+    still sending, the reset this is here to avoid)."""
 
     async def drain() -> None:
-        nonlocal discarded
-        while discarded < MAX_DISCARDED_BODY_BYTES:
+        while True:
             message = await receive()
-            if message.get("type") != "http.request":
-                return
-            discarded += len(message.get("body", b""))
-            if not message.get("more_body"):
+            if message.get("type") != "http.request" or not message.get("more_body"):
                 return
 
     with contextlib.suppress(TimeoutError):
@@ -176,11 +183,9 @@ async def _counted(app: Any, scope: dict[str, Any], receive: Any, send: Any, lim
             state["read"] += len(message.get("body", b""))
             if state["read"] > limit:
                 state["refused"] = True
-                if not state["started"] and message.get("more_body"):
-                    await _discard_body(receive)
                 if not state["started"]:
-                    await _refuse(send, 413, limit)
                     state["started"] = True
+                    await _refuse(receive, send, 413, limit, more_body=bool(message.get("more_body")))
                 return {"type": "http.disconnect"}
         return message
 

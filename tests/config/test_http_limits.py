@@ -5,9 +5,11 @@ its path's limit, each with a JSON-RPC error body."""
 from __future__ import annotations
 
 import json
+import time
 
 from channels.testing import ApplicationCommunicator
 
+from config import http_limits
 from config.http_limits import FORM_BODY_BYTES, RequestLimits, body_limit
 
 
@@ -86,6 +88,46 @@ async def test_a_chunked_body_is_refused_413_once_it_passes_the_limit_and_the_ap
                             chunks=(chunk,) * 5)
     assert start["status"] == 413 and "at most 102,400 bytes" in json.loads(body["body"])["error"]["message"]
     assert app.saw_disconnect and app.read <= 100 * 1024
+
+
+async def test_a_refusal_is_answered_before_the_rest_of_the_body_is_read_and_ends_when_the_body_ends():
+    """The answer goes out first; what the client still sends is then read, so the server's close
+    on "Connection: close" does not reset a client still sending (and lose it the answer)."""
+    app = BodyReader()
+    scope = body_scope("/mcp", [(b"content-length", b"300000000")])
+    comm = ApplicationCommunicator(RequestLimits(app), scope)
+    start = await comm.receive_output(2)  # no input yet: nothing of the body was needed for it
+    assert start["status"] == 413 and (b"connection", b"close") in start["headers"]
+    answer = await comm.receive_output(2)
+    assert "at most 1,048,576 bytes" in json.loads(answer["body"])["error"]["message"]
+    assert answer["more_body"]  # whole on the client's side (Content-Length), open on the server's
+    await comm.send_input({"type": "http.request", "body": b"x" * 65536, "more_body": True})
+    assert await comm.receive_nothing(0.1)  # still reading what the client sends
+    await comm.send_input({"type": "http.request", "body": b"x" * 65536, "more_body": False})
+    end = await comm.receive_output(2)
+    assert end == {"type": "http.response.body", "body": b""}  # the answer ends: the server closes
+    await comm.wait(2)
+    assert not app.started
+
+
+async def test_a_refusal_ends_when_the_client_leaves_or_after_the_linger_time(monkeypatch):
+    app, scope = RequestLimits(inner_app, head_limit=1000), scope_with([(b"mcp-name", b"x" * 1000)])
+    comm = ApplicationCommunicator(app, scope)
+    assert (await comm.receive_output(2))["status"] == 431
+    assert (await comm.receive_output(2))["more_body"]
+    await comm.send_input({"type": "http.disconnect"})
+    assert await comm.receive_output(2) == {"type": "http.response.body", "body": b""}
+    await comm.wait(2)
+
+    monkeypatch.setattr(http_limits, "LINGER_SECONDS", 0.3)
+    comm = ApplicationCommunicator(app, scope)
+    started = time.monotonic()
+    await comm.receive_output(2)
+    await comm.receive_output(2)
+    await comm.send_input({"type": "http.request", "body": b"x", "more_body": True})  # and then nothing
+    assert await comm.receive_output(2) == {"type": "http.response.body", "body": b""}
+    assert 0.25 < time.monotonic() - started < 2
+    await comm.wait(2)
 
 
 async def test_a_body_within_the_limit_reaches_the_application():
