@@ -126,13 +126,13 @@ def test_the_typescript_sdk_sees_an_expired_tokens_listen_closed_as_remote_not_g
         pytest.skip("Node.js and npm are needed to install the TypeScript SDK 2.4 client")
     from .test_sdk_reconnect import _matrix
 
-    matrix = _matrix()
+    matrix = _matrix("matrix_clients")
     client = next(c for c in matrix.CLIENTS if c.slug == "ts-sdk-2.4")
     try:
         matrix.install(client)
     except Exception as exc:
         pytest.skip(f"could not install {client.packages}: {exc}")
-    folder = matrix.CACHE / client.slug
+    folder = _matrix("matrix_paths").CACHE / client.slug
     (folder / "expiry_probe.mjs").write_text(TS_CLIENT)
     first, _second = _tokens(server.env, server.url)
     done = subprocess.run(["node", "expiry_probe.mjs", server.url, WATCHED, first], cwd=folder,
