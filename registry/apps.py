@@ -8,8 +8,12 @@ class RegistryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from registry.release import receivers
+        from registry import signals
+        from registry.release import receivers, stale
         from registry.serving import credentials
 
         receivers.connect()
         credentials.connect()
+        # A draft change makes open requests for the draft stale: told once, in the changing transaction.
+        signals.audit_recorded.connect(stale.audit_recorded, dispatch_uid="registry.stale_requests")
+        signals.audits_recorded.connect(stale.audits_recorded, dispatch_uid="registry.stale_requests_bulk")

@@ -163,14 +163,8 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
                 after = target.snapshot if target else None
             else:
                 after = review.snapshot
-            if review.is_pending:
-                current = entry.labels.filter(name=review.label).select_related("version").first()
-                now = current.version.number if current else None
-                if now != review.base_version:
-                    was = f"v{review.base_version}" if review.base_version else _("nothing")
-                    is_now = f"v{now}" if now else _("nothing")
-                    stale = _("'%(label)s' has moved since this request (it served %(was)s, now %(now)s): "
-                              "it can no longer be approved.") % {"label": review.label, "was": was, "now": is_now}
+            if review.is_open:
+                stale = reviews.staleness(review, entry)
         is_requester = review.requested_by_id is not None and review.requested_by_id == request.user.pk
         base_name = (_("%(label)s now (v%(number)s)") % {"label": review.label, "number": review.base_version}
                      if review.base_version else _("nothing"))
