@@ -17,3 +17,12 @@ class RegistryConfig(AppConfig):
         # A draft change makes open requests for the draft stale: told once, in the changing transaction.
         signals.audit_recorded.connect(stale.audit_recorded, dispatch_uid="registry.stale_requests")
         signals.audits_recorded.connect(stale.audits_recorded, dispatch_uid="registry.stale_requests_bulk")
+        # E-mail to the people an event concerns: outbox rows in the same transaction, sent after commit.
+        from django.core import checks
+
+        from registry.mail import checks as mail_checks
+        from registry.mail import queue, sending
+
+        signals.audit_recorded.connect(queue.audit_recorded, dispatch_uid="registry.mail")
+        checks.register(mail_checks.check_public_url)
+        sending.sender.start_if_serving()  # a server picks up mail left pending (retries) by an earlier run

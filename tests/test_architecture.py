@@ -26,6 +26,7 @@ REGISTRY_LAYERS = (
     ("serving",),
     ("release",),
     ("portable",),
+    ("mail",),
     ("admin", "templatetags", "management", "apps", "migrations"),
 )
 # mcp_endpoint/, bottom up: wire (JSON-RPC, versions, shapes, sessions) -> notify (the hub) ->

@@ -1,7 +1,8 @@
 """The e-mail outbox: one message per (audit event, recipient), written in the event's transaction.
 
-`registry/mail/` decides who is told what and renders each message in its recipient's language;
-the worker sends it after commit (registry/outbox.py mechanics, as webhooks). The unique key on
+`registry/mail/` decides who is told what when the event happens, and renders each message in its
+recipient's language when it is sent (after commit, so it shows the request as the event left
+it, approvals served and all); the worker sends it (registry/outbox.py mechanics, as webhooks). The unique key on
 (audit row, recipient) makes "never twice for one event" structural: however many workers run,
 one row exists, and one lease holder sends it.
 """
@@ -34,18 +35,21 @@ class MailStatus(models.TextChoices):
 
 
 class MailMessage(models.Model):
-    """One e-mail to one person about one audited event, rendered when the event happened."""
+    """One e-mail to one person about one audited event (rendered and addressed when it is sent)."""
 
     audit = models.ForeignKey(AuditEntry, verbose_name=_("audit entry"), on_delete=models.PROTECT,
                               related_name="+", help_text=_("The event the message tells of."))
+    review = models.ForeignKey("registry.ReviewRequest", verbose_name=_("review request"), null=True, blank=True,
+                               on_delete=models.PROTECT, related_name="+")
     recipient = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("recipient"), on_delete=models.CASCADE,
                                   related_name="+")
     kind = models.CharField(_("kind"), max_length=20, choices=MailKind.choices)
-    to = models.EmailField(_("to"), help_text=_("The recipient's address when the event happened."))
-    language = models.CharField(_("language"), max_length=15)
-    subject = models.CharField(_("subject"), max_length=250)
-    text = models.TextField(_("plain text"))
-    html = models.TextField(_("HTML"))
+    # What was sent, kept once it is: the address, language and text as rendered for the recipient.
+    to = models.EmailField(_("to"), blank=True)
+    language = models.CharField(_("language"), max_length=15, blank=True)
+    subject = models.CharField(_("subject"), max_length=250, blank=True)
+    text = models.TextField(_("plain text"), blank=True)
+    html = models.TextField(_("HTML"), blank=True)
     status = models.CharField(_("status"), max_length=10, choices=MailStatus.choices, default=MailStatus.PENDING)
     attempts = models.PositiveIntegerField(_("attempts"), default=0)
     next_attempt_at = models.DateTimeField(_("next attempt at"), default=timezone.now)
