@@ -65,7 +65,10 @@ def test_each_message_speaks_its_recipients_language(smtp, people):
     sending.send_due()
     german = smtp.to(people["publisher"].email)[0]
     chinese = smtp.to(people["other"].email)[0]
-    assert "Überprüfung" in german["Subject"] or "Review" not in SmtpServer.parts(german)[0].split("\n")[0]
+    assert str(german["Subject"]).strip().startswith("[MCP-Registry] Prüfung beantragt: Review #")
+    assert "bittet Sie um das Review" in SmtpServer.parts(german)[0]
+    assert str(chinese["Subject"]).strip().startswith("[MCP 注册中心] 已申请审核")
+    assert "请您审核" in SmtpServer.parts(chinese)[0] and "打开审核" in SmtpServer.parts(chinese)[1]
     assert MailMessage.objects.get(recipient=people["publisher"]).language == "de"
     assert MailMessage.objects.get(recipient=people["other"]).language == "zh-hans"
     assert SmtpServer.parts(german)[0] != SmtpServer.parts(chinese)[0]
