@@ -13,6 +13,8 @@ from registry.mail.compose import FALLBACK_ORIGIN, public_origin
 def check_public_url(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     if settings.EMAIL_BACKEND.endswith(("console.EmailBackend", "locmem.EmailBackend", "dummy.EmailBackend")):
         return []
+    if not settings.EMAIL_HOST or settings.EMAIL_HOST == "localhost":
+        return []  # no mail server configured (Django's default): nothing is likely to be delivered anyway
     if public_origin() != FALLBACK_ORIGIN:
         return []
     return [checks.Warning(

@@ -226,3 +226,18 @@ def test_only_server_processes_send_in_a_thread(settings):
     assert outbox.is_server_process(["/venv/bin/daphne", "config.asgi:application"])
     assert not outbox.is_server_process(["manage.py", "registry_import", "x.yaml"])
     assert not sending.thread_enabled()  # pytest is no server
+
+
+def test_manage_py_check_warns_when_mail_goes_out_with_links_to_nowhere(settings):
+    from registry.mail.checks import check_public_url
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST = "smtp.example.com"
+    settings.REGISTRY = {**settings.REGISTRY, "PUBLIC_URL": ""}
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "PUBLIC_URL": ""}
+    assert [w.id for w in check_public_url()] == ["registry.W101"]
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "PUBLIC_URL": "https://registry.example.com/mcp"}
+    assert check_public_url() == []
+    settings.EMAIL_HOST = "localhost"
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "PUBLIC_URL": ""}
+    assert check_public_url() == []
