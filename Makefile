@@ -25,12 +25,16 @@ lock: install
 	$(PY) -m uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
 		--generate-hashes --quiet --custom-compile-command "make lock" -o requirements.lock
 
-# A development server: debug mode (and so the public development key unless DJANGO_SECRET_KEY is set).
+# A development server: debug mode (and so the public development key unless DJANGO_SECRET_KEY is set),
+# e-mail printed to the console with links to this server, and the worker (scheduled releases, e-mail,
+# webhooks) running beside it until the server stops.
 run: export DJANGO_DEBUG ?= 1
+run: export REGISTRY_PUBLIC_URL ?= http://$(HOST):$(PORT)
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
-	MCP_ALLOW_ANONYMOUS=$${MCP_ALLOW_ANONYMOUS:-1} \
+	$(PY) manage.py registry_worker --verbosity 0 & worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
+		MCP_ALLOW_ANONYMOUS=$${MCP_ALLOW_ANONYMOUS:-1} \
 		$(PY) -m daphne -b $(HOST) -p $(PORT) config.asgi:application
 
 # The linter and the type checker first (`make lint`): a finding fails the build before any test runs.

@@ -1,4 +1,5 @@
-"""Review requests (four eyes): list, request publication, approve, reject, withdraw.
+"""Review requests (four eyes): list, request publication, approve (now or at a go-live time), reject,
+withdraw, ask for changes, ask again; their discussion; scheduled releases: list, cancel.
 
 The rules (a different publisher decides, a stale request cannot be approved, approval moves
 the protected label) live in `registry.release.reviews`; this module only adapts HTTP to them.
@@ -18,20 +19,62 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api.filters import validated_params
-from api.permissions import ReadModelPermission
+from api.permissions import ReadModelPermission, requires
+from registry.errors import ReviewClosed
 from registry.kinds import KINDS
-from registry.models import PRODUCTION, ReviewRequest, ReviewStatus
+from registry.models import PRODUCTION, ReviewComment, ReviewRequest, ReviewStatus, ScheduledRelease, ScheduleStatus
 from registry.models.base import label_name_validator
+from registry.release import discussion as discussion_service
 from registry.release import reviews as reviews_service
+from registry.release import schedules as schedules_service
 
 
 class ReviewSerializer(serializers.ModelSerializer):
+    go_live_at = serializers.SerializerMethodField(help_text="When the approved release goes live (scheduled).")
+
     class Meta:
         model = ReviewRequest
         fields = ["id", "entry_kind", "entry_id", "entry_key", "label", "version_number", "content_hash",
                   "base_version", "percent", "requested_by_name", "note", "status", "decided_by_name",
-                  "decision_comment", "result_version", "created_at", "decided_at"]
+                  "decision_comment", "result_version", "created_at", "decided_at", "changes_requested_at",
+                  "went_stale_at", "previous", "go_live_at"]
         read_only_fields = fields
+
+    def get_go_live_at(self, review: ReviewRequest) -> str | None:
+        row = review.schedules.filter(status=ScheduleStatus.SCHEDULED).first()
+        return serializers.DateTimeField().to_representation(row.go_live_at) if row is not None else None
+
+
+class CommentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ReviewComment
+        fields = ["id", "review", "kind", "author_name", "text", "created_at"]
+        read_only_fields = fields
+
+
+class CommentCreateSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="The comment (never edited afterwards).")
+
+
+class ScheduledReleaseSerializer(serializers.ModelSerializer):
+    entry_kind = serializers.CharField(source="review.entry_kind", read_only=True)
+    entry_key = serializers.CharField(source="review.entry_key", read_only=True)
+    label = serializers.CharField(source="review.label", read_only=True)  # type: ignore[assignment]
+
+    class Meta:
+        model = ScheduledRelease
+        fields = ["id", "review", "entry_kind", "entry_key", "label", "go_live_at", "status", "scheduled_by_name",
+                  "created_at", "finished_at", "finished_by_name", "outcome", "result_version"]
+        read_only_fields = fields
+
+
+class CancelSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ScheduleFilterSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=ScheduleStatus.choices, required=False,
+                                     help_text="Default: scheduled (what is waiting for its time).")
 
 
 class ReviewCreateSerializer(serializers.Serializer):
@@ -56,6 +99,9 @@ class ReviewCreateSerializer(serializers.Serializer):
 
 class DecisionSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="")
+    go_live_at = serializers.DateTimeField(
+        required=False, allow_null=True, default=None,
+        help_text="Approve now and release at this time (ISO 8601; without an offset: the server's time zone).")
 
 
 class RejectionSerializer(serializers.Serializer):
@@ -108,7 +154,8 @@ class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str) -> Response:
         params = _valid(DecisionSerializer, request)
-        return self._decide(partial(reviews_service.approve, acting_user=request.user, comment=params["comment"]))
+        return self._decide(partial(reviews_service.approve, acting_user=request.user, comment=params["comment"],
+                                    go_live_at=params["go_live_at"]))
 
     @extend_schema(request=RejectionSerializer, responses=ReviewSerializer)
     @action(detail=True, methods=["post"])
@@ -120,6 +167,34 @@ class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
     @action(detail=True, methods=["post"])
     def withdraw(self, request: Request, pk: str) -> Response:
         return self._decide(partial(reviews_service.withdraw, acting_user=request.user))
+
+    @extend_schema(request=RejectionSerializer, responses=ReviewSerializer)
+    @action(detail=True, methods=["post"], url_path="request-changes")
+    def request_changes(self, request: Request, pk: str) -> Response:
+        """A reviewer asks for changes (the request stays open; the comment tells the requester what)."""
+        params = _valid(RejectionSerializer, request)
+        return self._decide(partial(discussion_service.request_changes, acting_user=request.user,
+                                    text=params["comment"]))
+
+    @extend_schema(request=None, responses={201: ReviewSerializer})
+    @action(detail=True, methods=["post"], url_path="request-again")
+    def request_again(self, request: Request, pk: str) -> Response:
+        """The requester asks again, with the current draft, for what a stale or failed request asked."""
+        again = reviews_service.request_again(self._review(), acting_user=request.user)
+        return Response(ReviewSerializer(again).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(methods=["GET"], request=None, responses=CommentSerializer(many=True))
+    @extend_schema(methods=["POST"], request=CommentCreateSerializer, responses={201: CommentSerializer})
+    @action(detail=True, methods=["get", "post"])
+    def comments(self, request: Request, pk: str) -> Response:
+        """The discussion (this request's comments and those of the requests it asks again), oldest first;
+        POST adds one (the requester and the publishers who may decide it)."""
+        review = self._review()
+        if request.method == "POST":
+            params = _valid(CommentCreateSerializer, request)
+            comment = discussion_service.comment(review, acting_user=request.user, text=params["text"])
+            return Response(CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+        return Response(CommentSerializer(discussion_service.discussion(review), many=True).data)
 
     def _decide(self, decision: Callable[[ReviewRequest], Any]) -> Response:
         """Apply `decision` to the review in the path and answer with the review as the service saved it."""
@@ -133,3 +208,31 @@ def _valid(serializer_class: type[serializers.Serializer], request: Request) -> 
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+class ScheduledReleaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Approved releases waiting for (or past) their go-live time; cancel one."""
+
+    queryset = ScheduledRelease.objects.select_related("review").order_by("go_live_at", "id")
+    serializer_class = ScheduledReleaseSerializer
+    permission_classes = [requires("registry.view_reviewrequest")]
+
+    @extend_schema(parameters=[ScheduleFilterSerializer])
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        params = validated_params(ScheduleFilterSerializer, request)
+        queryset = self.get_queryset().filter(status=params.get("status", ScheduleStatus.SCHEDULED))
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(ScheduledReleaseSerializer(page, many=True).data)
+
+    @extend_schema(request=CancelSerializer, responses=ScheduledReleaseSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str) -> Response:
+        """Nothing goes live; the request waits for a decision again (its requester or a publisher who may
+        decide it)."""
+        params = _valid(CancelSerializer, request)
+        row = get_object_or_404(ScheduledRelease, pk=pk)
+        if row.status != ScheduleStatus.SCHEDULED:
+            raise ReviewClosed(f"The release #{row.pk} is {row.get_status_display()}, not scheduled any more.")
+        schedules_service.cancel(row.review, acting_user=request.user, reason=params["reason"])
+        row.refresh_from_db()
+        return Response(ScheduledReleaseSerializer(row).data)

@@ -9,7 +9,7 @@ from api.docs import RedocView, SchemaView, SwaggerView
 from api.entries import PromptViewSet, ResourceViewSet, TemplateViewSet
 from api.fetches import FetchViewSet
 from api.portable import ExportView, ImportView
-from api.reviews import ReviewViewSet
+from api.reviews import ReviewViewSet, ScheduledReleaseViewSet
 
 router = DefaultRouter()
 router.include_format_suffixes = False  # prompt names may contain '.', so '/prompts/a.json/' is a name
@@ -17,6 +17,7 @@ router.register("prompts", PromptViewSet, basename="prompt")
 router.register("resources", ResourceViewSet, basename="resource")
 router.register("templates", TemplateViewSet, basename="template")
 router.register("reviews", ReviewViewSet, basename="review")
+router.register("scheduled-releases", ScheduledReleaseViewSet, basename="scheduled-release")
 router.register("audit", AuditViewSet, basename="audit")
 router.register("fetches", FetchViewSet, basename="fetch")
 

@@ -306,7 +306,30 @@ REGISTRY: dict[str, Any] = {
     # change logs (registry://changes/recent, registry://prompts/{name}/changelog; registry/serving/dynamic.py).
     # Off by default: clients get versions, dates and change notes, not who is behind them.
     "SHOW_NAMES_TO_CLIENTS": env_flag("REGISTRY_SHOW_NAMES_TO_CLIENTS", False),
+    # Where people reach the admin (https://registry.example.com): the links in e-mails. Unset: the
+    # origin of MCP_PUBLIC_URL; `make run` sets it to the address it serves.
+    "PUBLIC_URL": os.environ.get("REGISTRY_PUBLIC_URL", ""),
+    # Server processes also send due e-mail in a background thread (as they send webhooks); off:
+    # only `manage.py registry_worker` sends it.
+    "MAIL_DELIVERY_THREAD": env_flag("REGISTRY_MAIL_DELIVERY_THREAD", True),
 }
+
+# E-mail to people (registry/mail/: review requests, decisions, incident rollbacks, scheduled
+# releases), with Django's own setting names from the environment. In debug mode without an
+# EMAIL_HOST the messages are printed to the console (`make run`).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.console.EmailBackend" if DEBUG and not EMAIL_HOST
+    else "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = EMAIL_HOST or "localhost"
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", 25))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_flag("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_flag("EMAIL_USE_SSL", False)
+# Seconds one SMTP socket operation may take: a hanging server delays a retry, never a worker for long.
+EMAIL_TIMEOUT = float(os.environ.get("EMAIL_TIMEOUT", 10))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "MCP Registry <registry@localhost>")
 
 # The MCP endpoint; see mcp_endpoint/settings.py for every key and its default.
 MCP_ENDPOINT = {

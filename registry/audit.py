@@ -69,11 +69,12 @@ def audit_row(
     )
 
 
-def write_audit(**fields: Any) -> AuditEntry:
-    """Insert one audit row (the fields of `audit_row`) and announce it inside the transaction."""
+def write_audit(*, review: Any = None, **fields: Any) -> AuditEntry:
+    """Insert one audit row (the fields of `audit_row`) and announce it inside the transaction;
+    `review` is the review request the row is about, if any (e-mail to its people needs it)."""
     row = audit_row(**fields)
     row.save(force_insert=True)
-    audit_recorded.send(sender=AuditEntry, entry=row)
+    audit_recorded.send(sender=AuditEntry, entry=row, review=review)
     return row
 
 

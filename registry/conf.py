@@ -8,6 +8,9 @@
     SHOW_NAMES_TO_CLIENTS   whether MCP clients see people's names in the built-in change logs
     CHANGE_LOG_RETENTION_SECONDS  change-log rows older than this are pruned (MCP_ENDPOINT's key of
                             the same name is read too, for settings written before the registry owned it)
+    PUBLIC_URL              where people reach the admin from outside (https://registry.example.com):
+                            the links in e-mails; "" falls back to the origin of MCP_PUBLIC_URL
+    MAIL_DELIVERY_THREAD    whether server processes send due e-mail in a background thread too
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "CONTENT_CACHE_BYTES": 64 * 1024 * 1024,
     "SHOW_NAMES_TO_CLIENTS": False,
     "CHANGE_LOG_RETENTION_SECONDS": 7 * 24 * 3600,
+    "PUBLIC_URL": "",
+    "MAIL_DELIVERY_THREAD": True,
 }
 _FALLBACKS = {"CHANGE_LOG_RETENTION_SECONDS": "MCP_ENDPOINT"}
 

@@ -10,6 +10,8 @@ audit_recorded: sent synchronously by `services.write_audit`, INSIDE the writing
     rejected, override, rollout changed, draft edits...).
     sender: the AuditEntry class
     entry:  the AuditEntry just created (it has a primary key)
+    review: the ReviewRequest the row is about (requested, decided, discussed, stale, superseded,
+            scheduled, gone live...), or None
 Receivers must be quick and must not do network I/O: defer side effects with
 `transaction.on_commit` (a rolled-back transaction then discards them). An exception in a
 receiver propagates and rolls the change back.
@@ -35,6 +37,13 @@ credentials_changed: sent INSIDE the changing transaction when what lets a clien
     token_checksums: SHA-256 checksums of OAuth access tokens whose open streams must be re-checked
 Receivers (the MCP endpoint, mcp_endpoint/revocation.py) record it durably in the same
 transaction and act after commit, in every process.
+
+worker_pass: sent by `manage.py registry_worker` once per pass of its loop, OUTSIDE any
+    transaction, after the registry's own due work (scheduled releases, e-mail).
+    sender: None
+Each receiver does the work of its app that is due now (webhooks: due deliveries) and returns
+the seconds until its next item is due, or None when nothing is pending; the worker sleeps until
+the earliest. A receiver that raises is logged and asked again on the next pass.
 """
 
 from django.dispatch import Signal
@@ -44,3 +53,4 @@ audit_recorded = Signal()
 audits_recorded = Signal()
 served_rows_bulk_created = Signal()
 credentials_changed = Signal()
+worker_pass = Signal()

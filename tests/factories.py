@@ -18,11 +18,14 @@ PNG_1X1 = base64.b64decode(
 _counter = itertools.count(1)
 
 
-def make_user(role: str | None = None, *, username: str | None = None, password: str = "pw-for-tests-1"):
-    """A staff user in one of the role groups ('Editors', 'Publishers', 'Auditors'), or a superuser for None."""
+def make_user(role: str | None = None, *, username: str | None = None, password: str = "pw-for-tests-1",
+              email: str = ""):
+    """A staff user in one of the role groups ('Editors', 'Publishers', 'Auditors'), or a superuser for None.
+    `email="@"` gives them the address <username>@example.com."""
     User = get_user_model()
+    username = username or f"{(role or 'admin').lower()}-{next(_counter)}"
     user = User.objects.create_user(
-        username=username or f"{(role or 'admin').lower()}-{next(_counter)}", password=password, is_staff=True
+        username=username, password=password, is_staff=True, email=f"{username}@example.com" if email == "@" else email
     )
     if role is None:
         user.is_superuser = True

@@ -14,3 +14,7 @@ from config.settings import *  # noqa: F403
 
 # Role fixtures create many users: a fast hasher keeps the suite's time on what it tests.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# E-mail is sent by the tests that test it (registry_worker, or the sender thread switched on):
+# a thread sending in the background of every other test would race their database teardown.
+REGISTRY = {**REGISTRY, "MAIL_DELIVERY_THREAD": False}  # noqa: F405

@@ -21,11 +21,12 @@ REGISTRY_LAYERS = (
     ("errors", "signals", "conf", "formats"),
     ("storage",),
     ("models",),
-    ("kinds", "audit", "changes", "roles"),
+    ("kinds", "audit", "changes", "roles", "outbox"),
     ("authoring",),
     ("serving",),
     ("release",),
     ("portable",),
+    ("mail",),
     ("admin", "templatetags", "management", "apps", "migrations"),
 )
 # mcp_endpoint/, bottom up: wire (JSON-RPC, versions, shapes, sessions) -> notify (the hub) ->

@@ -25,5 +25,7 @@ class WebhooksConfig(AppConfig):
         post_delete.connect(receivers.webhook_changed, sender=Webhook, dispatch_uid="webhooks.webhook_deleted")
         # Publishers manage webhooks in the admin (registry.roles only knows registry's models).
         post_migrate.connect(roles.grant_publishers, sender=self, dispatch_uid="webhooks.grant_publishers")
+        # `manage.py registry_worker` delivers due webhooks on each pass of its loop.
+        signals.worker_pass.connect(delivery.worker_pass, dispatch_uid="webhooks.worker_pass")
         # Under a server, pick up deliveries left pending (retries) by an earlier run.
         delivery.start_if_serving()

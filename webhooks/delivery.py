@@ -1,8 +1,9 @@
 """Sending the outbox: signed POSTs, one lease per delivery, retried with exponential backoff.
 
-A worker (a server process's sender thread, ``manage.py deliver_webhooks``) claims ONE due
-delivery at a time in a short transaction (``select_for_update(skip_locked=True)`` where the
-database has it, and a compare-and-set on the lease token everywhere) and sends it at once. The
+A worker (a server process's sender thread, ``manage.py registry_worker`` or ``deliver_webhooks``)
+claims ONE due delivery at a time in a short transaction (``select_for_update(skip_locked=True)``
+where the database has it, and a compare-and-set on the lease token everywhere: registry/outbox.py,
+the mechanics every outbox shares) and sends it at once. The
 lease (``LEASE_S``) is far longer than one attempt may take (``ATTEMPT_S``, enforced by
 ``webhooks.transport``), so no send outlives its lease and no other worker sends the same
 delivery meanwhile. Only the worker holding the lease token records the outcome; a worker whose
@@ -18,21 +19,15 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import os
-import sys
-import threading
 import time
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.apps import apps
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
-from django.db.models import Q
-from django.db.models.functions import Coalesce, Greatest
+from django.db import transaction
 from django.utils import timezone
 
+from registry import outbox
 from webhooks import transport
 from webhooks.events import Event
 from webhooks.models import DeliveryStatus, WebhookDelivery
@@ -48,7 +43,6 @@ MAX_ATTEMPTS = len(BACKOFF_S) + 1
 LEASE_S = 60  # a claimed delivery is invisible to other workers this long; an attempt gets at most half
 IDLE_POLL_S = 30.0
 USER_AGENT = "mcp-prompt-registry-webhooks/1"
-SERVER_PROGRAMS = {"daphne", "uvicorn", "gunicorn", "hypercorn"}
 ERROR_CHARS = 300  # last_error keeps a short reason, never what the receiver answered
 
 
@@ -107,35 +101,15 @@ def send(delivery: WebhookDelivery, *, now: float | None = None, deadline: float
     return Outcome(False, status_code=code, error=f"The receiver answered HTTP {code}.")
 
 
-def _unleased(now: datetime) -> Q:
-    return Q(leased_until__isnull=True) | Q(leased_until__lte=now)
-
-
 def _due(now: datetime):
-    return WebhookDelivery.objects.filter(_unleased(now), status=DeliveryStatus.PENDING,
+    return WebhookDelivery.objects.filter(outbox.unleased(now), status=DeliveryStatus.PENDING,
                                           next_attempt_at__lte=now, webhook__active=True)
 
 
 def claim(limit: int = 1, *, now: datetime | None = None, exclude: set[int] | frozenset[int] = frozenset()
           ) -> list[WebhookDelivery]:
     """Lease up to `limit` due deliveries to this worker; each comes with its new `lease_token`."""
-    now = now or timezone.now()
-    claimed: list[WebhookDelivery] = []
-    with transaction.atomic():
-        rows = _due(now).exclude(pk__in=exclude).select_related("webhook").order_by("next_attempt_at", "id")
-        if connection.features.has_select_for_update_skip_locked:
-            of = ("self",) if connection.features.has_select_for_update_of else ()
-            rows = rows.select_for_update(skip_locked=True, of=of)
-        for row in rows[:limit]:
-            token, until = uuid.uuid4(), now + timedelta(seconds=LEASE_S)
-            # Compare-and-set on the token read: where rows are not locked, a claim that got in
-            # first changed it, and this one matches nothing.
-            won = _due(now).filter(pk=row.pk, lease_token=row.lease_token).update(lease_token=token,
-                                                                                  leased_until=until)
-            if won:
-                row.lease_token, row.leased_until = token, until
-                claimed.append(row)
-    return claimed
+    return outbox.claim(_due, lease_s=LEASE_S, limit=limit, now=now, exclude=exclude, related=("webhook",))
 
 
 def record(delivery: WebhookDelivery, outcome: Outcome, *, now: datetime | None = None) -> WebhookDelivery:
@@ -145,24 +119,16 @@ def record(delivery: WebhookDelivery, outcome: Outcome, *, now: datetime | None 
     as the database has it), so a late outcome never overwrites a newer one.
     """
     now = now or timezone.now()
-    attempts = delivery.attempts + 1
-    changes: dict[str, object] = {
-        "attempts": attempts, "last_attempt_at": now, "last_status_code": outcome.status_code,
-        "last_error": outcome.error[:ERROR_CHARS], "leased_until": None,
-    }
-    if outcome.delivered:
-        changes.update(status=DeliveryStatus.DELIVERED, delivered_at=now)
-    elif outcome.permanent or attempts >= MAX_ATTEMPTS:
-        changes.update(status=DeliveryStatus.FAILED)
-    else:
-        changes.update(next_attempt_at=now + timedelta(seconds=BACKOFF_S[attempts - 1]))
+    changes = outbox.outcome_changes(delivery, sent=outcome.delivered, permanent=outcome.permanent,
+                                     error=outcome.error, backoff_s=BACKOFF_S, sent_status=DeliveryStatus.DELIVERED,
+                                     sent_field="delivered_at", now=now)
+    changes["last_status_code"] = outcome.status_code
     with transaction.atomic():
-        held = WebhookDelivery.objects.filter(pk=delivery.pk, lease_token=delivery.lease_token,
-                                              status=DeliveryStatus.PENDING).update(**changes)
+        held = outbox.record_outcome(delivery, changes)
         if held and outcome.receiver_down and "next_attempt_at" in changes:
             # One request per backoff step to a receiver that is down, not one per queued delivery.
             WebhookDelivery.objects.filter(
-                _unleased(now), webhook_id=delivery.webhook_id, status=DeliveryStatus.PENDING,
+                outbox.unleased(now), webhook_id=delivery.webhook_id, status=DeliveryStatus.PENDING,
                 next_attempt_at__lt=changes["next_attempt_at"],
             ).exclude(pk=delivery.pk).update(next_attempt_at=changes["next_attempt_at"])
     if not held:
@@ -170,8 +136,6 @@ def record(delivery: WebhookDelivery, outcome: Outcome, *, now: datetime | None 
                     delivery.delivery_id)
         fresh = WebhookDelivery.objects.select_related("webhook").filter(pk=delivery.pk).first()
         return fresh or delivery
-    for name, value in changes.items():
-        setattr(delivery, name, value)
     return delivery
 
 
@@ -192,79 +156,31 @@ def deliver_due(*, limit: int | None = None, now: datetime | None = None) -> lis
 
 def next_due_in(*, now: datetime | None = None) -> float | None:
     """Seconds until a pending delivery may be claimed (its retry time or the end of its lease)."""
-    now = now or timezone.now()
-    nxt = (WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, webhook__active=True)
-           .annotate(claimable_at=Greatest("next_attempt_at", Coalesce("leased_until", "next_attempt_at")))
-           .order_by("claimable_at").values_list("claimable_at", flat=True).first())
-    return None if nxt is None else max(0.0, (nxt - now).total_seconds())
+    return outbox.next_claimable_in(
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, webhook__active=True), now=now)
 
 
 # ------------------------------------------------------------------------------ background thread
-_wakeup = threading.Event()
-_thread: threading.Thread | None = None
-_thread_lock = threading.Lock()
-
-
 def thread_enabled() -> bool:
     return bool(getattr(settings, "WEBHOOKS_DELIVERY_THREAD", True))
 
 
+sender = outbox.SenderThread("webhook-delivery", work=lambda: deliver_due(), next_due=lambda: next_due_in(),
+                             enabled=thread_enabled, idle_poll_s=IDLE_POLL_S)
+server_program = outbox.server_program
+
+
 def wake() -> None:
     """Run after commit: make sure this process's sender thread runs and looks at the outbox now."""
-    if not thread_enabled():
-        return
-    _wakeup.set()  # before _ensure_thread: a thread deciding to exit sees it (see _run_forever)
-    _ensure_thread()
-
-
-def _ensure_thread() -> None:
-    global _thread
-    with _thread_lock:
-        if _thread is None or not _thread.is_alive():
-            _thread = threading.Thread(target=_run_forever, name="webhook-delivery", daemon=True)
-            _thread.start()
-
-
-def _run_forever() -> None:
-    """Send what is due, sleep until the next retry or a wake-up; exit when nothing is pending."""
-    global _thread
-    while not apps.ready:  # started from AppConfig.ready(): let start-up finish before any query
-        time.sleep(0.2)
-    while True:
-        _wakeup.clear()
-        wait: float | None
-        try:
-            deliver_due()
-            wait = next_due_in()
-        except Exception:  # the rows stay pending and are retried
-            log.exception("webhook delivery failed")
-            wait = IDLE_POLL_S
-        finally:
-            close_old_connections()
-        if wait is None:
-            with _thread_lock:
-                if not _wakeup.is_set():
-                    _thread = None
-                    connection.close()
-                    return
-            continue
-        _wakeup.wait(min(max(wait, 0.5), IDLE_POLL_S))
-
-
-def server_program(argv: list[str]) -> str:
-    """'daphne' for `daphne ...` and `python -m daphne ...` alike; 'manage.py' for manage.py."""
-    first = argv[0] if argv else ""
-    name = os.path.basename(first)
-    if name == "__main__.py":  # python -m <package>
-        name = os.path.basename(os.path.dirname(first))
-    return name
+    sender.wake()
 
 
 def start_if_serving() -> None:
     """Start the sender thread when this process is a server (so retries continue after a restart)."""
-    program = server_program(sys.argv)
-    runserver = program == "manage.py" and "runserver" in sys.argv[1:2]
-    if runserver and "--noreload" not in sys.argv and os.environ.get("RUN_MAIN") != "true":
-        return  # the autoreloader's parent process serves nothing
-    if (program in SERVER_PROGRAMS or runserver) and thread_enabled():
-        _ensure_thread()
+    sender.start_if_serving()
+
+
+def worker_pass(sender: object = None, **kwargs: object) -> float | None:
+    """registry.signals.worker_pass: deliver what is due; seconds until the next delivery is due."""
+    deliver_due()
+    return next_due_in()

@@ -16,11 +16,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.admin.badges import badges_html, entry_badges
+from registry.admin.badges import badges_html, entry_badges, when_text
 from registry.admin.reviews import entry_admin_url
 from registry.kinds import KINDS
-from registry.models import AuditAction, AuditEntry, ReviewRequest, ReviewStatus
-from registry.release import reviews
+from registry.models import AuditAction, AuditEntry, ReviewRequest, ReviewStatus, ScheduleStatus
+from registry.release import reviews, schedules
 
 RECENT = 10
 INCIDENT_DAYS = 14  # how long an incident rollback stays on the publishers' home page
@@ -48,9 +48,19 @@ def _request_outcome(review: ReviewRequest) -> str:
         return _("superseded: the label moved before anyone decided")
     if review.status == ReviewStatus.WITHDRAWN:
         return _("withdrawn by you")
+    if review.status == ReviewStatus.FAILED:
+        return _("approved by %(name)s, but the scheduled release failed: ask again") % {
+            "name": review.decided_by_name}
     entry = reviews.entry_of(review)
-    if entry is not None and any(b.tone == "stale" and b.url == _review_url(review) for b in entry_badges(entry)):
+    if entry is not None and reviews.staleness(review, entry):
         return _("stale: the draft changed after the request, file a new one")
+    if review.status == ReviewStatus.SCHEDULED:
+        schedule = review.schedules.filter(status=ScheduleStatus.SCHEDULED).first()
+        if schedule is not None:
+            return _("approved by %(name)s: goes live at %(when)s") % {
+                "name": review.decided_by_name, "when": when_text(schedule.go_live_at)}
+    if review.changes_requested_at is not None:
+        return _("changes requested: see the discussion")
     return _("waiting for a reviewer")
 
 
@@ -90,4 +100,14 @@ def dashboard(user: AbstractUser | AnonymousUser) -> dict[str, Any]:
         "my_requests": [{"review": r, "outcome": _request_outcome(r), "url": _review_url(r)}
                         for r in mine],
         "my_entries": _my_entries(user),
+        "scheduled": _scheduled(user),
     }
+
+
+def _scheduled(user: AbstractUser | AnonymousUser) -> list[dict[str, Any]]:
+    """Releases waiting for their go-live time that this user may see (their kind's reviews), soonest first."""
+    if not user.has_perm("registry.view_reviewrequest"):
+        return []
+    return [{"schedule": row, "review": row.review, "when": when_text(row.go_live_at), "url": _review_url(row.review),
+             "entry_url": entry_admin_url(row.review.entry_kind, row.review.entry_id)}
+            for row in schedules.upcoming().order_by("go_live_at", "id")[:RECENT * 5]]

@@ -13,10 +13,12 @@ from django.db.models import Case, IntegerField, Value, When
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext, gettext_lazy
 
 from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
+from registry.admin.badges import when_text
 from registry.admin.diff.sections import build
 from registry.admin.forms.releases import ReviewDecisionForm
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
@@ -24,7 +26,7 @@ from registry.authoring.snapshots import diff_loader
 from registry.errors import InvalidEntry, RegistryError
 from registry.kinds import KINDS
 from registry.models import ReviewRequest, ReviewStatus, Rollout
-from registry.release import reviews
+from registry.release import discussion, reviews, schedules
 
 _ = gettext
 
@@ -122,34 +124,65 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             raise PermissionDenied
         form = ReviewDecisionForm(request.POST if request.method == "POST" else None)
         if request.method == "POST":
-            decision = request.POST.get("decision")
+            decision = request.POST.get("decision", "")
             if form.is_valid():
-                comment = form.cleaned_data["comment"]
-                try:
-                    if decision == "approve":
-                        reviews.approve(review, acting_user=request.user, comment=comment)
-                        messages.success(request, _("Approved review #%(pk)s: '%(label)s' of %(key)s is updated "
-                                                    "and clients are notified.")
-                                         % {"pk": review.pk, "label": review.label, "key": review.entry_key})
-                    elif decision == "reject":
-                        reviews.reject(review, acting_user=request.user, comment=comment)
-                        messages.success(request,
-                                         _("Rejected review #%(pk)s; nothing was changed.") % {"pk": review.pk})
-                    elif decision == "withdraw":
-                        reviews.withdraw(review, acting_user=request.user)
-                        messages.success(request, _("Withdrew review #%(pk)s.") % {"pk": review.pk})
-                    else:
-                        form.add_error(None, _("Choose Approve, Reject or Withdraw."))
-                except InvalidEntry as exc:
-                    for problem in exc.problems:
-                        form.add_error("comment" if decision == "reject" else None, problem)
-                except RegistryError as exc:
-                    form.add_error(None, exc.message)
+                redirect_to = self._decide(request, review, decision, form)
                 if not form.errors:
-                    return HttpResponseRedirect(reverse("admin:registry_reviewrequest_change", args=[review.pk]))
+                    return HttpResponseRedirect(redirect_to)
             review.refresh_from_db()
         return TemplateResponse(request, "admin/registry/reviewrequest/review.html",
                                 self._review_context(request, review, form))
+
+    def _decide(self, request, review: ReviewRequest, decision: str, form: ReviewDecisionForm) -> str:
+        """Carry out the button pressed through the services; returns where to go next (errors go on `form`)."""
+        comment = form.cleaned_data["comment"]
+        go_live_at = form.cleaned_data.get("go_live_at")
+        page = reverse("admin:registry_reviewrequest_change", args=[review.pk])
+        done = {
+            "approve": lambda: reviews.approve(review, acting_user=request.user, comment=comment),
+            "schedule": lambda: reviews.approve(review, acting_user=request.user, comment=comment,
+                                                go_live_at=go_live_at),
+            "reject": lambda: reviews.reject(review, acting_user=request.user, comment=comment),
+            "withdraw": lambda: reviews.withdraw(review, acting_user=request.user),
+            "changes": lambda: discussion.request_changes(review, acting_user=request.user, text=comment),
+            "comment": lambda: discussion.comment(review, acting_user=request.user, text=comment),
+            "cancel": lambda: schedules.cancel(review, acting_user=request.user, reason=comment),
+            "reschedule": lambda: schedules.reschedule(review, acting_user=request.user,
+                                                       go_live_at=go_live_at),  # type: ignore[arg-type]  # checked below
+            "again": lambda: reviews.request_again(review, acting_user=request.user),
+        }
+        if decision not in done:
+            form.add_error(None, _("Choose Approve, Reject or Withdraw."))
+            return page
+        if decision in ("schedule", "reschedule") and go_live_at is None:
+            form.add_error("go_live_at", _("Choose when the release goes live."))
+            return page
+        try:
+            result = done[decision]()
+        except InvalidEntry as exc:
+            for problem in exc.problems:
+                form.add_error("go_live_at" if "go-live" in problem else "comment", problem)
+            return page
+        except RegistryError as exc:
+            form.add_error(None, exc.message)
+            return page
+        when = when_text(go_live_at) if go_live_at is not None else ""
+        texts = {
+            "approve": _("Approved review #%(pk)s: '%(label)s' of %(key)s is updated and clients are notified."),
+            "schedule": _("Approved review #%(pk)s: it goes live on '%(label)s' at %(when)s."),
+            "reject": _("Rejected review #%(pk)s; nothing was changed."),
+            "withdraw": _("Withdrew review #%(pk)s."),
+            "changes": _("Asked for changes to review #%(pk)s; the requester is told."),
+            "comment": _("Your comment is added to the discussion of review #%(pk)s."),
+            "cancel": _("Cancelled the release of review #%(pk)s: it waits for a decision again."),
+            "reschedule": _("The release of review #%(pk)s now goes live at %(when)s."),
+            "again": _("Asked again as review #%(new)s, with the current draft."),
+        }
+        messages.success(request, texts[decision] % {"pk": review.pk, "label": review.label, "key": review.entry_key,
+                                                     "when": when, "new": getattr(result, "pk", "")})
+        if decision == "again":
+            return reverse("admin:registry_reviewrequest_change", args=[result.pk])
+        return page
 
     def _review_context(self, request, review: ReviewRequest, form: ReviewDecisionForm) -> dict:
         entry = reviews.entry_of(review)
@@ -163,15 +196,11 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
                 after = target.snapshot if target else None
             else:
                 after = review.snapshot
-            if review.is_pending:
-                current = entry.labels.filter(name=review.label).select_related("version").first()
-                now = current.version.number if current else None
-                if now != review.base_version:
-                    was = f"v{review.base_version}" if review.base_version else _("nothing")
-                    is_now = f"v{now}" if now else _("nothing")
-                    stale = _("'%(label)s' has moved since this request (it served %(was)s, now %(now)s): "
-                              "it can no longer be approved.") % {"label": review.label, "was": was, "now": is_now}
+            if review.is_open:
+                stale = reviews.staleness(review, entry)
         is_requester = review.requested_by_id is not None and review.requested_by_id == request.user.pk
+        may_decide = reviews.can_decide(request.user, review, entry) if entry is not None else False
+        schedule = review.schedules.order_by("-created_at", "-id").first()
         base_name = (_("%(label)s now (v%(number)s)") % {"label": review.label, "number": review.base_version}
                      if review.base_version else _("nothing"))
         return {
@@ -185,8 +214,19 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             "form": form,
             "stale": stale,
             "is_requester": is_requester,
-            "can_decide": review.is_pending and not is_requester and reviews.can_decide(request.user, review),
+            "can_decide": review.is_pending and not is_requester and may_decide and not stale,
+            "can_reject": review.is_pending and not is_requester and may_decide,
             "can_withdraw": review.is_pending and is_requester,
+            "can_comment": review.is_open and (is_requester or may_decide),
+            "can_ask_again": is_requester and ((review.is_pending and bool(stale))
+                                               or review.status == ReviewStatus.FAILED),
+            "schedule": schedule,
+            "schedule_when": when_text(schedule.go_live_at) if schedule is not None else "",
+            "can_cancel": schedule is not None and schedule.is_scheduled and (is_requester or may_decide),
+            "can_reschedule": schedule is not None and schedule.is_scheduled and may_decide,
+            "zone": timezone.get_current_timezone_name(),
+            "comments": [{"comment": c, "when": when_text(c.created_at), "earlier": c.review_id != review.pk}
+                         for c in discussion.discussion(review)],
             "diff": build(
                 review.entry_kind, before, after,
                 before_name=(_("Now (%(what)s)") % {"what": base_name} if review.base_version

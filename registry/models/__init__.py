@@ -3,6 +3,8 @@
 from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
 from registry.models.clients import FetchCounter, McpClient
+from registry.models.discussion import CommentKind, ReviewComment
+from registry.models.mail import MailKind, MailMessage, MailStatus
 from registry.models.preferences import EditorPreference
 from registry.models.prompts import (
     ArgumentType,
@@ -24,10 +26,12 @@ from registry.models.resources import (
     ResourceVersion,
     TemplateVariable,
 )
-from registry.models.reviews import ReviewRequest, ReviewStatus, Rollout
+from registry.models.reviews import OPEN_STATUSES, ReviewRequest, ReviewStatus, Rollout
+from registry.models.schedules import ScheduledRelease, ScheduleStatus
 from registry.storage.objects import ContentObject
 
 __all__ = [
+    "OPEN_STATUSES",
     "PRODUCTION",
     "STAGING",
     "ArgumentType",
@@ -35,11 +39,15 @@ __all__ = [
     "AuditAction",
     "AuditEntry",
     "ChangeLogEntry",
+    "CommentKind",
     "ContentKind",
     "ContentObject",
     "EditorPreference",
     "EntryVersion",
     "FetchCounter",
+    "MailKind",
+    "MailMessage",
+    "MailStatus",
     "McpClient",
     "MessageRole",
     "Prompt",
@@ -54,9 +62,12 @@ __all__ = [
     "ResourceTemplateLabel",
     "ResourceTemplateVersion",
     "ResourceVersion",
+    "ReviewComment",
     "ReviewRequest",
     "ReviewStatus",
     "Rollout",
+    "ScheduleStatus",
+    "ScheduledRelease",
     "TemplateVariable",
     "VersionedEntry",
 ]

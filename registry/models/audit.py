@@ -28,6 +28,13 @@ class AuditAction(models.TextChoices):
     OVERRIDE = "override", _("Emergency override of a protected label")
     ROLLOUT_CHANGED = "rollout_changed", _("Changed a percentage rollout")
     CLIENT_CHANGED = "client_changed", _("Created, changed or revoked an MCP client, or issued its token")
+    REVIEW_COMMENTED = "review_commented", _("Commented on a review request")
+    CHANGES_REQUESTED = "changes_requested", _("Asked for changes to a review request")
+    REVIEW_STALE = "review_stale", _("A review request went stale: the draft changed")
+    RELEASE_RESCHEDULED = "release_rescheduled", _("Moved the go-live time of a scheduled release")
+    RELEASE_CANCELLED = "release_cancelled", _("Cancelled a scheduled release")
+    RELEASE_WENT_LIVE = "release_went_live", _("A scheduled release went live")
+    RELEASE_FAILED = "release_failed", _("A scheduled release failed")
 
 
 class AppendOnlyQuerySet(models.QuerySet):

@@ -21,6 +21,12 @@ class ReviewStatus(models.TextChoices):
     REJECTED = "rejected", _("Rejected")
     WITHDRAWN = "withdrawn", _("Withdrawn")
     SUPERSEDED = "superseded", _("Superseded (the label moved first)")
+    SCHEDULED = "scheduled", _("Approved: goes live at its scheduled time")
+    FAILED = "failed", _("Approved, but its scheduled release failed")
+
+
+# Requests still in play: waiting for a decision, or approved and waiting for their go-live time.
+OPEN_STATUSES = (ReviewStatus.PENDING, ReviewStatus.SCHEDULED)
 
 
 class ReviewRequest(models.Model):
@@ -73,6 +79,18 @@ class ReviewRequest(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    changes_requested_at = models.DateTimeField(
+        _("changes requested at"), null=True, blank=True,
+        help_text=_("When a reviewer last asked for changes; the request stays open until it is decided."),
+    )
+    went_stale_at = models.DateTimeField(
+        _("went stale at"), null=True, blank=True,
+        help_text=_("When a change of the draft first made the request stale (its requester was told)."),
+    )
+    previous = models.ForeignKey(
+        "self", verbose_name=_("asks again"), null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text=_("The earlier request this one asks again, with the current draft (its discussion continues here)."),
+    )
 
     class Meta:
         verbose_name_plural = _("review requests")
@@ -107,6 +125,11 @@ class ReviewRequest(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.status == ReviewStatus.PENDING
+
+    @property
+    def is_open(self) -> bool:
+        """Waiting for a decision or for its go-live time: it may still be discussed."""
+        return self.status in OPEN_STATUSES
 
 
 class RolloutQuerySet(ServedQuerySet):

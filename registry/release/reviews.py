@@ -11,13 +11,21 @@ an audited override to move a protected label.
 
 Approval re-checks, with the entry row locked (`select_for_update`), that the request is still
 pending, that the label still serves what it served when the request was made, and (for a
-draft) that the draft is unchanged; otherwise it raises StaleReview and nothing changes. Two
-concurrent approvals for one label therefore serialise on the entry row and the second one
-finds the label moved: the label never ends up in a state nobody approved.
+draft) that the draft is unchanged (`staleness`, the one rule); otherwise it raises StaleReview
+and nothing changes. Two concurrent approvals for one label therefore serialise on the entry row
+and the second one finds the label moved: the label never ends up in a state nobody approved.
+
+An approval may carry a go-live time: the request is then `scheduled` and `registry_worker`
+carries it out at that time (registry/release/schedules.py) through `carry_out`, the same code
+an immediate approval runs, after the same staleness check.
+
+Who may decide a request is `can_decide`; `deciders_of` lists those people (the review-requested
+e-mail goes to them), so narrowing who decides (e.g. by ownership) is one change in one place.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -39,7 +47,14 @@ from registry.errors import (
     StaleReview,
 )
 from registry.kinds import KINDS, kind_of
-from registry.models import PRODUCTION, AuditAction, ReviewRequest, ReviewStatus, VersionedEntry
+from registry.models import (
+    PRODUCTION,
+    AuditAction,
+    ReviewRequest,
+    ReviewStatus,
+    ScheduledRelease,
+    VersionedEntry,
+)
 from registry.models.base import label_name_validator
 from registry.release import services
 
@@ -75,12 +90,20 @@ def publish_or_request(
     return version, filed
 
 
-def can_decide(user: User, review: ReviewRequest) -> bool:
+def can_decide(user: User, review: ReviewRequest, entry: VersionedEntry | None = None) -> bool:
     """A publisher of the entry's kind who did not file the request."""
     if user is not None and review.requested_by_id is not None and review.requested_by_id == user.pk:
         return False
-    entry = entry_of(review)
+    entry = entry if entry is not None else entry_of(review)
     return entry is not None and services.can_publish(user, entry)
+
+
+def deciders_of(review: ReviewRequest) -> list[Any]:
+    """Everyone who may decide `review` (`can_decide` is the rule): who is asked to review it."""
+    entry = entry_of(review)
+    if entry is None:
+        return []
+    return [user for user in services.publishers_of(entry) if can_decide(user, review, entry)]
 
 
 def entry_of(review: ReviewRequest) -> VersionedEntry | None:
@@ -92,6 +115,30 @@ def _label_version(entry: VersionedEntry, label: str) -> int | None:
     return row.version.number if row is not None else None
 
 
+def staleness(review: ReviewRequest, entry: VersionedEntry, *, draft_hash: str | None = None,
+              label_versions: dict[str, int] | None = None) -> str:
+    """Why `review` can no longer be carried out as asked, or "" while it can: the label moved since
+    the request, or (a request for the draft) the draft changed since.
+
+    The one rule the approval, a scheduled release at its go-live time, the review page, the entry's
+    badges and the stale notice all ask; `draft_hash` and `label_versions` (name -> version number)
+    spare a caller that has them a query."""
+    current = (label_versions.get(review.label) if label_versions is not None
+               else _label_version(entry, review.label))
+    if current != review.base_version:
+        was = f"v{review.base_version}" if review.base_version is not None else _("nothing")
+        now = f"v{current}" if current is not None else _("nothing")
+        return (_("Review #%(pk)s is stale: '%(label)s' served %(was)s when it was requested and serves %(now)s "
+                  "now. Ask for a new review.")
+                % {"pk": review.pk, "label": review.label, "was": was, "now": now})
+    if review.version_number is None:
+        digest = draft_hash if draft_hash is not None else content_hash(snapshot_of(entry))
+        if digest != review.content_hash:
+            return (_("Review #%(pk)s is stale: the draft of %(key)s changed after the request. Ask for a new "
+                      "review of the current draft.") % {"pk": review.pk, "key": entry.key})
+    return ""
+
+
 @service_transaction
 def request_publication(
     entry: VersionedEntry,
@@ -101,10 +148,12 @@ def request_publication(
     label: str = PRODUCTION,
     version_number: int | None = None,
     percent: int | None = None,
+    previous: ReviewRequest | None = None,
 ) -> ReviewRequest:
     """Ask for the current draft (or `version_number`) to be served on `label`; `percent` asks for a rollout.
 
-    A draft identical to the newest version becomes a request for that version.
+    A draft identical to the newest version becomes a request for that version. `previous` is an
+    earlier request this one asks again (its discussion is shown with this one).
     """
     if not can_request(acting_user, entry):
         raise PublishPermissionDenied(_("%(user)s may not change %(kind)ss, so may not request their publication "
@@ -152,15 +201,45 @@ def request_publication(
         entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
         content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,
         requested_by=user_row(acting_user),
-        requested_by_name=actor_name(acting_user), note=note,
+        requested_by_name=actor_name(acting_user), note=note, previous=previous,
     )
     before = entry.versions.filter(number=base).first() if base is not None else None
     write_audit(
         entry=entry, action=AuditAction.REVIEW_REQUESTED, acting_user=acting_user, label=label,
         note=f"Review #{review.pk} ({review.what}): {note}", from_version=base, to_version=version_number,
         changes=diff_snapshots(before.snapshot if before else None, target.snapshot if target else snapshot),
+        review=review,
     )
     return review
+
+
+@service_transaction
+def request_again(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
+    """The requester asks again for what a stale (or failed) request asked, with the current draft:
+    a new request that continues the old one's discussion; the old one, if still open, is closed
+    as superseded by it."""
+    if acting_user is not None and review.requested_by_id != getattr(acting_user, "pk", None):
+        raise PublishPermissionDenied(_("Only the person who requested the review may ask again."))
+    entry = entry_of(review)
+    if entry is None:
+        raise StaleReview(_("The %(kind)s of review #%(pk)s no longer exists.")
+                          % {"kind": review.entry_kind, "pk": review.pk})
+    locked = ReviewRequest.objects.select_for_update().get(pk=review.pk)
+    if locked.status == ReviewStatus.PENDING and not staleness(locked, entry):
+        raise InvalidEntry([_("Review #%(pk)s still asks for what the entry holds: it waits for a decision, "
+                              "nothing to ask again.") % {"pk": locked.pk}])
+    if locked.status not in (ReviewStatus.PENDING, ReviewStatus.FAILED):
+        raise ReviewClosed(_("Review #%(pk)s was already %(status)s.")
+                           % {"pk": locked.pk, "status": str(locked.get_status_display()).lower()})
+    again = request_publication(entry, acting_user=acting_user, note=locked.note, label=locked.label,
+                                version_number=locked.version_number, percent=locked.percent, previous=locked)
+    if locked.status == ReviewStatus.PENDING:
+        _close(locked, ReviewStatus.SUPERSEDED, acting_user, f"Asked again as review #{again.pk}.")
+        write_audit(entry=entry, action=AuditAction.REVIEW_SUPERSEDED, acting_user=acting_user, label=locked.label,
+                    from_version=locked.base_version, to_version=locked.version_number, review=locked,
+                    note=f"Review #{locked.pk} by {locked.requested_by_name} ({locked.what}) superseded: asked again "
+                         f"as review #{again.pk}.")
+    return again
 
 
 def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> VersionedEntry:
@@ -195,56 +274,74 @@ def _close(review: ReviewRequest, status: str, acting_user: User, comment: str) 
     review.save()
 
 
-@service_transaction
-def approve(review: ReviewRequest, *, acting_user: User, comment: str = "") -> ReviewRequest:
-    """Do what the request asked (publish the draft / move the label / start the rollout) and close it."""
-    from registry.release import rollouts  # rollouts imports reviews' neighbours; keep the import graph flat
+def _aware(when: datetime) -> datetime:
+    return timezone.make_aware(when) if timezone.is_naive(when) else when
 
+
+@service_transaction
+def approve(review: ReviewRequest, *, acting_user: User, comment: str = "",
+            go_live_at: datetime | None = None) -> ReviewRequest:
+    """Do what the request asked (publish the draft / move the label / start the rollout) and close it;
+    with `go_live_at`, approve it now and schedule that for then (`registry_worker` carries it out)."""
     comment = (comment or "").strip()
     entry = _decide_checks(review, acting_user, "approve")
     entry = services._lock(entry)  # serialises concurrent approvals and publishes of this entry
     locked = _lock_pending(review)
+    stale = staleness(locked, entry)
+    if stale:
+        raise StaleReview(stale)
+    if go_live_at is not None:
+        go_live_at = _aware(go_live_at)
+        if go_live_at <= timezone.now():
+            raise InvalidEntry([_("The go-live time %(when)s has passed: choose a later one, or approve without one "
+                                  "to release now.") % {"when": f"{timezone.localtime(go_live_at):%Y-%m-%d %H:%M %Z}"}])
     current = _label_version(entry, locked.label)
-    if current != locked.base_version:
-        was = f"v{locked.base_version}" if locked.base_version is not None else "nothing"
-        now = f"v{current}" if current is not None else "nothing"
-        raise StaleReview(_("Review #%(pk)s is stale: '%(label)s' served %(was)s when it was requested and serves "
-                            "%(now)s now. Ask for a new review.")
-                          % {"pk": locked.pk, "label": locked.label, "was": was, "now": now})
-    if locked.version_number is None and content_hash(snapshot_of(entry)) != locked.content_hash:
-        raise StaleReview(_("Review #%(pk)s is stale: the draft of %(key)s changed after the request. Ask for a "
-                            "new review of the current draft.") % {"pk": locked.pk, "key": entry.key})
-    reference = f"review #{locked.pk}"
-    requester = locked.requested_by
+    when = f" to go live at {go_live_at:%Y-%m-%d %H:%M:%S %Z}" if go_live_at is not None else ""
     write_audit(
         entry=entry, action=AuditAction.REVIEW_APPROVED, acting_user=acting_user, label=locked.label,
-        note=f"Approved review #{locked.pk} by {locked.requested_by_name} ({locked.what})"
+        note=f"Approved review #{locked.pk} by {locked.requested_by_name} ({locked.what}){when}"
              + (f": {comment}" if comment else ""),
-        from_version=current, to_version=locked.version_number,
+        from_version=current, to_version=locked.version_number, review=locked,
     )
-    note = approval_note(locked.note, locked.requested_by_name, actor_name(acting_user), locked.pk)
+    if go_live_at is not None:
+        ScheduledRelease.objects.create(review=locked, go_live_at=go_live_at, scheduled_by=user_row(acting_user),
+                                        scheduled_by_name=actor_name(acting_user))
+        _close(locked, ReviewStatus.SCHEDULED, acting_user, comment)
+        return locked
+    locked.result_version = carry_out(locked, entry, acting_user=acting_user)
+    _close(locked, ReviewStatus.APPROVED, acting_user, comment)
+    return locked
+
+
+def carry_out(locked: ReviewRequest, entry: VersionedEntry, *, acting_user: User, actor: str | None = None,
+              approver: str | None = None) -> int:
+    """Do what approved request `locked` asks, in the caller's transaction with the entry locked and
+    `staleness` checked: publish the draft (the requester is its author) / move the label / start
+    the rollout, as `acting_user` (named `actor` in the audit rows). Returns the version served."""
+    from registry.release import rollouts  # rollouts imports reviews' neighbours; keep the import graph flat
+
+    requester = locked.requested_by
+    note = approval_note(locked.note, locked.requested_by_name, approver or actor_name(acting_user), locked.pk)
     version_number = locked.version_number
     if version_number is None:
         latest = services.latest_version(entry)
         if latest is not None and latest.content_hash == locked.content_hash:
             version_number = latest.number  # someone published this very draft meanwhile: serve that version
-    with services.approved_move(entry, locked.label, reference=reference):
+    with services.approved_move(entry, locked.label, reference=f"review #{locked.pk}"):
         if version_number is None:
             labels = [locked.label] if locked.percent is None else []
-            version = services.publish(entry, acting_user=acting_user, note=note, labels=labels,
+            version = services.publish(entry, acting_user=acting_user, actor=actor, note=note, labels=labels,
                                        on_behalf_of=requester if requester is not None else acting_user)
             number = version.number
         else:
             number = version_number
             if locked.percent is None:
                 services.move_label(entry, label=locked.label, version_number=number, acting_user=acting_user,
-                                    note=note)
+                                    actor=actor, note=note)
         if locked.percent is not None:
             rollouts.set_rollout(entry, label=locked.label, version_number=number, percent=locked.percent,
-                                 acting_user=acting_user, note=note)
-    locked.result_version = number
-    _close(locked, ReviewStatus.APPROVED, acting_user, comment)
-    return locked
+                                 acting_user=acting_user, actor=actor, note=note)
+    return number
 
 
 @service_transaction
@@ -257,8 +354,8 @@ def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewR
     locked = _lock_pending(review)
     _close(locked, ReviewStatus.REJECTED, acting_user, comment)
     write_audit(entry=entry, action=AuditAction.REVIEW_REJECTED, acting_user=acting_user,
-                         label=locked.label, note=f"Rejected review #{locked.pk} ({locked.what}): {comment}",
-                         from_version=locked.base_version, to_version=locked.version_number)
+                label=locked.label, note=f"Rejected review #{locked.pk} ({locked.what}): {comment}",
+                from_version=locked.base_version, to_version=locked.version_number, review=locked)
     return locked
 
 
@@ -272,6 +369,6 @@ def withdraw(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
     _close(locked, ReviewStatus.WITHDRAWN, acting_user, "")
     if entry is not None:
         write_audit(entry=entry, action=AuditAction.REVIEW_WITHDRAWN, acting_user=acting_user,
-                             label=locked.label, note=f"Withdrew review #{locked.pk} ({locked.what})",
-                             from_version=locked.base_version, to_version=locked.version_number)
+                    label=locked.label, note=f"Withdrew review #{locked.pk} ({locked.what})",
+                    from_version=locked.base_version, to_version=locked.version_number, review=locked)
     return locked

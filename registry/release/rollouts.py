@@ -122,6 +122,7 @@ def set_rollout(
     if_match: str | None = None,
     if_none_match: bool = False,
     replace: bool = True,
+    actor: str | None = None,
 ) -> Rollout | None:
     """Start, change, complete (100) or abort (0) the rollout of `version_number` on `label`.
 
@@ -152,7 +153,7 @@ def set_rollout(
 
     def audit(after: tuple[int | None, int], what: str, *, was: tuple[int | None, int] = before) -> None:
         write_audit(
-            entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, label=label,
+            entry=entry, action=AuditAction.ROLLOUT_CHANGED, acting_user=acting_user, actor=actor, label=label,
             note=f"{what}" + (f": {note}" if note else ""),
             from_version=current.version.number, to_version=version.number,
             changes=rollout_diff(was, after),
@@ -190,10 +191,10 @@ def set_rollout(
         # _point_label audits the completion and ends the rollout with the move.
         if inherited:
             with services.approved_move(entry, label, reference=inherited):
-                services._point_label(entry, label, version, acting_user=acting_user, actor=None, note=note,
+                services._point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
                                       override_reason=override_reason)
         else:
-            services._point_label(entry, label, version, acting_user=acting_user, actor=None, note=note,
+            services._point_label(entry, label, version, acting_user=acting_user, actor=actor, note=note,
                                   override_reason=override_reason)
         return None
 
@@ -202,7 +203,7 @@ def set_rollout(
     else:
         authority = services.authorise_protected(
             entry, label, protected=current.protected, acting_user=acting_user, override_reason=override_reason,
-            from_version=current.version.number, to_version=version.number,
+            actor=actor, from_version=current.version.number, to_version=version.number,
         )
     rollout = existing or Rollout(entry_kind=entry.kind, entry_id=entry.pk, label=label)
     rollout.entry_key = entry.key
@@ -212,7 +213,7 @@ def set_rollout(
     rollout.authority = authority[:200]
     rollout.note = note
     rollout.updated_by = user_row(acting_user)
-    rollout.updated_by_name = actor_name(acting_user)
+    rollout.updated_by_name = actor or actor_name(acting_user)
     rollout.save()
     if existing is None:
         what = f"Started rolling out v{version.number} on '{label}' to {percent}% of clients"

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import MappingProxyType
+from typing import Any
 
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -79,6 +80,17 @@ def can_publish(user: User, entry: VersionedEntry) -> bool:
     if user is None:
         return True
     return bool(user.is_active and user.has_perm(kind_of(entry).publish_permission))
+
+
+def publishers_of(entry: VersionedEntry) -> list[Any]:
+    """The active users who may publish `entry` (`can_publish` is the rule; the query only narrows
+    the candidates to those holding the permission through a group, directly or as superusers)."""
+    from django.contrib.auth import get_user_model
+
+    candidates = get_user_model().objects.with_perm(
+        kind_of(entry).publish_permission, is_active=True, include_superusers=True,
+        backend="django.contrib.auth.backends.ModelBackend")
+    return [user for user in candidates.order_by("pk") if can_publish(user, entry)]
 
 
 def require_publisher(user: User, entry: VersionedEntry) -> None:
@@ -212,7 +224,8 @@ def publish(
         content_hash=digest,
         change_note=note,
         author=author if getattr(author, "pk", None) else None,
-        author_name=actor or actor_name(author),
+        # The requester is the author of what an approval publishes, whoever (or whatever) carries it out.
+        author_name=actor_name(author) if on_behalf_of is not None else actor or actor_name(author),
     )
     write_audit(
         entry=entry, action=AuditAction.PUBLISH, acting_user=acting_user, actor=actor, note=note,
@@ -288,7 +301,7 @@ def _supersede_reviews(entry: VersionedEntry, label: str, version: EntryVersion,
         review.decided_at = timezone.now()
         review.save()
         write_audit(entry=entry, action=AuditAction.REVIEW_SUPERSEDED, acting_user=acting_user, actor=actor,
-                    label=label, from_version=review.base_version, to_version=version.number,
+                    label=label, from_version=review.base_version, to_version=version.number, review=review,
                     note=f"Review #{review.pk} by {review.requested_by_name} ({review.what}) superseded: "
                          + review.decision_comment)
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 import yaml
 from django.core.management import call_command
+from django.utils import timezone
 
 from registry.models import AuditEntry
 from registry.release import reviews
-from tests.factories import make_prompt, make_resource, make_template, release
+from tests.factories import make_prompt, make_resource, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db
 
@@ -39,8 +41,11 @@ def registry_data(editor):
     release(template, labels=("staging",))
     review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production",
                                          version_number=2)
+    later = reviews.request_publication(resource, acting_user=editor, note="at launch", label="production",
+                                        version_number=1)
+    reviews.approve(later, acting_user=make_user("Publishers"), go_live_at=timezone.now() + timedelta(days=1))
     return {"name": "greet", "resource": resource.pk, "template": template.pk, "review": review.pk,
-            "audit": AuditEntry.objects.first().pk}
+            "audit": AuditEntry.objects.first().pk, "scheduled": later.schedules.get().pk}
 
 
 def test_the_schema_generates_without_warnings_and_documents_the_api(schema):
@@ -64,7 +69,7 @@ def _fill(path: str, data: dict) -> str:
     entity = path.split("/")[3]
     values = {"name": data["name"], "number": "1", "label": "staging",
               "id": str({"resources": data["resource"], "templates": data["template"], "reviews": data["review"],
-                         "audit": data["audit"]}.get(entity, 1))}
+                         "audit": data["audit"], "scheduled-releases": data["scheduled"]}.get(entity, 1))}
     return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
 
 

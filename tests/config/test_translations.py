@@ -109,9 +109,9 @@ def test_compiled_catalog_matches_the_po_file(folder):
 
 
 @pytest.mark.parametrize("folder, code, english, translated", [
-    ("de", "de", "Your language", "Ihre Sprache"),
+    ("de", "de", "Your preferences", "Ihre Einstellungen"),
     ("de", "de", "Incident rollbacks by one publisher", "Incident-Rollbacks durch einen einzelnen Publisher"),
-    ("zh_Hans", "zh-hans", "Your language", "您的语言"),
+    ("zh_Hans", "zh-hans", "Your preferences", "您的偏好设置"),
     ("zh_Hans", "zh-hans", "Incident rollbacks by one publisher", "由单个发布者执行的事故回滚"),
 ])
 def test_django_serves_the_catalog_for_the_language(folder, code, english, translated):

@@ -141,11 +141,11 @@ def test_the_background_thread_delivers_after_commit_and_then_stops(receiver, se
     settings.WEBHOOKS_DELIVERY_THREAD = True
     services.publish(make_prompt("greet"), acting_user=publisher, note="first", labels=["staging"])
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not (receiver.requests and delivery._thread is None):
+    while time.monotonic() < deadline and not (receiver.requests and delivery.sender.thread is None):
         time.sleep(0.05)
     assert len(receiver.requests) == 1
     assert WebhookDelivery.objects.get().status == DeliveryStatus.DELIVERED
-    assert delivery._thread is None  # nothing pending: the thread ended
+    assert delivery.sender.thread is None  # nothing pending: the thread ended
 
 
 @pytest.mark.parametrize("argv, program", [

@@ -136,8 +136,21 @@ class ReviewRequestForm(forms.Form):
 class ReviewDecisionForm(forms.Form):
     comment = forms.CharField(
         label=gettext_lazy("Comment"), required=False, widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
-        help_text=gettext_lazy("Optional when approving; required when rejecting (tell the requester why)."),
+        help_text=gettext_lazy("Optional when approving; required when rejecting, asking for changes or adding "
+                               "it to the discussion."),
     )
+    go_live_at = forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": 1}, format="%Y-%m-%dT%H:%M:%S"),
+        input_formats=["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"],
+        help_text=gettext_lazy("Optional: approve now and release at this time instead of at once."),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from django.utils import timezone
+
+        self.fields["go_live_at"].label = _("Go live at (%(zone)s)") % {"zone": timezone.get_current_timezone_name()}
 
 
 class RolloutForm(forms.Form):

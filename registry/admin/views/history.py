@@ -8,10 +8,12 @@ from __future__ import annotations
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
+from registry.admin.badges import when_text
 from registry.admin.fetch_stats import served_by_client, served_by_version
 from registry.admin.views.entry_page import EntryPageMixin
 from registry.admin.views.label import can_roll_back
 from registry.models import PRODUCTION, AuditEntry, FetchCounter, ReviewRequest, Rollout
+from registry.release import schedules
 
 
 class HistoryPageMixin(EntryPageMixin):
@@ -36,6 +38,8 @@ class HistoryPageMixin(EntryPageMixin):
             rollouts=Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk),
             pending_reviews=ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"),
             can_roll_back=can_roll_back(obj),
+            scheduled_releases=[{"schedule": row, "when": when_text(row.go_live_at)}
+                                for row in schedules.for_entry(obj.kind, obj.pk)[:50]],
             **(extra_context or {}),
         )
         return TemplateResponse(request, "admin/registry/history.html", context)

@@ -45,6 +45,7 @@ class Command(BaseCommand):
                 user.set_password(password)
                 user.is_staff = True
                 user.is_superuser = group is None
+                user.email = f"{username}@example.com"  # `make run` prints their e-mail to the console
                 user.save()
                 if group:
                     user.groups.add(Group.objects.get(name=group))
