@@ -84,6 +84,7 @@ def bump_generation() -> int:
 class _Scope:
     service: bool  # a service: it audits its own changes
     batch: ChangeBatch
+    memo: dict[str, Any] = field(default_factory=dict)  # shared by the scopes joined to the outermost
 
 
 _scope: ContextVar[_Scope | None] = ContextVar("registry_recording_scope", default=None)
@@ -98,7 +99,7 @@ def recording(*, service: bool = False, durable: bool = False, savepoint: bool =
     `savepoint=False` joins without a savepoint (a receiver: its rows fail or commit with the save)."""
     outer = _scope.get()
     if outer is not None:
-        token = _scope.set(_Scope(True, outer.batch)) if service and not outer.service else None
+        token = _scope.set(_Scope(True, outer.batch, outer.memo)) if service and not outer.service else None
         try:
             with transaction.atomic(durable=durable, savepoint=savepoint):
                 yield
@@ -143,6 +144,16 @@ def _announce_after_commit(made: list[Change]) -> None:
         transaction.on_commit(ChangeBatch(list(made)))
     else:
         announce(ChangeBatch(list(made)))
+
+
+def scope_memo() -> dict[str, Any] | None:
+    """A dict that lives as long as the outermost recording scope (None outside one).
+
+    For what a scope's writers would otherwise read again per row (the webhooks subscribed to an
+    audit row's event, read once per publish): it ends with the scope, at commit or rollback alike,
+    so nothing read in it outlives the transaction that read it."""
+    scope = _scope.get()
+    return None if scope is None else scope.memo
 
 
 def in_service() -> bool:

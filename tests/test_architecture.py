@@ -181,3 +181,14 @@ def test_no_source_module_is_longer_than_600_lines(folder):
 def test_registry_keeps_at_most_12_modules_at_its_top_level():
     top = sorted(path.name for path in (ROOT / "registry").glob("*.py"))
     assert len(top) <= 12, top
+
+
+def test_no_module_reads_the_private_state_of_djangos_transactions():
+    """What lives as long as a transaction lives in a recording scope (`registry.changes.scope_memo`),
+    never in a walk of `connection.run_on_commit` or `savepoint_ids`, which Django may change in any
+    release."""
+    private = ("run_on_commit", "savepoint_ids", "savepoint_state")
+    found = [f"{path.relative_to(ROOT)}: {name}" for folder in PACKAGES
+             for path in sorted((ROOT / folder).rglob("*.py")) if "migrations" not in path.parts
+             for name in private if name in path.read_text()]
+    assert found == []

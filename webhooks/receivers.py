@@ -6,52 +6,36 @@ from typing import Any
 
 from django.db import transaction
 
+from registry.changes import scope_memo
 from registry.models import AuditEntry
 from webhooks.events import event_for, payload_for
 
-
-class _ActiveHooks:
-    """The active webhooks as read once in a transaction, kept for that transaction's later audit rows.
-
-    One publish writes several audit rows (publish, label move, override...), each asking which
-    webhooks subscribe. The list lives in the transaction's on_commit list as a callback that
-    does nothing, so it is dropped with the transaction: at commit, on rollback, and with a
-    rolled-back savepoint it was read in. A webhook saved or deleted inside the transaction
-    marks it stale (`webhook_changed`)."""
-
-    def __init__(self, hooks: list[Any]) -> None:
-        self.hooks = hooks
-        self.stale = False
-
-    def __call__(self) -> None:
-        """Nothing to do at commit: the cache simply ends with its transaction."""
-
-
-def _cached(connection: Any) -> list[_ActiveHooks]:
-    return [func for _sids, func, _robust in connection.run_on_commit if isinstance(func, _ActiveHooks)]
+_ACTIVE = "webhooks.active_hooks"
+_CHANGED = "webhooks.changed"
 
 
 def active_hooks() -> list[Any]:
-    """The active webhooks, read once per transaction (every time outside one)."""
+    """The active webhooks, read once per recording scope (a publish writes several audit rows, each
+    asking which webhooks subscribe), and every time outside a scope or once a webhook was saved or
+    deleted in it (`webhook_changed`): a list read before that write, or inside a savepoint rolled
+    back since, may no longer hold."""
     from webhooks.models import Webhook
 
-    connection = transaction.get_connection()
-    if not connection.in_atomic_block:
+    memo = scope_memo()
+    if memo is None or memo.get(_CHANGED):
         return list(Webhook.objects.filter(active=True))
-    for found in _cached(connection):
-        if not found.stale:
-            return found.hooks
-    found = _ActiveHooks(list(Webhook.objects.filter(active=True)))
-    transaction.on_commit(found)
-    return found.hooks
+    if _ACTIVE not in memo:
+        memo[_ACTIVE] = list(Webhook.objects.filter(active=True))
+    hooks: list[Any] = memo[_ACTIVE]
+    return hooks
 
 
 def webhook_changed(sender: Any, **kwargs: Any) -> None:
-    """post_save/post_delete of a Webhook: the transaction's cached list no longer holds."""
-    connection = transaction.get_connection()
-    if connection.in_atomic_block:
-        for found in _cached(connection):
-            found.stale = True
+    """post_save/post_delete of a Webhook: the scope's list no longer holds, nor would a new one."""
+    memo = scope_memo()
+    if memo is not None:
+        memo[_CHANGED] = True
+        memo.pop(_ACTIVE, None)
 
 
 def audit_recorded(sender: Any, entry: AuditEntry, **kwargs: Any) -> None:

@@ -143,3 +143,19 @@ def test_the_active_webhooks_are_read_once_for_all_audit_rows_of_one_transaction
     assert sum('FROM "webhooks_webhook"' in q["sql"] for q in captured.captured_queries) == 1
     assert [row.event for row in WebhookDelivery.objects.order_by("id")] == [
         "version.published", "label.moved", "label.moved"]
+
+
+def test_a_webhook_deleted_in_a_rolled_back_savepoint_still_gets_the_transactions_later_events(hook, publisher):
+    """The scope's list of webhooks is dropped once one is written, so a rollback of that write
+    inside the scope cannot leave a list that misses a webhook which still exists."""
+    prompt = make_prompt("greet")
+    with transaction.atomic():
+        services.publish(prompt, acting_user=publisher, note="first", labels=["staging"])
+        try:
+            with transaction.atomic():
+                Webhook.objects.filter(pk=hook.pk).delete()
+                raise RuntimeError("operator changed their mind")
+        except RuntimeError:
+            pass
+        services.move_label(prompt, label="qa", version_number=1, acting_user=publisher, note="qa too")
+    assert WebhookDelivery.objects.filter(webhook=hook).count() == 3
