@@ -88,7 +88,7 @@ def _resolve(checksum: str, resource: str) -> Viewer:
     now = timezone.now()
     if client.last_seen_at is None or (now - client.last_seen_at).total_seconds() > 60:
         McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
-    return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+    return clients.viewer_of(client)
 
 
 _live: dict[tuple[str, int | None], tuple[float, bool, float]] = {}

@@ -27,6 +27,12 @@ _cache: dict[str, tuple[float, Viewer | None]] = {}
 _lock = threading.Lock()
 
 
+def viewer_of(client: McpClient) -> Viewer:
+    """The Viewer a client record stands for: its label, scope tags and identity (rollout buckets).
+    Tokens, OAuth connections, stdio and the admin's pages all read a client through this."""
+    return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+
+
 def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
@@ -69,7 +75,7 @@ def load_viewer(raw: str) -> Viewer | None:
     client = McpClient.objects.filter(token_hash=digest).first()
     viewer = None
     if client is not None and client.usable:
-        viewer = Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+        viewer = viewer_of(client)
         now = timezone.now()
         if client.last_seen_at is None or now - client.last_seen_at > timedelta(minutes=1):
             McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
@@ -115,7 +121,7 @@ def client_by_name(name: str) -> Viewer | None:
     client = McpClient.objects.filter(name=name).first()
     if client is None or not client.usable:
         return None
-    return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+    return viewer_of(client)
 
 
 AUDITED_FIELDS = ("name", "description", "label", "scope_tags", "active", "expires_at")
