@@ -86,7 +86,9 @@ def body_limit(path: str | bytes) -> int:
     if path.startswith(_FORM_PATHS):
         return FORM_BODY_BYTES
     if path.startswith("/api/v1/import/"):
-        return 2 * int(settings.REGISTRY["MAX_IMPORT_BYTES"])
+        from registry.conf import max_document_bytes
+
+        return 2 * max_document_bytes()
     return int(getattr(settings, "MAX_REQUEST_BODY_BYTES", DEFAULT_MAX_REQUEST_BODY_BYTES))
 
 

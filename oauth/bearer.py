@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from registry.models import McpClient
+from registry.models import PRODUCTION, McpClient
 from registry.serving import clients
 from registry.serving.viewer import Viewer
 
@@ -151,5 +151,5 @@ def defaults_for(user) -> tuple[str, str]:
     """(label, scope_tags) from the user's highest-priority group default, else the settings'."""
     default = GroupDefault.objects.filter(group__user=user).order_by("-priority", "group__name").first()
     if default is None:
-        return getattr(settings, "OAUTH_DEFAULT_LABEL", "production"), ""
+        return getattr(settings, "OAUTH_DEFAULT_LABEL", PRODUCTION), ""
     return default.label, default.scope_tags
