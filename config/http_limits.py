@@ -99,7 +99,7 @@ async def _refuse(receive: Any, send: Any, status: int, limit: float, more_body:
 
     Closing a socket with unread input resets the connection, and a client still sending would
     lose the answer with it (RFC 9112, section 9.6); reading on first, as daphne's channel does
-    (mcp_endpoint/daphne_server.py), avoids that. The answer is whole on the client's side from
+    (mcp_endpoint/transport/daphne_server.py), avoids that. The answer is whole on the client's side from
     the start (its Content-Length): a client that reads while it sends stops and goes, one that
     sends everything first finds it once it reads, and one waiting for "100 Continue" gets the
     final status instead."""

@@ -258,7 +258,7 @@ def check_patches(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     return [checks.Warning(
         f"The {feature} patch for daphne/Twisted is off: {', '.join(names)} not found in the installed "
         f"versions; {FALLBACKS[feature]}.",
-        hint="Install the Twisted and daphne versions pyproject.toml names, or check mcp_endpoint/"
+        hint="Install the Twisted and daphne versions pyproject.toml names, or check mcp_endpoint/transport/"
              "daphne_server.py against the new ones and widen the bounds.",
         obj="mcp_endpoint.transport.daphne_server", id="mcp_endpoint.W001")
         for feature, names in diagnose().items() if names]
