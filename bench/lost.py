@@ -7,7 +7,7 @@ readers: 8-12 of 40 lost; PostgreSQL: 11 of 60 with 4 readers, 35 of 60 with 8).
 after a commit rebuilt the whole catalog, and when that rebuild had read a later commit before an
 earlier commit's delivery, the hub took it as its baseline and the later change reached nobody
 (fixed in 95001c2: the hub keeps its own record of what each label's listeners were told,
-mcp_endpoint/hub.py `Told`). This bench counts the loss, so it stays at zero.
+mcp_endpoint/notify/diff.py `Told`). This bench counts the loss, so it stays at zero.
 
 Per row: K `subscriptions/listen` streams (2026-07-28, bench/listeners.py --by-uri, one process
 on CPU 1) subscribed to N resources; R clients (bench/readers.py, CPU 1) looping prompts/list,
@@ -20,7 +20,7 @@ The publishes start --gap s apart on a fixed schedule (start to start), up to --
 once on their own connections (several operators or CI jobs), so a publish slowed by the list
 traffic does not push the later ones back. The race needs a delivery still pending when the
 next publish commits: the hub delivers a request's change once its response is out
-(mcp_endpoint/handoff.py), and meanwhile the next publish can commit and a list request's
+(mcp_endpoint/notify/handoff.py), and meanwhile the next publish can commit and a list request's
 rebuild read it. With --publishers 1 (one connection: a publish also waits for the previous
 answer) the old code still lost 11 and 22 of 40 (SQLite, 16 and 32 readers) and 13 of 40
 (PostgreSQL, 16 readers); a first version that paused a full --gap after each answer, as

@@ -86,7 +86,9 @@ def body_limit(path: str | bytes) -> int:
     if path.startswith(_FORM_PATHS):
         return FORM_BODY_BYTES
     if path.startswith("/api/v1/import/"):
-        return 2 * int(settings.REGISTRY["MAX_IMPORT_BYTES"])
+        from registry.conf import max_document_bytes
+
+        return 2 * max_document_bytes()
     return int(getattr(settings, "MAX_REQUEST_BODY_BYTES", DEFAULT_MAX_REQUEST_BODY_BYTES))
 
 
@@ -97,7 +99,7 @@ async def _refuse(receive: Any, send: Any, status: int, limit: float, more_body:
 
     Closing a socket with unread input resets the connection, and a client still sending would
     lose the answer with it (RFC 9112, section 9.6); reading on first, as daphne's channel does
-    (mcp_endpoint/daphne_server.py), avoids that. The answer is whole on the client's side from
+    (mcp_endpoint/transport/daphne_server.py), avoids that. The answer is whole on the client's side from
     the start (its Content-Length): a client that reads while it sends stops and goes, one that
     sends everything first finds it once it reads, and one waiting for "100 Continue" gets the
     final status instead."""

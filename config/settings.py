@@ -11,6 +11,12 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.http_limits import (
+    DEFAULT_MAX_REQUEST_BODY_BYTES,
+    DEFAULT_MAX_REQUEST_HEAD_BYTES,
+    DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS,
+)
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -54,14 +60,16 @@ if SECURE:
     LANGUAGE_COOKIE_SECURE = True
 if env_flag("DJANGO_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# Largest request line plus headers (bytes); larger requests get 431 (config/http_limits.py).
-MAX_REQUEST_HEAD_BYTES = int(os.environ.get("MAX_REQUEST_HEAD_BYTES", 16 * 1024))
+# Largest request line plus headers (bytes); larger requests get 431 (config/http_limits.py, which
+# holds the defaults of these three).
+MAX_REQUEST_HEAD_BYTES = int(os.environ.get("MAX_REQUEST_HEAD_BYTES", DEFAULT_MAX_REQUEST_HEAD_BYTES))
 # Largest request body where no tighter limit applies (admin forms with uploads, the REST API);
 # /mcp, sign-in, OAuth and the import API have their own (config/http_limits.py). Larger: 413.
-MAX_REQUEST_BODY_BYTES = int(os.environ.get("MAX_REQUEST_BODY_BYTES", 32 * 1024 * 1024))
+MAX_REQUEST_BODY_BYTES = int(os.environ.get("MAX_REQUEST_BODY_BYTES", DEFAULT_MAX_REQUEST_BODY_BYTES))
 # Seconds a new connection has to send its request head, and a begun head to complete (daphne; 408,
 # or a close when nothing came).
-REQUEST_HEAD_TIMEOUT_SECONDS = float(os.environ.get("REQUEST_HEAD_TIMEOUT_SECONDS", 10))
+REQUEST_HEAD_TIMEOUT_SECONDS = float(os.environ.get("REQUEST_HEAD_TIMEOUT_SECONDS",
+                                                    DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS))
 # Origins (https://registry.example.com) allowed to POST forms when they differ from the Host.
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
@@ -289,30 +297,30 @@ CONTENT_SECURITY_POLICY = {
 # and tests) are allowed too. See docs/webhooks.md.
 WEBHOOKS_ALLOWED_NETWORKS = env_list("WEBHOOKS_ALLOWED_NETWORKS", "")
 
-# Registry limits that editors meet in the admin and importers meet in YAML.
-REGISTRY: dict[str, Any] = {
-    # Largest uploaded file (image, audio, resource bytes) in bytes.
-    "MAX_UPLOAD_BYTES": int(os.environ.get("REGISTRY_MAX_UPLOAD_BYTES", 5 * 1024 * 1024)),
-    # Largest prompts-as-code YAML file imported (manage.py registry_import and the API).
-    "MAX_IMPORT_BYTES": int(os.environ.get("REGISTRY_MAX_IMPORT_BYTES", 20 * 1024 * 1024)),
-    # Labels created protected: moving them needs an approved review or an audited override
-    # (registry/release/services.py, registry/release/reviews.py). A label row's own `protected` flag
-    # decides afterwards.
-    "PROTECTED_LABELS": ["production"],
-    # Per-process byte budget of the cache of served content (prompt bodies, resource text and
-    # blobs, template bodies); entries over 1/8 of it are served without being cached.
-    "CONTENT_CACHE_BYTES": int(os.environ.get("REGISTRY_CONTENT_CACHE_BYTES", 64 * 1024 * 1024)),
-    # Whether MCP clients see people's names (who published, moved or approved) in the built-in
-    # change logs (registry://changes/recent, registry://prompts/{name}/changelog; registry/serving/dynamic.py).
-    # Off by default: clients get versions, dates and change notes, not who is behind them.
-    "SHOW_NAMES_TO_CLIENTS": env_flag("REGISTRY_SHOW_NAMES_TO_CLIENTS", False),
-    # Where people reach the admin (https://registry.example.com): the links in e-mails. Unset: the
-    # origin of MCP_PUBLIC_URL; `make run` sets it to the address it serves.
-    "PUBLIC_URL": os.environ.get("REGISTRY_PUBLIC_URL", ""),
-    # Server processes also send due e-mail in a background thread (as they send webhooks); off:
-    # only `manage.py registry_worker` sends it.
-    "MAIL_DELIVERY_THREAD": env_flag("REGISTRY_MAIL_DELIVERY_THREAD", True),
-}
+# The registry's settings (registry/conf.py holds every key and its one default; only what the
+# environment sets is put here, so a default is never written twice):
+#   MAX_UPLOAD_BYTES (REGISTRY_MAX_UPLOAD_BYTES): largest uploaded file (image, audio, resource bytes).
+#   MAX_IMPORT_BYTES (REGISTRY_MAX_IMPORT_BYTES): largest prompts-as-code YAML file imported
+#     (manage.py registry_import and the API).
+#   PROTECTED_LABELS: labels created protected (production): moving them needs an approved review
+#     or an audited override (registry/release/services.py, registry/release/reviews.py). A label
+#     row's own `protected` flag decides afterwards.
+#   CONTENT_CACHE_BYTES (REGISTRY_CONTENT_CACHE_BYTES): per-process byte budget of the cache of
+#     served content (prompt bodies, resource text and blobs, template bodies); entries over 1/8 of
+#     it are served without being cached.
+#   SHOW_NAMES_TO_CLIENTS (REGISTRY_SHOW_NAMES_TO_CLIENTS): whether MCP clients see people's names
+#     (who published, moved or approved) in the built-in change logs (registry://changes/recent,
+#     registry://prompts/{name}/changelog; registry/serving/dynamic.py). Off by default: clients
+#     get versions, dates and change notes, not who is behind them.
+#   PUBLIC_URL (REGISTRY_PUBLIC_URL): where people reach the admin (https://registry.example.com):
+#     the links in e-mails. Unset: the origin of MCP_PUBLIC_URL; `make run` sets it.
+#   MAIL_DELIVERY_THREAD (REGISTRY_MAIL_DELIVERY_THREAD): server processes also send due e-mail in
+#     a background thread (as they send webhooks); off: only `manage.py registry_worker` sends it.
+REGISTRY: dict[str, Any] = {}
+for _key, _read in (("MAX_UPLOAD_BYTES", int), ("MAX_IMPORT_BYTES", int), ("CONTENT_CACHE_BYTES", int),
+                    ("SHOW_NAMES_TO_CLIENTS", bool), ("PUBLIC_URL", str), ("MAIL_DELIVERY_THREAD", bool)):
+    if os.environ.get(f"REGISTRY_{_key}"):
+        REGISTRY[_key] = env_flag(f"REGISTRY_{_key}") if _read is bool else _read(os.environ[f"REGISTRY_{_key}"])
 
 # E-mail to people (registry/mail/: review requests, decisions, incident rollbacks, scheduled
 # releases), with Django's own setting names from the environment. In debug mode without an

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-from registry.models import McpClient
+from registry.models import PRODUCTION, McpClient
 from registry.serving import clients
 from registry.serving.viewer import Viewer
 
@@ -88,7 +88,7 @@ def _resolve(checksum: str, resource: str) -> Viewer:
     now = timezone.now()
     if client.last_seen_at is None or (now - client.last_seen_at).total_seconds() > 60:
         McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
-    return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+    return clients.viewer_of(client)
 
 
 _live: dict[tuple[str, int | None], tuple[float, bool, float]] = {}
@@ -151,5 +151,5 @@ def defaults_for(user) -> tuple[str, str]:
     """(label, scope_tags) from the user's highest-priority group default, else the settings'."""
     default = GroupDefault.objects.filter(group__user=user).order_by("-priority", "group__name").first()
     if default is None:
-        return getattr(settings, "OAUTH_DEFAULT_LABEL", "production"), ""
+        return getattr(settings, "OAUTH_DEFAULT_LABEL", PRODUCTION), ""
     return default.label, default.scope_tags

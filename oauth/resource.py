@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from django.conf import settings
+from registry.conf import mcp_public_url
 
 MCP_PATH = "/mcp"  # where config/asgi.py routes the MCP transport (mcp_endpoint/routing.py)
 SCOPE = "mcp"
@@ -15,7 +15,7 @@ METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
 def _public_url() -> str:
-    return ((getattr(settings, "MCP_ENDPOINT", None) or {}).get("PUBLIC_URL") or "").rstrip("/")
+    return mcp_public_url().rstrip("/")
 
 
 def resource_url(scheme: str, host: str) -> str:

@@ -77,3 +77,10 @@ def max_upload_bytes() -> int:
 def max_document_bytes() -> int:
     """Largest prompts-as-code YAML file read (command line and API): parsing holds it all in memory."""
     return int(registry_settings.MAX_IMPORT_BYTES)
+
+
+def mcp_public_url() -> str:
+    """The MCP endpoint's public URL (``MCP_ENDPOINT["PUBLIC_URL"]``, "" when unset), for the apps
+    below the endpoint that must name it (the e-mail links' fallback origin, OAuth's resource
+    URL): read here once, as the endpoint's own `mcp_settings.PUBLIC_URL` reads it."""
+    return str((getattr(settings, "MCP_ENDPOINT", None) or {}).get("PUBLIC_URL") or "")

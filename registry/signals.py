@@ -35,7 +35,7 @@ credentials_changed: sent INSIDE the changing transaction when what lets a clien
     sender: the model class whose row changed
     client_ids: McpClient primary keys whose open streams must be re-checked
     token_checksums: SHA-256 checksums of OAuth access tokens whose open streams must be re-checked
-Receivers (the MCP endpoint, mcp_endpoint/revocation.py) record it durably in the same
+Receivers (the MCP endpoint, mcp_endpoint/notify/revocation.py) record it durably in the same
 transaction and act after commit, in every process.
 
 worker_pass: sent by `manage.py registry_worker` once per pass of its loop, OUTSIDE any

@@ -192,3 +192,37 @@ def test_no_module_reads_the_private_state_of_djangos_transactions():
              for path in sorted((ROOT / folder).rglob("*.py")) if "migrations" not in path.parts
              for name in private if name in path.read_text()]
     assert found == []
+
+
+# Rules with one definition: the names that decide them, and the only modules that may use them.
+# A second module deciding the same thing (say, which clients a rollout reaches) fails here.
+ONE_PLACE = {
+    # Whether a client is in a rollout's share: asked through registry.serving.viewer (served_item,
+    # in_bucket), never again beside it.
+    "gets_candidate": ("registry/formats/buckets.py", "registry/serving/viewer.py"),
+    # Whether a rollout row runs on the item an entry is served as: the catalog and its check.
+    "rollout_applies": ("registry/serving/items.py", "registry/serving/catalogs.py",
+                        "registry/serving/consistency.py"),
+}
+
+
+def _names_used(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(ONE_PLACE))
+def test_a_rule_with_one_definition_is_used_only_where_it_is_defined(name):
+    users = sorted(str(path.relative_to(ROOT)) for folder in (*PACKAGES, "bench")
+                   for path in sorted((ROOT / folder).rglob("*.py"))
+                   if "migrations" not in path.parts and name in _names_used(path))
+    assert users == sorted(ONE_PLACE[name])

@@ -82,9 +82,10 @@ async def _oauth_viewer(token: str, resource: str) -> Any:
 
 async def still_authorised(identity: Identity) -> bool:
     """For long-lived streams: does the identity the stream was opened with still stand, as it
-    was? Not if the client was revoked or expired, its token re-issued, its label or tags changed
-    (the stream would go on judging for the old ones), or, for OAuth, the token revoked,
-    expired or deleted, its user deactivated or its connection deleted."""
+    was? Not if the client was revoked or expired, its token re-issued, its label, tags or name
+    changed (the stream would go on judging for the old ones, or by the old name's rollout
+    buckets), or, for OAuth, the token revoked, expired or deleted, its user deactivated or its
+    connection deleted."""
     if identity.client_id is None:
         return True
     if identity.oauth_token:
@@ -95,7 +96,7 @@ async def still_authorised(identity: Identity) -> bool:
     viewer = identity.viewer
     return await database_sync_to_async(still_serves)(
         identity.client_id, label=viewer.label, scope=viewer.scope_tags,
-        token_hash=identity.token_hash or None)
+        token_hash=identity.token_hash or None, name=viewer.client_name)
 
 
 def authenticate_stdio(client_name: str | None) -> Identity:

@@ -63,31 +63,67 @@ LINGER_SECONDS = 5.0
 
 # ------------------------------------------------------------------------------ diagnosis
 
+# Every Twisted/daphne name a feature's code (USES) touches, by where it lives; diagnose() checks
+# each, and tests/mcp_endpoint/test_daphne_server.py holds these lists to the code in USES.
+USES = {
+    HEAD_LIMITS: ("_install_head_limits", "_refuse"),
+    BODY_LIMITS: ("_install_body_limits", "_refuse"),
+    HEAD_TIMEOUT: ("_install_head_timeout", "_start_head_timer", "_sweep_heads", "_head_timed_out",
+                   "_cancel_head_timer", "_scheduler", "_refuse"),
+    EAGER_WRITES: ("_install_eager_writes",),
+    DIRECT_SEND: ("DaphneConnection", "daphne_connection"),
+}
+# What _refuse, shared by the three features that refuse a request, does to a channel and its transport.
+_REFUSAL_CHANNEL = ("dataReceived", "lineReceived", "rawDataReceived", "allContentReceived", "callLater",
+                    "loseConnection")
+_REFUSAL_TRANSPORT = ("write", "loseWriteConnection", "abortConnection")
 # Names read or replaced on the classes themselves.
 _CHANNEL_NAMES = {
-    HEAD_LIMITS: ("MAX_LENGTH", "totalHeadersSize", "lineReceived", "lineLengthExceeded",
-                  "_respondToBadRequestAndDisconnect", "_receivedHeaderSize", "dataReceived", "rawDataReceived"),
-    BODY_LIMITS: ("allHeadersReceived", "allContentReceived", "length", "dataReceived", "lineReceived",
-                  "rawDataReceived"),
-    HEAD_TIMEOUT: ("connectionMade", "connectionLost", "allHeadersReceived", "requestDone", "dataReceived",
-                   "callLater", "persistent", "loseConnection"),
+    HEAD_LIMITS: ("MAX_LENGTH", "totalHeadersSize", "lineLengthExceeded", "_respondToBadRequestAndDisconnect",
+                  "_receivedHeaderSize", *_REFUSAL_CHANNEL),
+    BODY_LIMITS: ("allHeadersReceived", "length", *_REFUSAL_CHANNEL),
+    HEAD_TIMEOUT: ("connectionMade", "connectionLost", "allHeadersReceived", "requestDone", "persistent",
+                   *_REFUSAL_CHANNEL),
     DIRECT_SEND: ("_waitingForTransport",),
 }
+# gotLength is never called here: the body limit refuses before Twisted calls it (no file is made).
 _REQUEST_NAMES = {BODY_LIMITS: ("handleContentChunk", "gotLength")}
+_REQUEST_INIT = {BODY_LIMITS: ("channel",), DIRECT_SEND: ("channel",)}  # assigned by Request.__init__
+# The transport a channel writes to: a TCP connection under daphne.
+_TRANSPORT_NAMES = {HEAD_LIMITS: _REFUSAL_TRANSPORT, BODY_LIMITS: _REFUSAL_TRANSPORT,
+                    HEAD_TIMEOUT: _REFUSAL_TRANSPORT, DIRECT_SEND: ("abortConnection",)}
 _CONNECTION_NAMES = ("write", "writeSequence", "dataBuffer", "offset", "connected", "disconnecting",
-                     "_writeDisconnected", "TLS", "_aborting", "abortConnection")
-# Names a channel only has once it has parsed a request line; a connection once it is built.
+                     "_writeDisconnected", "TLS", "_aborting")
+# Names a channel only has once it is connected; once it has parsed a request head; a
+# connection once it is built.
+_CHANNEL_CONNECTED = {HEAD_LIMITS: ("transport",), BODY_LIMITS: ("transport",), HEAD_TIMEOUT: ("transport",),
+                      DIRECT_SEND: ("transport",)}
 _CHANNEL_RUNTIME = {BODY_LIMITS: ("_path", "requests", "length")}
 _CONNECTION_RUNTIME = ("_tempDataLen", "socket")
+_PROBE_HEAD = b"POST /probe HTTP/1.1\r\nHost: probe\r\nContent-Length: 4\r\n\r\n"
+_DAPHNE_NAMES = ("handle_reply", "connections")  # WebRequest.handle_reply; Server.handle_reply, .connections
+
+
+def guarded_names(feature: str) -> set[str]:
+    """Every name `feature` relies on, wherever it lives (what the test holds the code to)."""
+    names = {*_CHANNEL_NAMES.get(feature, ()), *_REQUEST_NAMES.get(feature, ()), *_REQUEST_INIT.get(feature, ()),
+             *_TRANSPORT_NAMES.get(feature, ()), *_CHANNEL_CONNECTED.get(feature, ()),
+             *_CHANNEL_RUNTIME.get(feature, ())}
+    if feature == EAGER_WRITES:
+        names |= {*_CONNECTION_NAMES, *_CONNECTION_RUNTIME}
+    if feature == DIRECT_SEND:
+        names |= set(_DAPHNE_NAMES)
+    return names
 
 
 def _missing(obj: Any, names: Sequence[str], prefix: str) -> list[str]:
     return [f"{prefix}.{name}" for name in names if not hasattr(obj, name)]
 
 
-def _probe_channel(http: Any, names: Sequence[str]) -> dict[str, Any]:
-    """What a channel holds once it has parsed the head of a POST with a body (the body limit
-    reads it then), over a fake transport and clock: no reactor, no socket."""
+def _probe_channel(http: Any, names: Sequence[str], head: bytes = b"") -> dict[str, Any]:
+    """What a channel holds once connected and, given a `head`, once it has parsed it (the body
+    limit reads it after the head of a POST with a body), over a fake transport and clock: no
+    reactor, no socket."""
     from twisted.internet.task import Clock
     from twisted.internet.testing import StringTransport
 
@@ -95,7 +131,8 @@ def _probe_channel(http: Any, names: Sequence[str]) -> dict[str, Any]:
     channel.callLater = Clock().callLater
     channel.makeConnection(StringTransport())
     try:
-        channel.dataReceived(b"POST /probe HTTP/1.1\r\nHost: probe\r\nContent-Length: 4\r\n\r\n")
+        if head:
+            channel.dataReceived(head)
         return {name: getattr(channel, name) for name in names if hasattr(channel, name)}
     finally:
         channel.connectionLost(None)
@@ -150,7 +187,7 @@ def _init_names(cls: Any) -> tuple[str, ...]:
 
 
 def _server_missing() -> list[str]:
-    wanted = ("handle_reply", "connections")  # `connections` is assigned in Server.run, not __init__
+    wanted = _DAPHNE_NAMES  # `connections` is assigned in Server.run, not __init__
     try:
         present = _server_source_names() & set(wanted)
     except (OSError, SyntaxError, ValueError):
@@ -175,15 +212,23 @@ def diagnose() -> dict[str, tuple[str, ...]]:
         missing[feature] += _missing(http.HTTPChannel, names, "HTTPChannel")
     for feature, names in _REQUEST_NAMES.items():
         missing[feature] += _missing(http.Request, names, "Request")
+    for feature, names in _REQUEST_INIT.items():
+        missing[feature] += [f"Request.{name}" for name in names if name not in _init_names(http.Request)]
+    for feature, names in _TRANSPORT_NAMES.items():
+        missing[feature] += _missing(tcp.Connection, names, "tcp.Connection")
     missing[EAGER_WRITES] += _missing(tcp.Connection, _CONNECTION_NAMES, "tcp.Connection")
-    try:
-        for feature, names in _CHANNEL_RUNTIME.items():
-            parsed = _probe_channel(http, names)
-            missing[feature] += [f"HTTPChannel.{name} (set while parsing)" for name in names if name not in parsed]
-            if parsed.get("_path", b"/probe") != b"/probe" or parsed.get("length", 4) != 4:
-                missing[feature].append("HTTPChannel._path/length as parsed")
-    except Exception as exc:  # any change in how a channel runs disables the patch
-        missing[BODY_LIMITS].append(f"HTTPChannel parsing ({exc!r})")
+    for runtime, head, when in ((_CHANNEL_CONNECTED, b"", "set once connected"),
+                                (_CHANNEL_RUNTIME, _PROBE_HEAD, "set while parsing")):
+        try:
+            found = _probe_channel(http, sorted({name for names in runtime.values() for name in names}), head)
+        except Exception as exc:  # any change in how a channel runs disables the patches that read it
+            for feature in runtime:
+                missing[feature].append(f"HTTPChannel {when} ({exc!r})")
+            continue
+        for feature, names in runtime.items():
+            missing[feature] += [f"HTTPChannel.{name} ({when})" for name in names if name not in found]
+        if head and (found.get("_path", b"/probe") != b"/probe" or found.get("length", 4) != 4):
+            missing[BODY_LIMITS].append("HTTPChannel._path/length as parsed")
     try:
         missing[EAGER_WRITES] += _missing(_probe_connection(tcp), _CONNECTION_RUNTIME, "tcp.Connection (built)")
     except Exception as exc:
@@ -193,10 +238,10 @@ def diagnose() -> dict[str, tuple[str, ...]]:
     except ImportError as exc:
         missing[DIRECT_SEND].append(f"daphne ({exc})")
     else:
-        missing[DIRECT_SEND] += _missing(http_protocol.WebRequest, ("handle_reply",),
+        missing[DIRECT_SEND] += _missing(http_protocol.WebRequest, _DAPHNE_NAMES[:1],
                                          "daphne.http_protocol.WebRequest")
         if "channel" not in _init_names(http_protocol.WebRequest.__mro__[1]):
-            missing[DIRECT_SEND].append("Request.channel")
+            missing[DIRECT_SEND].append("daphne.http_protocol.WebRequest.channel")
         missing[DIRECT_SEND] += _server_missing()
     return {feature: tuple(names) for feature, names in missing.items()}
 
@@ -213,7 +258,7 @@ def check_patches(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     return [checks.Warning(
         f"The {feature} patch for daphne/Twisted is off: {', '.join(names)} not found in the installed "
         f"versions; {FALLBACKS[feature]}.",
-        hint="Install the Twisted and daphne versions pyproject.toml names, or check mcp_endpoint/"
+        hint="Install the Twisted and daphne versions pyproject.toml names, or check mcp_endpoint/transport/"
              "daphne_server.py against the new ones and widen the bounds.",
         obj="mcp_endpoint.transport.daphne_server", id="mcp_endpoint.W001")
         for feature, names in diagnose().items() if names]

@@ -1,8 +1,9 @@
 """Who got which version: figures for the admin pages, from the fetch counters and the catalog.
 
 The counters are written in batches by `registry.serving.fetches` (never on the request path); these
-functions only read them. "What a client receives now" is computed from the same in-memory
-catalog the MCP endpoint serves from, with the client's label, scope and rollout buckets.
+functions only read them. "What a client receives now" and which clients a rollout reaches are
+computed by the serving rule itself (registry/serving/viewer.py `served_item`, on the catalog's
+own items), never re-derived here.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import Any
 from django.db.models import Max, Sum
 from django.utils import timezone
 
-from registry.formats.buckets import gets_candidate, stable_bucket
+from registry.formats.buckets import stable_bucket
 from registry.kinds import kind_of
-from registry.models import PRODUCTION, FetchCounter, McpClient, Rollout, VersionedEntry
-from registry.serving.catalogs import load_catalog
-from registry.serving.viewer import Viewer
+from registry.models import FetchCounter, McpClient, Rollout, VersionedEntry
+from registry.serving.catalogs import entry_item, load_catalog
+from registry.serving.clients import viewer_of
+from registry.serving.viewer import served_item
 
 RECENT_HOURS = 24
 
@@ -60,34 +62,37 @@ def served_by_version(entry: VersionedEntry) -> list[dict[str, Any]]:
     return out
 
 
-def _clients_served_from(entry: VersionedEntry, label: str) -> list[McpClient]:
-    """Active clients whose catalog serves `entry` from `label` (their own label, or production as fallback)."""
-    rows = kind_of(entry).label_model.objects.filter(entry=entry).select_related("version")
-    own = {row.name for row in rows}
-    served = next((row for row in rows if row.name == label), None)
-    tags = frozenset(served.version.snapshot.get("tags") or ()) if served else frozenset()  # the published tags
-    chosen = []
+def _expected(entry: VersionedEntry, rollout: Rollout) -> tuple[list[dict[str, Any]], str]:
+    """Per active client served `entry` from `rollout.label`: its bucket and whether it gets the
+    candidate, by the serving rule itself (`entry_item` + `served_item`: label fallback, the
+    bucket by the served key, the served version's own tags); and that served key."""
+    items: dict[str, Any] = {}
+    expected = []
     for client in McpClient.objects.filter(active=True).order_by("name"):
         if not client.usable:
             continue
-        served_label = client.label if client.label in own else PRODUCTION
-        if served_label != label:
-            continue
-        if client.scope and not (client.scope & tags):
-            continue
-        chosen.append(client)
-    return chosen
+        if client.label not in items:
+            items[client.label] = entry_item(client.label, entry.kind, entry.pk)
+        item = items[client.label]
+        if item is None or item.label != rollout.label:
+            continue  # served nothing of it, or served from another label
+        served = served_item(item, viewer_of(client))
+        if served is None:
+            continue  # its scope admits neither the version it would get nor the other
+        expected.append({"name": client.name, "bucket": stable_bucket(client.name, item.key),
+                         "candidate": served is not item})
+    own = items.get(rollout.label) or entry_item(rollout.label, entry.kind, entry.pk)
+    return expected, own.key if own is not None else entry.key
 
 
 def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RECENT_HOURS) -> dict[str, Any]:
-    """Old vs new version for one rollout: expected (bucket computation) and observed (recent counters)."""
+    """Old vs new version for one rollout: expected (bucket computation) and observed (recent counters,
+    which are kept under the key the label serves, not the draft's)."""
     label = kind_of(entry).label_model.objects.filter(entry=entry, name=rollout.label).select_related("version").first()
     base = label.version.number if label else None
-    clients = _clients_served_from(entry, rollout.label)
-    expected = [{"name": c.name, "bucket": stable_bucket(c.name, entry.key),
-                 "candidate": gets_candidate(c.name, entry.key, rollout.percent)} for c in clients]
+    expected, served_key = _expected(entry, rollout)
     since = timezone.now() - timedelta(hours=hours)
-    recent = (FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=entry.key, label=rollout.label,
+    recent = (FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=served_key, label=rollout.label,
                                           last_at__gte=since)
               .exclude(client_name="").values("client_name", "version")
               .annotate(total=Sum("count"), last=Max("last_at")))
@@ -108,6 +113,4 @@ def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RE
 
 def client_receives(client: McpClient) -> list[dict[str, Any]]:
     """What `client` is served right now: one row per visible prompt, resource and template."""
-    viewer = Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
-    catalog = load_catalog(client.label)
-    return catalog.served_to(viewer)
+    return load_catalog(client.label).served_to(viewer_of(client))

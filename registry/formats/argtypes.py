@@ -18,7 +18,7 @@ the spans of capture groups, RE2 leaves its fast DFA for its NFA, and `(\\w+\\s?
 took 29 s on a 1 MB value. So patterns are compiled with ``never_capture`` (a whole-value match
 needs no submatch: the DFA answers it, 1 MB in milliseconds), a patterned value longer than
 PATTERN_VALUE_MAX_LENGTH is refused unless the argument sets its own `maxLength`, and the MCP
-handler checks long values off the event loop (mcp_endpoint/handlers.py).
+handler checks long values off the event loop (mcp_endpoint/handlers/catalogs.py).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from registry.conf import registry_settings
+from registry.conf import mcp_public_url, registry_settings
 from registry.kinds import KINDS
 from registry.models import AuditAction, EditorPreference, MailKind, MailMessage, ReviewRequest
 from registry.release import discussion
@@ -42,8 +42,7 @@ def public_origin() -> str:
     own = (registry_settings.PUBLIC_URL or "").strip().rstrip("/")
     if own:
         return own
-    mcp = str((getattr(settings, "MCP_ENDPOINT", None) or {}).get("PUBLIC_URL") or "")
-    parts = urlsplit(mcp)
+    parts = urlsplit(mcp_public_url())
     if parts.scheme and parts.netloc:
         return f"{parts.scheme}://{parts.netloc}"
     return FALLBACK_ORIGIN

@@ -8,10 +8,17 @@ from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import PRODUCTION, ServedQuerySet, label_name_validator
 
+# What a client is served follows from these, and nothing else: the Viewer its token stands for
+# (label, scope tags, and the name its rollout buckets are drawn by) and whether the token stands
+# (its hash, active, expiry). The one list: bulk updates of them are refused (below), a save of one
+# drops the cached token answers (registry/release/receivers.py), re-checks the client's open
+# streams (registry/serving/credentials.py, clients.still_serves) and is audited (serving/clients.py).
+SERVED_FIELDS = ("name", "token_hash", "label", "scope_tags", "active", "expires_at")
+
 
 class ClientQuerySet(ServedQuerySet):
-    # What a client is served follows from these; last_seen_at and the description may be bulk-updated.
-    served_fields = frozenset({"name", "token_hash", "label", "scope_tags", "active", "expires_at"})
+    # last_seen_at and the description may be bulk-updated.
+    served_fields = frozenset(SERVED_FIELDS)
 
 
 class McpClient(models.Model):

@@ -55,12 +55,12 @@ from registry.models import (
     Rollout,
     VersionedEntry,
 )
+from registry.models.clients import SERVED_FIELDS
 from registry.models.reviews import rollout_diff
 from registry.signals import served_rows_bulk_created
 
 DATABASE_ACTOR = "database"
 OUTSIDE_NOTE = "Saved outside the registry services (shell, script or direct database write)."
-CLIENT_FIELDS = ("name", "token_hash", "label", "scope_tags", "active", "expires_at")
 ENTRIES = (Prompt, Resource, ResourceTemplate)
 LABELS = (PromptLabel, ResourceLabel, ResourceTemplateLabel)
 VERSIONS = (PromptVersion, ResourceVersion, ResourceTemplateVersion)
@@ -247,7 +247,7 @@ def entry_deleted(sender: Any, instance: VersionedEntry, **kwargs: Any) -> None:
 def client_saving(sender: Any, instance: McpClient, raw: bool = False, update_fields: Any = None,
                   **kwargs: Any) -> None:
     if not raw:
-        setattr(instance, BEFORE, _stored(sender, instance, CLIENT_FIELDS, update_fields))
+        setattr(instance, BEFORE, _stored(sender, instance, SERVED_FIELDS, update_fields))
 
 
 def _forget_tokens() -> None:
@@ -258,7 +258,7 @@ def _forget_tokens() -> None:
 
 def client_saved(sender: Any, instance: McpClient, created: bool, raw: bool = False, **kwargs: Any) -> None:
     stored = None if raw else getattr(instance, BEFORE, None)
-    if stored is not None and any(stored[f] != getattr(instance, f) for f in CLIENT_FIELDS):
+    if stored is not None and any(stored[f] != getattr(instance, f) for f in SERVED_FIELDS):
         _forget_tokens()
 
 

@@ -31,13 +31,12 @@ from typing import Any
 
 from registry.authoring.snapshots import canonical_json, materialise, materialise_block, read_content
 from registry.errors import InvalidArguments, InvalidUri, UnknownPrompt, UnknownResource
-from registry.formats.buckets import gets_candidate
 from registry.formats.rendering import CompiledPrompt, Template, compile_prompt, parse_template, render_compiled
 from registry.formats.uris import lookup_uri, normalize_uri_template, validate_uri
 from registry.kinds import KINDS
 from registry.serving import dynamic
 from registry.serving.items import PromptItem, ResourceItem, Served, TemplateItem
-from registry.serving.viewer import Viewer, may_differ_by_client, served_item
+from registry.serving.viewer import Viewer, in_bucket, may_differ_by_client, served_item
 from registry.storage import cache as content_cache
 
 MAX_COMPLETIONS = 100
@@ -131,8 +130,7 @@ class Catalog:
         if not viewer.client_name:
             return ()
         return tuple(f"{item.key}@v{item.rollout.candidate.version}" for item in self.rolled_out
-                     if may_differ_by_client(item, viewer)
-                     and gets_candidate(viewer.client_name, item.key, item.rollout.percent))
+                     if may_differ_by_client(item, viewer) and in_bucket(item, viewer))
 
     def served_to(self, viewer: Viewer) -> list[dict[str, Any]]:
         """Which version of each visible entry this viewer is served now (for the admin's client page)."""

@@ -18,7 +18,7 @@ from django.db.models.functions import Cast
 
 from registry import changes
 from registry.kinds import KINDS
-from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.serving.catalog import Catalog
 from registry.serving.items import (
     ITEM_BUILDERS,
@@ -26,8 +26,10 @@ from registry.serving.items import (
     ItemRollout,
     Row,
     decode_listing,
+    fallback_names,
     forget_shared,
     pick_served,
+    rollout_applies,
 )
 
 _cache: dict[str, Catalog] = {}
@@ -86,7 +88,20 @@ def read_entries(label: str, entry_ids: Mapping[str, Iterable[int] | None]) -> C
     kind; a kind left out: none), plus every entry with a running rollout on the label, so that
     `personalised()` and `variant()` answer as the whole catalog would. Never cached: it answers
     one request while the whole catalog warms up (registry/serving/pages.py)."""
-    return _read(label, None, None, entry_ids)
+    rolled = rollout_entries(fallback_names(label))
+    return _read(label, None, None, {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
+                                     for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()})
+
+
+def entry_item(label: str, kind: str, entry_id: int) -> Any | None:
+    """The item `label` serves of one entry, with the rollout running on it, exactly as the
+    catalog holds it (None: `label` serves nothing of it). With `viewer.served_item` this answers
+    "which version does this client get of this entry" for the admin pages without a whole
+    catalog (sync: a few queries)."""
+    part = _read(label, None, None, {kind: [entry_id]})
+    pool: Iterable[Any] = {"prompt": part.prompt_items.values(), "resource": part.resource_items.values(),
+                           "template": part.template_items}[kind]
+    return next(iter(pool), None)
 
 
 def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None,
@@ -94,16 +109,14 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     """The catalog built from the database: all of it (no base), `base` with the `changed` keys
     re-read, or (entry_ids) just those entries. The same row rules serve all three."""
     generation = changes.generation()
-    names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
+    names = fallback_names(label)
     wanted: dict[str, set[str]] = {}
     for kind, key in changed or ():
         wanted.setdefault(kind, set()).add(key)
     partial = entry_ids is not None
     reread: dict[str, list[int] | None] = {}  # partial: kind -> the entry ids to read (None: all of them)
     if entry_ids is not None:
-        rolled = rollout_entries(names)
-        reread = {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
-                  for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()}
+        reread = {kind: None if ids is None else list(ids) for kind, ids in entry_ids.items()}
     elif base is None:
         forget_shared()
 
@@ -186,8 +199,8 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
         pool = by_kind.get(rollout.entry_kind)
         key = read_keys.get(rollout.entry_kind, {}).get(rollout.entry_id)
         item = pool.get(key) if pool is not None and key is not None else None
-        if (pool is None or key is None or item is None or item.label != rollout.label
-                or item.version == rollout.candidate_version):
+        if (pool is None or key is None or item is None
+                or not rollout_applies(item.label, item.version, rollout.label, rollout.candidate_version)):
             continue
         found = KINDS[rollout.entry_kind].version_model.objects.filter(
             entry_id=rollout.entry_id, number=rollout.candidate_version).values_list(

@@ -18,6 +18,7 @@ from django.utils import timezone
 from registry.audit import actor_name, write_audit
 from registry.changes import service_transaction
 from registry.models import AuditAction, McpClient
+from registry.models.clients import SERVED_FIELDS
 from registry.serving.viewer import Viewer
 
 TOKEN_PREFIX = "mcpr_"
@@ -25,6 +26,12 @@ TOKEN_CACHE_S = 5.0
 TOKEN_CACHE_SIZE = 10_000  # unknown tokens are remembered too; a flood of them must not grow memory
 _cache: dict[str, tuple[float, Viewer | None]] = {}
 _lock = threading.Lock()
+
+
+def viewer_of(client: McpClient) -> Viewer:
+    """The Viewer a client record stands for: its label, scope tags and identity (rollout buckets).
+    Tokens, OAuth connections, stdio and the admin's pages all read a client through this."""
+    return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
 
 
 def hash_token(raw: str) -> str:
@@ -69,7 +76,7 @@ def load_viewer(raw: str) -> Viewer | None:
     client = McpClient.objects.filter(token_hash=digest).first()
     viewer = None
     if client is not None and client.usable:
-        viewer = Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+        viewer = viewer_of(client)
         now = timezone.now()
         if client.last_seen_at is None or now - client.last_seen_at > timedelta(minutes=1):
             McpClient.objects.filter(pk=client.pk).update(last_seen_at=now)
@@ -84,14 +91,16 @@ def load_viewer(raw: str) -> Viewer | None:
     return viewer
 
 
-_serving: dict[int, tuple[float, tuple[str, frozenset[str], str, float | None] | None]] = {}
+_serving: dict[int, tuple[float, tuple[str, frozenset[str], str, float | None, str] | None]] = {}
 
 
-def still_serves(client_id: int, *, label: str, scope: frozenset[str], token_hash: str | None = None) -> bool:
-    """Whether a stream opened for this client as (label, scope[, token]) may go on: the client
-    is active and unexpired, still bound to that label and scope, and (for a pre-shared token)
-    still holds that token. Cached for TOKEN_CACHE_S with the expiry instant (an expiry counts
-    at once); a saved client drops the cache (mcp_endpoint/revocation.py)."""
+def still_serves(client_id: int, *, label: str, scope: frozenset[str], token_hash: str | None = None,
+                 name: str | None = None) -> bool:
+    """Whether a stream opened for this client as (label, scope[, token][, name]) may go on: the
+    client is active and unexpired, still bound to that label and scope, (for a pre-shared token)
+    still holds that token and still has that name (its rollout buckets). Cached for
+    TOKEN_CACHE_S with the expiry instant (an expiry counts at once); a saved client drops the
+    cache (mcp_endpoint/notify/revocation.py)."""
     entry = _serving.get(client_id)
     now = time.monotonic()
     if entry is None or entry[0] <= now:
@@ -99,7 +108,7 @@ def still_serves(client_id: int, *, label: str, scope: frozenset[str], token_has
         state = None
         if client is not None and client.active:
             expires = client.expires_at.timestamp() if client.expires_at is not None else None
-            state = (client.label, client.scope, client.token_hash, expires)
+            state = (client.label, client.scope, client.token_hash, expires, client.name)
         entry = (now + TOKEN_CACHE_S, state)
         with _lock:
             if len(_serving) >= TOKEN_CACHE_SIZE:
@@ -107,7 +116,8 @@ def still_serves(client_id: int, *, label: str, scope: frozenset[str], token_has
             _serving[client_id] = entry
     state = entry[1]
     return (state is not None and (state[3] is None or time.time() < state[3]) and state[0] == label
-            and state[1] == frozenset(scope) and (token_hash is None or state[2] == token_hash))
+            and state[1] == frozenset(scope) and (token_hash is None or state[2] == token_hash)
+            and (name is None or state[4] == name))
 
 
 def client_by_name(name: str) -> Viewer | None:
@@ -115,10 +125,11 @@ def client_by_name(name: str) -> Viewer | None:
     client = McpClient.objects.filter(name=name).first()
     if client is None or not client.usable:
         return None
-    return Viewer(label=client.label, scope_tags=client.scope, client_id=client.pk, client_name=client.name)
+    return viewer_of(client)
 
 
-AUDITED_FIELDS = ("name", "description", "label", "scope_tags", "active", "expires_at")
+# What is audited of a client: what it is served as (never its token hash), and its description.
+AUDITED_FIELDS = (*(name for name in SERVED_FIELDS if name != "token_hash"), "description")
 
 
 def client_state(client: McpClient | None) -> dict[str, object]:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
-from registry.serving.items import pick_served
+from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+from registry.serving.items import fallback_names, pick_served, rollout_applies
 
 # (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
 Fingerprint = dict[tuple[str, str], tuple[int, str, tuple[int, int] | None]]
@@ -25,7 +25,7 @@ _MODELS = (("prompt", PromptLabel, "version__snapshot__name"), ("resource", Reso
 
 def served_fingerprint(label: str) -> Fingerprint:
     """What the database says `label` serves, in the catalog's terms (sync; four small queries)."""
-    names = [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
+    names = fallback_names(label)
     out: Fingerprint = {}
     keys: dict[tuple[str, int], str] = {}  # (kind, entry id) -> the key its item is served under
     for kind, model, key_field in _MODELS:
@@ -42,7 +42,7 @@ def served_fingerprint(label: str) -> Fingerprint:
             "entry_kind", "entry_id", "label", "candidate_version", "percent"):
         key = keys.get((kind, entry_id))
         served = out.get((kind, key)) if key is not None else None
-        if key is None or served is None or served[1] != rollout_label or served[0] == candidate:
+        if key is None or served is None or not rollout_applies(served[1], served[0], rollout_label, candidate):
             continue
         out[(kind, key)] = (*served[:2], (percent, candidate))
     return out

@@ -2,9 +2,10 @@
 (registry.signals.credentials_changed).
 
 A stream keeps the credentials it was opened with; revoking the client, letting it expire, giving
-it a new token or another label or scope must end those streams (the client reconnects with
-what it is now), not leave them running until the next keep-alive re-check. A save that changes
-none of those fields (a description, a rename) announces nothing. A deleted client is announced.
+it a new token, another label, scope or name (its rollout buckets are drawn by the name) must end
+those streams (the client reconnects with what it is now), not leave them running until the next
+keep-alive re-check. A save that changes none of `SERVED_FIELDS` (a description) announces
+nothing. A deleted client is announced.
 """
 
 from __future__ import annotations
@@ -14,23 +15,23 @@ from typing import Any
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from registry.models import McpClient
+from registry.models.clients import SERVED_FIELDS
 from registry.signals import credentials_changed
 
-SERVING_FIELDS = ("token_hash", "label", "scope_tags", "active", "expires_at")
 _BEFORE = "_registry_credentials_before"
 
 
 def client_saving(sender: Any, instance: McpClient, raw: bool = False, **kwargs: Any) -> None:
     if raw or instance.pk is None:
         return
-    setattr(instance, _BEFORE, McpClient.objects.filter(pk=instance.pk).values(*SERVING_FIELDS).first())
+    setattr(instance, _BEFORE, McpClient.objects.filter(pk=instance.pk).values(*SERVED_FIELDS).first())
 
 
 def client_saved(sender: Any, instance: McpClient, created: bool, raw: bool = False, **kwargs: Any) -> None:
     before = instance.__dict__.pop(_BEFORE, None)
     if created or raw or before is None:
         return  # a new client has no streams yet; fixtures are not changes
-    if all(before[name] == getattr(instance, name) for name in SERVING_FIELDS):
+    if all(before[name] == getattr(instance, name) for name in SERVED_FIELDS):
         return
     credentials_changed.send(sender=McpClient, client_ids=[instance.pk], token_checksums=[])
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from registry.authoring.listing import listing_of
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template
 from registry.kinds import KINDS
+from registry.models.base import PRODUCTION
 
 try:  # several times faster than the stdlib decoder, and it shares repeated keys
     from orjson import loads as _loads
@@ -157,17 +158,30 @@ def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
     return _shared(frozenset(listing.get("tags") or ()))
 
 
+def fallback_names(label: str) -> list[str]:
+    """The label rows `label` serves from: its own, then production's (production alone for production)."""
+    return [label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]
+
+
 def pick_served(rows: Iterable[Any], label: str) -> dict[int, Any]:
     """The label fallback rule: per entry, its row of `label` if present, else its production row.
 
-    `rows` are label rows of `label` and production (anything with ``entry_id`` and ``name``).
+    `rows` are label rows of `fallback_names(label)` (anything with ``entry_id`` and ``name``).
     The catalog and the consistency check pick with this; the cold pages say the same in SQL
-    (catalog_pages._served), and a test holds the three to one answer."""
+    (registry/serving/pages.py `_served`), and a test holds the three to one answer."""
     chosen: dict[int, Any] = {}
     for row in rows:
         if row.entry_id not in chosen or row.name == label:
             chosen[row.entry_id] = row
     return chosen
+
+
+def rollout_applies(served_label: str, served_version: int, rollout_label: str, candidate_version: int) -> bool:
+    """The rollout rule: a rollout row (matched to the entry by id, never by its `entry_key`, the
+    draft's name when it began) runs on the item an entry is served as when it runs on the label
+    that item is served from and its candidate is another version. The catalog attaches rollouts
+    (registry/serving/catalogs.py) and the consistency check expects them by this one test."""
+    return served_label == rollout_label and served_version != candidate_version
 
 
 def _listing_of(kind: str, row: Row) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from registry.kinds import KINDS
 from registry.models import PRODUCTION
 from registry.serving import catalogs, dynamic
 from registry.serving.catalog import Catalog
+from registry.serving.items import fallback_names
 from registry.serving.viewer import Viewer, served_item
 
 try:
@@ -94,7 +95,7 @@ def first_visible(label: str, kind: str, viewer: Viewer, after: str | None, coun
     anyway, and whether this viewer sees one depends on the version it is served (the rollout's
     candidate, with its own tags, or the label's), which `served_item` decides there."""
     rows = _served(label, kind)
-    rolled = catalogs.rollout_entries([label, PRODUCTION] if label != PRODUCTION else [PRODUCTION]).get(kind)
+    rolled = catalogs.rollout_entries(fallback_names(label)).get(kind)
     if rolled:
         rows = rows.exclude(entry_id__in=sorted(rolled))
     if after is not None:
@@ -118,7 +119,7 @@ def _served(label: str, kind: str) -> QuerySet[Any]:
     """The label rows `label` serves of `kind`, one per unarchived entry (its own label row, else
     production's), annotated with the served key as `sort_key`."""
     labels: Any = KINDS[kind].label_model.objects
-    names = [label, PRODUCTION]
+    names = fallback_names(label)
     rows = labels.filter(name__in=names, entry__archived_at__isnull=True)
     if label != PRODUCTION:
         rows = rows.filter(Q(name=label) | ~Exists(labels.filter(entry_id=OuterRef("entry_id"), name=label)))

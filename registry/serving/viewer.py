@@ -40,10 +40,16 @@ def served_item(item: Any, viewer: Viewer) -> Any:
     retagged for another audience is never served to this one)."""
     if item is None:
         return None
-    rollout = getattr(item, "rollout", None)
-    if rollout is not None and gets_candidate(viewer.client_name, item.key, rollout.percent):
-        item = rollout.candidate
+    if in_bucket(item, viewer):
+        item = item.rollout.candidate
     return item if viewer.sees(item.tags) else None
+
+
+def in_bucket(item: Any, viewer: Viewer) -> bool:
+    """Whether a rollout runs on `item` and `viewer`'s stable bucket for it (by the key the label
+    serves it under, never the draft's) falls in its share: the one bucket test of serving."""
+    rollout = getattr(item, "rollout", None)
+    return rollout is not None and gets_candidate(viewer.client_name, item.key, rollout.percent)
 
 
 def may_differ_by_client(item: Any, viewer: Viewer) -> bool:

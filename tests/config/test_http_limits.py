@@ -11,6 +11,7 @@ from channels.testing import ApplicationCommunicator
 
 from config import http_limits
 from config.http_limits import FORM_BODY_BYTES, RequestLimits, body_limit
+from registry import conf as registry_conf
 
 
 async def inner_app(scope, receive, send):
@@ -134,6 +135,15 @@ async def test_a_body_within_the_limit_reaches_the_application():
     app = BodyReader()
     start, body = await run(RequestLimits(app, body_limit=lambda path: 1000), body_scope("/mcp"), chunks=(b"a" * 500,))
     assert start["status"] == 200 and body["body"] == b"read 500"
+
+
+def test_the_import_api_limit_is_read_through_the_registry_settings_and_their_default(settings):
+    """It used to index settings.REGISTRY itself: a project setting no MAX_IMPORT_BYTES got a
+    KeyError (a 500) instead of the registry's 20 MiB default."""
+    settings.REGISTRY = {}
+    assert body_limit("/api/v1/import/") == 2 * registry_conf.DEFAULTS["MAX_IMPORT_BYTES"]
+    settings.REGISTRY = {"MAX_IMPORT_BYTES": 1000}
+    assert body_limit("/api/v1/import/") == 2000
 
 
 def test_each_path_has_its_own_body_limit(settings):

@@ -98,3 +98,37 @@ def test_stream_retry_and_cache_ttl_come_from_the_environment():
     child = {**os.environ, "DJANGO_DEBUG": "1", "MCP_CACHE_TTL_MS": "5000", "MCP_STREAM_RETRY_MS": "12000"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=child, capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["5000", "12000"], done.stderr
+
+
+def _settings_of(code: str, **env: str) -> str:
+    child = {k: v for k, v in os.environ.items() if not k.startswith("REGISTRY_")}
+    child.update(DJANGO_DEBUG="1", **env)
+    done = subprocess.run([sys.executable, "-c", "import config.settings as s; " + code], cwd=ROOT, env=child,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_project_settings_write_no_registry_default_of_their_own():
+    """registry/conf.py holds each REGISTRY default once: the project's settings put in only what
+    the environment sets (they used to repeat all seven defaults beside conf.py's)."""
+    assert _settings_of("print(s.REGISTRY)") == "{}"
+    assert _settings_of("print(sorted(s.REGISTRY.items()))", REGISTRY_MAX_IMPORT_BYTES="1000",
+                        REGISTRY_SHOW_NAMES_TO_CLIENTS="yes", REGISTRY_MAIL_DELIVERY_THREAD="0",
+                        REGISTRY_PUBLIC_URL="https://r.example") == (
+        "[('MAIL_DELIVERY_THREAD', False), ('MAX_IMPORT_BYTES', 1000), ('PUBLIC_URL', 'https://r.example'), "
+        "('SHOW_NAMES_TO_CLIENTS', True)]")
+
+
+def test_every_registry_key_the_project_sets_is_one_the_registry_reads(settings):
+    from registry.conf import DEFAULTS
+
+    assert set(settings.REGISTRY) <= set(DEFAULTS)
+
+
+def test_the_request_limits_default_to_the_values_http_limits_holds():
+    from config import http_limits
+
+    assert _settings_of("print(s.MAX_REQUEST_HEAD_BYTES, s.MAX_REQUEST_BODY_BYTES, s.REQUEST_HEAD_TIMEOUT_SECONDS)") \
+        == (f"{http_limits.DEFAULT_MAX_REQUEST_HEAD_BYTES} {http_limits.DEFAULT_MAX_REQUEST_BODY_BYTES} "
+            f"{http_limits.DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS}")

@@ -1,7 +1,7 @@
 """Every publish reaches every listener while clients loop list requests (one daphne worker).
 
 The regression: a list request after a commit starts a full catalog rebuild, and the hub delivers
-a request's change only once that request's response is out (mcp_endpoint/handoff.py). When a
+a request's change only once that request's response is out (mcp_endpoint/notify/handoff.py). When a
 second publish committed, and a rebuild read it, before the first publish's delivery, the hub
 took the refreshed catalog as what its listeners had been told, so the second change found
 itself "already told" and reached no listener (a review counted 8-12 of 40 publishes lost with

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from twisted.internet import tcp
@@ -179,6 +180,50 @@ def test_every_name_the_patches_rely_on_is_present_in_the_installed_versions():
     daphne_server.diagnose.cache_clear()
     assert daphne_server.diagnose() == dict.fromkeys(daphne_server.FEATURES, ())
     assert daphne_server.check_patches() == []
+
+
+# What the code of a feature touches that is not Twisted's or daphne's: ours (Limits, the
+# connection wrapper), the standard library's (dict, bytes, socket, functools.partial) and the
+# reactor's public clock; the classes themselves, reached from their modules.
+NOT_THEIRS = {"head_bytes", "body_bytes", "head_seconds", "answer", "protocol", "__dict__", "append", "clear",
+              "get", "items", "pop", "join", "send", "seconds", "func", "args", "keywords", "partial",
+              "__self__", "__name__", "__module__", "HTTPChannel", "Request", "Connection"}
+OPTIONAL = {"_sendmsgQueue"}  # read with a default: only UNIX connections have it
+UNTOUCHED = {daphne_server.BODY_LIMITS: {"gotLength"}}  # relied on not being called yet (see the module)
+
+
+def _touched(function_names):
+    """The attribute names the given functions and classes of daphne_server.py read, call or
+    replace (getattr/setattr/hasattr with a literal name, and the names _refuse silences, count)."""
+    import ast
+
+    tree = ast.parse(Path(daphne_server.__file__).read_text(encoding="utf-8"))
+    found = set()
+    for node in tree.body:
+        if getattr(node, "name", None) not in function_names:
+            continue
+        for item in ast.walk(node):
+            if isinstance(item, ast.Attribute):
+                found.add(item.attr)
+            elif (isinstance(item, ast.Call) and isinstance(item.func, ast.Name)
+                  and item.func.id in ("getattr", "setattr", "hasattr") and len(item.args) >= 2
+                  and isinstance(item.args[1], ast.Constant)):
+                found.add(item.args[1].value)
+            elif isinstance(item, ast.For) and isinstance(item.iter, ast.Tuple):
+                found.update(e.value for e in item.iter.elts if isinstance(e, ast.Constant))
+    return {name for name in found if not name.startswith("_registry_")}
+
+
+@pytest.mark.parametrize("feature", daphne_server.FEATURES)
+def test_the_guard_checks_exactly_the_names_each_patch_touches(feature):
+    """The guard's lists used to drift from the code: abortConnection was checked for eager writes,
+    which never call it, and not for the refusals and direct sends, which do; the names _refuse
+    silences, the channel's callLater and loseConnection, Request.channel and the channel's
+    transport were not checked for some of the features that touch them."""
+    theirs = _touched(daphne_server.USES[feature]) - NOT_THEIRS - OPTIONAL
+    guarded = daphne_server.guarded_names(feature)
+    assert theirs - guarded == set(), "touched but not checked at start-up"
+    assert guarded - theirs == UNTOUCHED.get(feature, set()), "checked but touched by no code of the feature"
 
 
 def test_daphnes_server_names_are_read_from_its_source_without_importing_it():

@@ -195,16 +195,18 @@ async def test_an_oauth_revocation_ends_the_streams_of_that_token_within_a_secon
     await bystander.close()
 
 
-@pytest.mark.parametrize("change", ["label", "scope", "new token"])
-async def test_a_client_given_another_label_scope_or_token_has_its_streams_end_to_reopen_as_it_is_now(change):
-    """The stream judged changes for the label and tags it was opened with; the client's new
-    ones must take effect, so the stream ends (no result) and the client reconnects."""
+@pytest.mark.parametrize("change", ["label", "scope", "new token", "name"])
+async def test_a_client_given_another_label_scope_token_or_name_has_its_streams_end_to_reopen_as_it_is_now(change):
+    """The stream judged changes for the label and tags it was opened with, and drew its rollout
+    buckets by the name; the client's new ones must take effect, so the stream ends (no result)
+    and the client reconnects. (A rename used to leave the stream on the old name's buckets.)"""
     client, raw = await sync_to_async(create_client)(name="desk")
     stream = await open_listen(f"Bearer {raw}")
     if change == "new token":
         await sync_to_async(issue_token)(client)
     else:
-        setattr(client, {"label": "label", "scope": "scope_tags"}[change], "staging" if change == "label" else "ops")
+        field = {"label": "label", "scope": "scope_tags", "name": "name"}[change]
+        setattr(client, field, {"label": "staging", "scope": "ops", "name": "front-desk"}[change])
         await sync_to_async(client.save)()
     await stream.ended_within(SECOND)
     assert stream.results() == []

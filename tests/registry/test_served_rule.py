@@ -14,13 +14,16 @@ import pytest
 from mcp_endpoint.notify.diff import PROMPTS_CHANGED, Told, diff_catalogs, notifications_for
 from mcp_endpoint.notify.listeners import Listener
 from registry import changes
+from registry.admin.fetch_stats import client_receives, rollout_progress
 from registry.changes import Change
 from registry.errors import UnknownPrompt, UnknownResource
 from registry.formats.buckets import gets_candidate
-from registry.models import PromptMessage
+from registry.models import Prompt, PromptMessage, Rollout
 from registry.release import reviews
 from registry.serving import pages as catalog_pages
 from registry.serving.catalogs import load_catalog
+from registry.serving.clients import create_client, viewer_of
+from registry.serving.consistency import served_fingerprint, stale_keys
 from registry.serving.viewer import Viewer, served_item
 from tests.factories import make_prompt, make_resource, make_template, release
 
@@ -159,6 +162,8 @@ def _grid_registry(editor, publisher):
             review = reviews.request_publication(prompt, acting_user=editor, note="half", version_number=2,
                                                  percent=50)
             reviews.approve(review, acting_user=publisher)
+        prompt.name = f"draft-{number:02d}"  # renamed since: clients are served (and bucketed) by the old name
+        prompt.save()
 
 
 def _warm(viewer):
@@ -210,3 +215,76 @@ def test_warm_cold_and_hub_serve_every_viewer_the_same_versions(editor, publishe
                                   diff_catalogs(empty, load_catalog(label), [Change(1, "prompt", "*", label, True)]),
                                   load_catalog(label))
         assert (notes == [(PROMPTS_CHANGED, None)]) == bool(warm)
+
+
+def test_the_admin_pages_and_the_consistency_check_answer_the_grid_as_the_catalog_serves_it(editor, publisher):
+    """The client page (what a client receives now), the rollout page (which clients get the
+    candidate) and the consistency check (which rollout runs on which served item) say what the
+    warm catalog serves, for every client of the grid."""
+    _grid_registry(editor, publisher)
+    clients = [create_client(name=f"{label}-{tags or 'all'}-{i}", label=label, scope_tags=tags)[0]
+               for label in ("production", "staging") for tags in ("", "support", "hr") for i in range(3)]
+    served = {client.name: _warm(viewer_of(client)) for client in clients}
+    for client in clients:
+        assert {row["key"]: row["version"] for row in client_receives(client)
+                if row["kind"] == "prompt"} == served[client.name], client.name
+    rolled = Rollout.objects.filter(entry_kind="prompt").order_by("entry_id")
+    assert rolled.count() == len(GRID_TAGS) ** 2
+    for rollout in rolled:
+        prompt = Prompt.objects.get(pk=rollout.entry_id)
+        key = next(k for k in load_catalog("production").prompt_items if k.startswith(f"p{prompt.name[-2:]}-"))
+        progress = rollout_progress(prompt, rollout)
+        expected = {row["name"]: row["candidate"] for row in progress["expected"]}
+        assert expected == {name: got[key] == 2 for name, got in served.items() if key in got}, key
+    for label in ("production", "staging"):
+        assert stale_keys(load_catalog(label), served_fingerprint(label)) == []
+
+
+def _rolled_out_greet(editor, publisher, *, first_tags: str = "", second_tags: str = "") -> Prompt:
+    prompt = make_prompt("greet", tags=first_tags)
+    release(prompt, note="v1")
+    prompt.tags = second_tags
+    prompt.save()
+    PromptMessage.objects.filter(prompt=prompt).update(text="v2 {{ topic }}")
+    release(prompt, note="v2", labels=())
+    review = reviews.request_publication(prompt, acting_user=editor, note="half", version_number=2, percent=50)
+    reviews.approve(review, acting_user=publisher)
+    return prompt
+
+
+def _candidates(prompt) -> dict[str, bool]:
+    progress = rollout_progress(prompt, Rollout.objects.get(entry_id=prompt.pk))
+    return {row["name"]: row["candidate"] for row in progress["expected"]}
+
+
+def _gets_v2(names) -> dict[str, bool]:
+    catalog = load_catalog("production")
+    out = {}
+    for name in names:
+        with contextlib.suppress(UnknownPrompt):
+            out[name.name] = catalog.get_prompt(viewer_of(name), "greet", {"topic": "x"}).version == 2
+    return out
+
+
+def test_the_rollout_page_buckets_clients_by_the_name_served_not_the_renamed_draft(editor, publisher):
+    """It used to bucket by the draft's key: after a rename, half its 'gets the candidate' were wrong."""
+    prompt = _rolled_out_greet(editor, publisher)
+    prompt.name = "greeting"  # the draft only: production still serves greet, v1 and (in the bucket) v2
+    prompt.save()
+    clients = [create_client(name=f"agent-{i}")[0] for i in range(20)]
+    assert _candidates(prompt) == _gets_v2(clients)
+    assert 0 < sum(_candidates(prompt).values()) < 20
+
+
+def test_the_rollout_page_counts_a_client_by_the_tags_of_the_version_it_would_get(editor, publisher):
+    """It used to judge every client by the label version's tags: an hr client in the bucket of an
+    hr-only candidate was left out, a support client in it was counted as getting the candidate
+    it is never served."""
+    prompt = _rolled_out_greet(editor, publisher, first_tags="support", second_tags="hr")
+    support = [create_client(name=f"support-{i}", scope_tags="support")[0] for i in range(10)]
+    hr = [create_client(name=f"hr-{i}", scope_tags="hr")[0] for i in range(10)]
+    expected = _candidates(prompt)
+    assert expected == _gets_v2(support + hr)
+    assert all(expected[c.name] for c in hr if c.name in expected)
+    assert not any(expected[c.name] for c in support if c.name in expected)
+    assert any(c.name in expected for c in hr)
