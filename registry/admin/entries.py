@@ -142,10 +142,13 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
         if obj is not None and obj.pk:
             pending = list(ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"))
+            stale = reviews.staleness_of(pending)
             context["registry_pending_reviews"] = len(pending)
             context["registry_badges"] = badges_html(entry_badges(obj))
-            # A request for the draft as it was is approved only while the draft is unchanged.
-            context["registry_draft_reviews"] = [r for r in pending if r.version_number is None]
+            # A request for the draft as it was is approved only while the draft is unchanged: warn
+            # before a save makes it stale, and say so once it is (the same rule approval applies).
+            context["registry_draft_reviews"] = [r for r in pending if r.version_number is None and not stale[r.pk]]
+            context["registry_stale_reviews"] = [stale[r.pk] for r in pending if stale[r.pk]]
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:

@@ -78,3 +78,28 @@ def test_a_change_list_page_runs_the_same_queries_for_5_rows_as_for_50(client, e
     assert "draft changed since v" in page and "in review #" in page and "rolling out v2 to 10%" in page
     assert many == few, f"{few} queries for 5 rows, {many} for 50"
 
+
+def _request(index: int, editor) -> None:
+    """A request for a draft (every third one made stale by an edit) or for a published version."""
+    prompt = _prompt(100 + index)
+    if index % 2:
+        release(prompt, note="v1", labels=("staging",))
+        reviews.request_publication(prompt, acting_user=editor, note="v1 please", label="production",
+                                    version_number=1)
+        return
+    reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
+    if index % 3 == 0:
+        _change_prompt(prompt, "after the request")
+
+
+def test_the_review_queue_runs_the_same_queries_for_5_requests_as_for_50(client, editor, publisher):
+    client_for(client, publisher)
+    for index in range(5):
+        _request(index, editor)
+    few = _list_queries(client, "reviewrequest")
+    for index in range(5, 50):
+        _request(index, editor)
+    many = _list_queries(client, "reviewrequest")
+    page = client.get(url("reviewrequest_changelist")).content.decode()
+    assert "Stale: it can no longer be approved as asked" in page and "Waiting for a reviewer" in page
+    assert many == few, f"{few} queries for 5 requests, {many} for 50"
