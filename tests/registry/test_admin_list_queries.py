@@ -103,3 +103,16 @@ def test_the_review_queue_runs_the_same_queries_for_5_requests_as_for_50(client,
     page = client.get(url("reviewrequest_changelist")).content.decode()
     assert "Stale: it can no longer be approved as asked" in page and "Waiting for a reviewer" in page
     assert many == few, f"{few} queries for 5 requests, {many} for 50"
+
+
+@pytest.mark.parametrize("kind", ["promptlabel", "promptversion", "resourcelabel", "resourceversion"])
+def test_the_version_and_label_lists_run_the_same_queries_for_5_entries_as_for_50(client, superuser, kind):
+    make = _prompt if kind.startswith("prompt") else (lambda i: make_resource(f"docs://v-{i:03}", text=f"Doc {i}"))
+    client_for(client, superuser)
+    for index in range(5):
+        release(make(index), note="v1", labels=("production", "staging"))
+    few = _list_queries(client, kind)
+    for index in range(5, 50):
+        release(make(index), note="v1", labels=("production", "staging"))
+    many = _list_queries(client, kind)
+    assert many == few, f"{few} queries for 5 entries, {many} for 50"
