@@ -5,7 +5,8 @@ measured in one run so the ratio compares like with like (issue 23: the lists we
 On a fresh SQLite file (removed first): migrate, import the demo registry, time each change list
 (median of --repeat in-process requests through Django's test client, logged in as a superuser,
 after one warm-up); then `bench_load --prompts N --resources N` for each N of --sizes and time
-them again. Prints a
+them again, with their full page (100 rows) and with the page cut to the demo's number of rows
+(the same page on a larger registry: what the registry's size alone costs). Prints a
 Markdown table (time, queries, rows on the page, ratio to the demo) and writes the figures to
 bench/results/admin-lists-<time>.json. Run from a checkout, with the project's interpreter:
 
@@ -26,6 +27,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LISTS = {"prompt": "/admin/registry/prompt/", "resource": "/admin/registry/resource/",
          "template": "/admin/registry/resourcetemplate/", "review queue": "/admin/registry/reviewrequest/"}
+MODELS = {"prompt": "Prompt", "resource": "Resource", "template": "ResourceTemplate", "review queue": "ReviewRequest"}
+
+
+def measure_short_pages(client, repeat: int, demo: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Each list with its page cut to the demo's number of rows: the same page on a larger registry."""
+    from django.apps import apps
+    from django.contrib import admin
+
+    found = {}
+    for name, path in LISTS.items():
+        model_admin = admin.site._registry[apps.get_model("registry", MODELS[name])]
+        kept = model_admin.list_per_page
+        model_admin.list_per_page = max(1, int(demo[name]["rows"]))
+        try:
+            found[name] = measure(client, path, repeat)
+        finally:
+            model_admin.list_per_page = kept
+    return found
 
 
 def measure(client, path: str, repeat: int) -> dict[str, float]:
@@ -78,6 +97,7 @@ def main() -> None:
     for size in sizes:
         call_command("bench_load", prompts=size, resources=size, verbosity=0)
         results[f"+{size}+{size}"] = {name: measure(client, path, args.repeat) for name, path in LISTS.items()}
+        results[f"+{size}+{size}, demo's page length"] = measure_short_pages(client, args.repeat, results["demo"])
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
                             text=True).stdout.strip()
     print(f"commit {commit}; +N+N = demo + N prompts + N resources; median of {args.repeat}; "
