@@ -11,6 +11,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -27,6 +28,7 @@ from registry.models.base import label_name_validator
 from registry.release import discussion as discussion_service
 from registry.release import reviews as reviews_service
 from registry.release import schedules as schedules_service
+from registry.release.labels import check_known_label
 
 
 class ReviewSerializer(serializers.ModelSerializer):
@@ -87,12 +89,19 @@ class ReviewCreateSerializer(serializers.Serializer):
     percent = serializers.IntegerField(min_value=1, max_value=99, required=False, allow_null=True,
                                        help_text="Ask for a percentage rollout instead of a full release.")
     note = serializers.CharField(help_text="What should be released and why.")
+    new_label = serializers.BooleanField(
+        default=False, help_text="Confirm that `label` is new: without it a label no entry or client uses "
+                                 "(most likely a typo, e.g. 'prodution') is refused with 400.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         kind = KINDS[attrs["kind"]]
         entry = kind.entry_model.objects.filter(**{kind.key_field: attrs["key"]}).first()
         if entry is None:
             raise serializers.ValidationError({"key": [f"No {attrs['kind']} with {kind.key_field} {attrs['key']}."]})
+        try:
+            check_known_label(attrs["label"], confirmed=attrs["new_label"])
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"label": exc.messages}, code="unknown_label") from exc
         attrs["entry"] = entry
         return attrs
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
@@ -15,10 +17,45 @@ from registry.admin.access import ReadOnlyAdminMixin
 from registry.admin.diff import recorded
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.authoring.snapshots import diff_loader
-from registry.models import AuditEntry
+from registry.models import AuditAction, AuditEntry
 from registry.release.audit_export import EXPORT_FORMATS, export_response
 
 EXPORT_PERMISSION = "registry.export_auditentry"
+
+
+# A review row's versions are what the label served and what was asked for (None: the draft), not a
+# move: "v1 → none" read as if the label had been emptied. These say what happened in words.
+_REVIEW_WORDS: dict[str, Any] = {
+    AuditAction.REVIEW_REQUESTED: gettext_lazy("asked for %(target)s (%(label)s served %(was)s)"),
+    AuditAction.REVIEW_APPROVED: gettext_lazy("approved %(target)s (%(label)s served %(was)s)"),
+    AuditAction.REVIEW_REJECTED: gettext_lazy("rejected %(target)s (%(label)s served %(was)s)"),
+    AuditAction.REVIEW_WITHDRAWN: gettext_lazy("withdrew the request for %(target)s (%(label)s served %(was)s)"),
+    AuditAction.REVIEW_SUPERSEDED: gettext_lazy("the request for %(target)s was superseded "
+                                                "(%(label)s served %(was)s)"),
+    AuditAction.REVIEW_STALE: gettext_lazy("the request for %(target)s went stale (%(label)s served %(was)s)"),
+    AuditAction.REVIEW_COMMENTED: gettext_lazy("on the request for %(target)s (%(label)s served %(was)s)"),
+    AuditAction.CHANGES_REQUESTED: gettext_lazy("on the request for %(target)s (%(label)s served %(was)s)"),
+    AuditAction.RELEASE_RESCHEDULED: gettext_lazy("release of %(target)s (%(label)s served %(was)s)"),
+    AuditAction.RELEASE_CANCELLED: gettext_lazy("release of %(target)s (%(label)s served %(was)s)"),
+    AuditAction.RELEASE_FAILED: gettext_lazy("release of %(target)s (%(label)s served %(was)s)"),
+}
+
+
+def _version(number: int | None) -> str:
+    return _("v%(number)s") % {"number": number} if number is not None else _("nothing")
+
+
+def versions_text(entry: AuditEntry) -> str:
+    """The versions of an audit row in the reader's language: "v1 → v2" for a move, and for a row
+    about a review request what it asked for and what the label served ("asked for the draft
+    (production served v1)"), never "v1 → none"."""
+    words = _REVIEW_WORDS.get(entry.action)
+    if words is not None:
+        target = _("the draft") if entry.to_version is None else _version(entry.to_version)
+        return str(words) % {"target": target, "label": entry.label, "was": _version(entry.from_version)}
+    if entry.from_version is None and entry.to_version is None:
+        return ""
+    return f"{_version(entry.from_version)} → {_version(entry.to_version)}"
 
 
 @admin.register(AuditEntry)
@@ -38,11 +75,7 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
 
     @admin.display(description=gettext_lazy("versions"))
     def versions(self, obj: AuditEntry) -> str:
-        if obj.from_version is None and obj.to_version is None:
-            return ""
-        before = f"v{obj.from_version}" if obj.from_version is not None else _("none")
-        after = f"v{obj.to_version}" if obj.to_version is not None else _("none")
-        return f"{before} → {after}"
+        return versions_text(obj)
 
     @admin.display(description=gettext_lazy("change"))
     def change_summary(self, obj: AuditEntry) -> str:

@@ -16,8 +16,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry.admin.badges import badges_html, entry_badges, when_text
+from registry.admin.badges import badges_html, entry_badges, states_of, when_text
 from registry.admin.reviews import entry_admin_url
+from registry.authoring.snapshots import for_snapshots
 from registry.kinds import KINDS
 from registry.models import AuditAction, AuditEntry, ReviewRequest, ReviewStatus, ScheduleStatus
 from registry.release import reviews, schedules
@@ -68,9 +69,12 @@ def _my_entries(user: AbstractUser | AnonymousUser) -> list[dict[str, Any]]:
     """The entries this user saved last, newest first, with their badges."""
     rows: list[dict[str, Any]] = []
     for kind in KINDS.values():
-        for entry in kind.entry_model.objects.filter(updated_by=user.get_username()).order_by("-updated_at")[:RECENT]:
+        entries = list(for_snapshots(kind.entry_model.objects.filter(updated_by=user.get_username())
+                                     .prefetch_related("labels__version")).order_by("-updated_at")[:RECENT])
+        states = states_of(entries)
+        for entry in entries:
             rows.append({"entry": entry, "kind": kind.name, "url": entry_admin_url(kind.name, entry.pk),
-                         "badges": badges_html(entry_badges(entry)), "updated_at": entry.updated_at})
+                         "badges": badges_html(entry_badges(entry, states[entry.pk])), "updated_at": entry.updated_at})
     rows.sort(key=lambda row: row["updated_at"], reverse=True)
     return rows[:RECENT]
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import model_ngettext, unquote
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Prefetch
 from django.http import HttpResponseRedirect
 from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from registry.admin.badges import badges_html, entry_badges
+from registry.admin.badges import badges_html, entry_badges, states_of
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.admin.views.compare import ComparePageMixin
 from registry.admin.views.history import HistoryPageMixin
@@ -28,8 +30,9 @@ from registry.admin.views.release_request import ReleaseRequestPageMixin
 from registry.admin.views.restore import RestorePageMixin
 from registry.admin.views.rollout import RolloutPageMixin
 from registry.authoring import drafts, integrity
-from registry.authoring.snapshots import snapshot_of
+from registry.authoring.snapshots import for_snapshots, snapshot_of
 from registry.errors import PublishPermissionDenied
+from registry.kinds import KINDS
 from registry.models import PRODUCTION, ReviewRequest, VersionedEntry
 from registry.release import reviews, services
 
@@ -47,6 +50,26 @@ class ArchivedFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.filter(archived_at__isnull=True)
         return queryset
+
+
+class EntryChangeList(ChangeList):
+    """The entry list: its page is read with everything its columns and badges show in a fixed
+    number of queries, whatever the number of rows (issue 23: it was a snapshot and a few queries
+    per row)."""
+
+    def get_queryset(self, request, exclude_parameters=None):
+        queryset = super().get_queryset(request, exclude_parameters)
+        kind: str = getattr(self.model, "kind")  # noqa: B009  # every entry model names its kind
+        labels = KINDS[kind].label_model.objects.select_related("version").defer(
+            "version__snapshot", "version__listing")  # the list shows numbers only
+        return for_snapshots(queryset.prefetch_related(None).prefetch_related(Prefetch("labels", queryset=labels)))
+
+    def get_results(self, request):
+        super().get_results(request)
+        rows = list(self.result_list)  # evaluated once here; the template iterates the same cache
+        states = states_of(rows)
+        for row in rows:
+            row._registry_state = states[row.pk]
 
 
 class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePageMixin, HistoryPageMixin,
@@ -74,7 +97,10 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
 
     @admin.display(description=gettext_lazy("state"))
     def state(self, obj: VersionedEntry) -> str:
-        return badges_html(entry_badges(obj))
+        return badges_html(entry_badges(obj, getattr(obj, "_registry_state", None)))
+
+    def get_changelist(self, request, **kwargs):
+        return EntryChangeList
 
     def get_list_display(self, request):
         columns = list(super().get_list_display(request))
@@ -116,10 +142,13 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
         if obj is not None and obj.pk:
             pending = list(ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"))
+            stale = reviews.staleness_of(pending)
             context["registry_pending_reviews"] = len(pending)
             context["registry_badges"] = badges_html(entry_badges(obj))
-            # A request for the draft as it was is approved only while the draft is unchanged.
-            context["registry_draft_reviews"] = [r for r in pending if r.version_number is None]
+            # A request for the draft as it was is approved only while the draft is unchanged: warn
+            # before a save makes it stale, and say so once it is (the same rule approval applies).
+            context["registry_draft_reviews"] = [r for r in pending if r.version_number is None and not stale[r.pk]]
+            context["registry_stale_reviews"] = [stale[r.pk] for r in pending if stale[r.pk]]
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:

@@ -8,6 +8,7 @@ meets the same rules as the buttons.
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import Case, IntegerField, Value, When
 from django.http import Http404, HttpResponseRedirect
@@ -45,6 +46,38 @@ class StatusFilter(admin.SimpleListFilter):
 
     def queryset(self, request, queryset):
         return queryset.filter(status=self.value()) if self.value() else queryset
+
+
+def status_text(review: ReviewRequest, stale: str) -> str:
+    """The status of `review` as the queue and the review page show it: an open request that
+    `reviews.staleness` finds stale says so, rather than waiting for a reviewer who cannot approve it."""
+    if stale and review.is_pending:
+        return _("Stale: it can no longer be approved as asked")
+    if stale and review.status == ReviewStatus.SCHEDULED:
+        return _("Approved, but stale: it cannot go live as approved")
+    return str(review.get_status_display())
+
+
+def status_html(review: ReviewRequest, stale: str) -> str:
+    """`status_text` marked up: a stale request as a stale badge (its reason on hover), a pending one in bold."""
+    if stale and review.is_open:
+        return format_html('<span class="registry-badge registry-badge-stale" title="{}">{}</span>',
+                           stale, status_text(review, stale))
+    if review.is_pending:
+        return format_html("<strong>{}</strong>", status_text(review, stale))
+    return status_text(review, stale)
+
+
+class ReviewChangeList(ChangeList):
+    """The review queue: whether each open request on the page is stale is read for the whole page
+    at once (`reviews.staleness_of`, the one rule), in a fixed number of queries."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        rows = list(self.result_list)  # evaluated once here; the template iterates the same cache
+        stale = reviews.staleness_of(rows)
+        for row in rows:
+            row._registry_stale = stale.get(row.pk, "")
 
 
 @admin.register(ReviewRequest)
@@ -111,9 +144,11 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
 
     @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_badge(self, obj: ReviewRequest) -> str:
-        if obj.is_pending:
-            return format_html("<strong>{}</strong>", obj.get_status_display())
-        return obj.get_status_display()
+        stale = getattr(obj, "_registry_stale", None)
+        return status_html(obj, reviews.staleness_of([obj]).get(obj.pk, "") if stale is None else stale)
+
+    def get_changelist(self, request, **kwargs):
+        return ReviewChangeList
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """The review page: what would change, the note, and Approve / Reject / Withdraw."""
@@ -213,6 +248,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
             "entry_url": entry_admin_url(review.entry_kind, review.entry_id) if entry else "",
             "form": form,
             "stale": stale,
+            "status_text": status_text(review, stale),
             "is_requester": is_requester,
             "can_decide": review.is_pending and not is_requester and may_decide and not stale,
             "can_reject": review.is_pending and not is_requester and may_decide,

@@ -105,3 +105,15 @@ def test_review_queue_filters_by_status(as_editor, as_auditor):
     request_review(as_editor, key="other")
     results = as_auditor.get("/api/v1/reviews/", {"status": "pending", "key": "other"}).json()["results"]
     assert [r["entry_key"] for r in results] == ["other"]
+
+
+def test_a_request_for_a_label_nobody_uses_is_refused_unless_confirmed_new(as_editor):
+    make_prompt("greet")
+    refused = request_review(as_editor, label="prodution")
+    assert refused.status_code == 400, refused.json()
+    assert "Did you mean 'production'?" in str(refused.json())
+    assert request_review(as_editor, label="nightly").status_code == 400
+    filed = request_review(as_editor, label="nightly", new_label=True)
+    assert filed.status_code == 201, filed.json()
+    assert filed.json()["label"] == "nightly"
+    assert request_review(as_editor, label="staging").status_code == 201

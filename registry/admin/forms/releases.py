@@ -13,11 +13,14 @@ from typing import Any, cast
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.models import PRODUCTION, STAGING
 from registry.models.base import label_name_validator
+from registry.release.labels import check_known_label
 
 
 class PublishForm(forms.Form):
@@ -113,12 +116,31 @@ class LabelMoveForm(forms.Form):
         return note
 
 
+class DatalistInput(forms.TextInput):
+    """A text box that offers `options` (an HTML datalist, no script): pick one, or type another."""
+
+    def __init__(self, attrs: dict[str, Any] | None = None, options: Iterable[str] = ()) -> None:
+        super().__init__(attrs)
+        self.options = list(options)
+
+    def render(self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None) -> SafeString:
+        list_id = f"{(attrs or {}).get('id') or name}-options"
+        box = super().render(name, value, {**(attrs or {}), "list": list_id, "autocomplete": "off"}, renderer)
+        options = format_html_join("", '<option value="{}"></option>', ((option,) for option in self.options))
+        return format_html('{}<datalist id="{}">{}</datalist>', box, list_id, options)
+
+
 class ReviewRequestForm(forms.Form):
-    """An editor asks for the draft (or a version) to be served on a label."""
+    """An editor asks for the draft (or a version) to be served on a label: one of the labels in
+    use, offered as they type, or a new one they confirm (a typo must not file a real request)."""
 
     label = forms.CharField(
         label=gettext_lazy("Label"), max_length=40, initial=PRODUCTION, validators=[label_name_validator],
         help_text=gettext_lazy("The label clients are served from; most clients use 'production'."),
+    )
+    new_label = forms.BooleanField(
+        label=gettext_lazy("This is a new label"), required=False,
+        help_text=gettext_lazy("Tick only to ask for a label that no entry or client uses yet."),
     )
     note = forms.CharField(
         label=gettext_lazy("Note for the reviewer"), widget=forms.Textarea(attrs={"rows": 3, "cols": 80}),
@@ -131,6 +153,24 @@ class ReviewRequestForm(forms.Form):
         help_text=gettext_lazy("Optional: 1-99 starts a percentage rollout instead of serving it to every client "
                                "at once."),
     )
+
+
+    def __init__(self, *args: Any, known_labels: Iterable[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.known_labels = list(known_labels)
+        self.fields["label"].widget = DatalistInput(options=self.known_labels)
+        self.fields["label"].help_text = _("The label clients are served from; most clients use 'production'. "
+                                           "In use: %(labels)s.") % {"labels": ", ".join(self.known_labels)}
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        label = cleaned.get("label")
+        if label:
+            try:
+                check_known_label(label, confirmed=bool(cleaned.get("new_label")), known=self.known_labels)
+            except ValidationError as exc:
+                self.add_error("label", exc)
+        return cleaned
 
 
 class ReviewDecisionForm(forms.Form):

@@ -20,6 +20,7 @@ from registry.authoring.validation import validate_entry
 from registry.errors import RegistryError
 from registry.models import PRODUCTION
 from registry.release import reviews
+from registry.release.labels import known_label_names
 
 
 class ReleaseRequestPageMixin(EntryPageMixin):
@@ -34,7 +35,8 @@ class ReleaseRequestPageMixin(EntryPageMixin):
         number = str(data.get("version") or "")
         version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
         form = ReviewRequestForm(request.POST if request.method == "POST" else None,
-                                 initial={"label": data.get("label") or PRODUCTION})
+                                 initial={"label": data.get("label") or PRODUCTION},
+                                 known_labels=known_label_names())
         if request.method == "POST" and form.is_valid():
             try:
                 review = reviews.request_publication(
