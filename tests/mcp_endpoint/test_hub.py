@@ -480,3 +480,36 @@ async def test_a_consistency_check_leaves_a_change_held_for_its_request_to_its_o
             break
         await asyncio.sleep(0.02)
     assert heard(listener) == [(PROMPTS_CHANGED, None)]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_consistency_check_leaves_a_change_queued_behind_it_to_its_own_delivery(caplog, monkeypatch):
+    """A change committed while a check holds the hub's lock is claimed and waits for it; the
+    check used to find the database ahead, warn of a stale catalog and announce it early, leaving
+    the queued delivery with nothing to say (seen 14 times in a 30-minute soak on a loaded machine)."""
+    import time
+
+    import mcp_endpoint.notify.hub as hub_module
+
+    await database_sync_to_async(lambda: publish(make_prompt("greet")))()
+    hub, listener = await _hub_listening()
+    queued = [Change(50_101, "prompt", "greet", "production", True)]
+    original = hub_module.served_fingerprint
+
+    def committed_meanwhile(label):
+        prompt = Prompt.objects.get(name="greet")
+        PromptMessage.objects.filter(prompt=prompt).update(text="Changed {{ topic }}")
+        publish(prompt)
+        hub.submit_threadsafe(queued)
+        time.sleep(0.2)  # its delivery claims the change and waits for the check's lock
+        return original(label)
+
+    monkeypatch.setattr(hub_module, "served_fingerprint", committed_meanwhile)
+    with caplog.at_level("WARNING", logger="mcp_endpoint.notify.hub"):
+        assert await hub.check_consistency() == 0
+    assert heard(listener) == [] and not caplog.records
+    for _ in range(100):
+        if not listener.queue.empty():
+            break
+        await asyncio.sleep(0.02)
+    assert heard(listener) == [(PROMPTS_CHANGED, None)]
