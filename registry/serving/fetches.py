@@ -14,9 +14,10 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q, QuerySet
 
-from registry.models import FetchCounter, McpClient
+from registry.models import FetchCounter, McpClient, VersionedEntry
+from registry.models.base import served_key_of
 from registry.serving.items import Served
 from registry.serving.viewer import Viewer
 
@@ -41,6 +42,23 @@ def record_fetch(served: Served, viewer: Viewer) -> None:
         _last_seen[key] = datetime.now(UTC)
     if AUTO_FLUSH:
         _ensure_flusher()
+
+
+def counters_for(entry: VersionedEntry) -> QuerySet[FetchCounter]:
+    """Every counter of `entry`, read by the key `record_fetch` writes it under: per version, the
+    key that version is served as (`served_key_of`, the catalog's item key), never the draft's,
+    which a rename changes before anything is published under it (issue 20)."""
+    numbers_by_key: dict[str, list[int]] = {}
+    for number, listing in entry.versions.values_list("number", "listing"):
+        key = served_key_of(listing, None) or served_key_of(
+            None, entry.versions.filter(number=number).values_list("snapshot", flat=True).first())
+        numbers_by_key.setdefault(key, []).append(number)
+    if not numbers_by_key:
+        return FetchCounter.objects.none()
+    match = Q()
+    for key, numbers in numbers_by_key.items():
+        match |= Q(entry_key=key, version__in=sorted(numbers))
+    return FetchCounter.objects.filter(match, entry_kind=entry.kind)
 
 
 def _ensure_flusher() -> None:

@@ -34,3 +34,51 @@ def test_a_deleted_client_neither_blocks_nor_double_counts_the_others():
         fetches.flush()
     counts = {(c.client_name, c.client_id): c.count for c in FetchCounter.objects.all()}
     assert counts == {("", None): 1, ("gone-soon", None): 1}
+
+
+def _serve(viewer, name="greet"):
+    from registry.serving.catalogs import forget_catalogs, load_catalog
+
+    forget_catalogs()  # the test's transaction never commits, so nothing retires the catalog
+    fetches.record_fetch(load_catalog(viewer.label).get_prompt(viewer, name, {"topic": "x"}), viewer)
+    fetches.flush()
+
+
+@pytest.mark.django_db
+def test_the_admin_counts_a_renamed_drafts_fetches_under_the_name_it_is_served_as(editor, publisher):
+    """Issue 20: the counters are written under the served name; the admin read them by the draft's,
+    so after a rename not yet published the history and rollout pages showed no fetches."""
+    from registry.admin.fetch_stats import served_by_client, served_by_version
+    from tests.factories import make_prompt, release
+
+    prompt = make_prompt("greet")
+    release(prompt)
+    desk = Viewer(client_id=None, client_name="desk")
+    _serve(desk)
+    _serve(desk)
+    prompt.name = "greeting"  # the draft only: production still serves it as greet
+    prompt.save()
+    assert [(s.client_name, s.total) for s in served_by_client(prompt)] == [("desk", 2)]
+    assert [(v["version"], v["total"], v["clients"]) for v in served_by_version(prompt)] == [(1, 2, 1)]
+
+
+@pytest.mark.django_db
+def test_the_counters_of_a_version_published_under_a_new_name_are_read_under_that_name(editor, publisher):
+    """Each version's counters are read by the key that version is served as, and another entry's
+    counters under a name this one never served are not read as its own."""
+    from registry.serving.fetches import counters_for
+    from tests.factories import make_prompt, release
+
+    prompt = make_prompt("greet")
+    release(prompt)
+    desk = Viewer(client_id=None, client_name="desk")
+    _serve(desk)
+    prompt.name = "greeting"
+    prompt.save()
+    release(prompt, note="renamed")
+    _serve(desk, "greeting")
+    other = make_prompt("hello")
+    release(other)
+    _serve(desk, "hello")
+    assert sorted((c.entry_key, c.version) for c in counters_for(prompt)) == [("greet", 1), ("greeting", 2)]
+    assert [(c.entry_key, c.version) for c in counters_for(other)] == [("hello", 1)]
