@@ -1,3 +1,5 @@
+from datetime import UTC, datetime
+
 import pytest
 
 from registry.models import FetchCounter
@@ -82,3 +84,44 @@ def test_the_counters_of_a_version_published_under_a_new_name_are_read_under_tha
     _serve(desk, "hello")
     assert sorted((c.entry_key, c.version) for c in counters_for(prompt)) == [("greet", 1), ("greeting", 2)]
     assert [(c.entry_key, c.version) for c in counters_for(other)] == [("hello", 1)]
+
+
+def _conflict_target(sql: str) -> list[str]:
+    target = sql.split("ON CONFLICT (", 1)[1].split(")", 1)[0]
+    return [column.strip().strip('"`') for column in target.split(",")]
+
+
+def test_the_batch_upsert_conflicts_on_the_unique_key_the_model_declares():
+    """Issue 20: the conflict target was a second copy of the constraint's field list."""
+    from registry.models import FetchCounter
+
+    (constraint,) = FetchCounter._meta.constraints
+    assert fetches.unique_fields() == tuple(constraint.fields)
+    assert _conflict_target(fetches.upsert_sql()) == [FetchCounter._meta.get_field(f).column
+                                                      for f in constraint.fields]
+
+
+@pytest.mark.django_db
+def test_a_changed_unique_key_changes_the_upsert_and_the_row_lookup(monkeypatch):
+    """Both write paths follow the model's one definition: drop a field from it and neither the
+    batch statement nor the row-by-row lookup still names it."""
+    from django.db.models import UniqueConstraint
+
+    from registry.models import FetchCounter
+
+    narrower = UniqueConstraint(fields=["client_name", "entry_kind", "entry_key", "version"], name="narrower")
+    monkeypatch.setattr(FetchCounter._meta, "constraints", [narrower])
+    assert _conflict_target(fetches.upsert_sql()) == ["client_name", "entry_kind", "entry_key", "version"]
+    looked_up = []
+
+    class Rows:
+        def filter(self, **lookup):
+            looked_up.append(sorted(lookup))
+            return self
+
+        def update(self, **_fields):
+            return 1
+
+    monkeypatch.setattr(FetchCounter, "objects", Rows())
+    fetches._upsert((None, "desk", "prompt", "greet", 1, "production"), 1, datetime.now(UTC))
+    assert looked_up == [["client_name", "entry_key", "entry_kind", "version"]]
