@@ -55,8 +55,8 @@ from registry.models import (
     Rollout,
     VersionedEntry,
 )
-from registry.models.clients import SERVED_FIELDS
 from registry.models.reviews import rollout_diff
+from registry.serving.credentials import served_changed
 from registry.signals import served_rows_bulk_created
 
 DATABASE_ACTOR = "database"
@@ -244,12 +244,6 @@ def entry_deleted(sender: Any, instance: VersionedEntry, **kwargs: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------- clients
-def client_saving(sender: Any, instance: McpClient, raw: bool = False, update_fields: Any = None,
-                  **kwargs: Any) -> None:
-    if not raw:
-        setattr(instance, BEFORE, _stored(sender, instance, SERVED_FIELDS, update_fields))
-
-
 def _forget_tokens() -> None:
     from registry.serving.clients import forget_cached_tokens
 
@@ -257,8 +251,9 @@ def _forget_tokens() -> None:
 
 
 def client_saved(sender: Any, instance: McpClient, created: bool, raw: bool = False, **kwargs: Any) -> None:
-    stored = None if raw else getattr(instance, BEFORE, None)
-    if stored is not None and any(stored[f] != getattr(instance, f) for f in SERVED_FIELDS):
+    """Drop the token cache when the save changes what the client is served as; the stored row is
+    the one registry/serving/credentials.py read before the save (no second query)."""
+    if not raw and served_changed(instance):
         _forget_tokens()
 
 
@@ -288,6 +283,5 @@ def connect() -> None:
     post_delete.connect(rollout_deleted, sender=Rollout, dispatch_uid="registry.rollout_deleted")
     served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout,
                                      dispatch_uid="registry.rollouts_bulk_created")
-    pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.client_saving")
     post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.client_saved")
     post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.client_deleted")
