@@ -1,5 +1,5 @@
 """Review requests (four eyes): list, request publication, approve (now or at a go-live time), reject,
-withdraw, ask for changes, ask again; their discussion; scheduled releases: list, cancel.
+withdraw, ask for changes, ask again; their discussion; scheduled releases: list, move, cancel.
 
 The rules (a different publisher decides, a stale request cannot be approved, approval moves
 the protected label) live in `registry.release.reviews`; this module only adapts HTTP to them.
@@ -72,6 +72,11 @@ class ScheduledReleaseSerializer(serializers.ModelSerializer):
 
 class CancelSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class RescheduleSerializer(serializers.Serializer):
+    go_live_at = serializers.DateTimeField(
+        help_text="The new go-live time (ISO 8601; without an offset: the server's time zone); in the future.")
 
 
 class ScheduleFilterSerializer(serializers.Serializer):
@@ -220,7 +225,7 @@ def _valid(serializer_class: type[serializers.Serializer], request: Request) -> 
 
 
 class ScheduledReleaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Approved releases waiting for (or past) their go-live time; cancel one."""
+    """Approved releases waiting for (or past) their go-live time; move one's go-live time, cancel one."""
 
     queryset = ScheduledRelease.objects.select_related("review").order_by("go_live_at", "id")
     serializer_class = ScheduledReleaseSerializer
@@ -233,15 +238,29 @@ class ScheduledReleaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(ScheduledReleaseSerializer(page, many=True).data)
 
+    @extend_schema(request=RescheduleSerializer, responses=ScheduledReleaseSerializer)
+    def partial_update(self, request: Request, pk: str) -> Response:
+        """Move the go-live time (a publisher who may decide the request; audited as the admin's Move is)."""
+        params = _valid(RescheduleSerializer, request)
+        row = self._scheduled(pk)
+        schedules_service.reschedule(row.review, acting_user=request.user, go_live_at=params["go_live_at"])
+        row.refresh_from_db()
+        return Response(ScheduledReleaseSerializer(row).data)
+
     @extend_schema(request=CancelSerializer, responses=ScheduledReleaseSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str) -> Response:
         """Nothing goes live; the request waits for a decision again (its requester or a publisher who may
         decide it)."""
         params = _valid(CancelSerializer, request)
-        row = get_object_or_404(ScheduledRelease, pk=pk)
-        if row.status != ScheduleStatus.SCHEDULED:
-            raise ReviewClosed(f"The release #{row.pk} is {row.get_status_display()}, not scheduled any more.")
+        row = self._scheduled(pk)
         schedules_service.cancel(row.review, acting_user=request.user, reason=params["reason"])
         row.refresh_from_db()
         return Response(ScheduledReleaseSerializer(row).data)
+
+    def _scheduled(self, pk: str) -> ScheduledRelease:
+        """The release in the path, still waiting for its time (409 once done, failed or cancelled)."""
+        row = get_object_or_404(ScheduledRelease.objects.select_related("review"), pk=pk)
+        if row.status != ScheduleStatus.SCHEDULED:
+            raise ReviewClosed(f"The release #{row.pk} is {row.get_status_display()}, not scheduled any more.")
+        return row

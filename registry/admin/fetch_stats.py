@@ -1,9 +1,9 @@
 """Who got which version: figures for the admin pages, from the fetch counters and the catalog.
 
 The counters are written in batches by `registry.serving.fetches` (never on the request path); these
-functions only read them. "What a client receives now" and which clients a rollout reaches are
-computed by the serving rule itself (registry/serving/viewer.py `served_item`, on the catalog's
-own items), never re-derived here.
+functions only read them, by the key they are written under (`fetches.counters_for`). "What a
+client receives now" and which clients a rollout reaches are computed by the serving rule itself
+(registry/serving/viewer.py `served_item`, on the catalog's own items), never re-derived here.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from django.utils import timezone
 
 from registry.formats.buckets import stable_bucket
 from registry.kinds import kind_of
-from registry.models import FetchCounter, McpClient, Rollout, VersionedEntry
+from registry.models import McpClient, Rollout, VersionedEntry
 from registry.serving.catalogs import entry_item, load_catalog
 from registry.serving.clients import viewer_of
+from registry.serving.fetches import counters_for
 from registry.serving.viewer import served_item
 
 RECENT_HOURS = 24
@@ -40,7 +41,7 @@ class ClientVersions:
 def served_by_client(entry: VersionedEntry) -> list[ClientVersions]:
     """Per client, every version of `entry` it was served, how often and when last; latest first."""
     by_client: dict[str, ClientVersions] = {}
-    rows = FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=entry.key).order_by("client_name", "-version")
+    rows = counters_for(entry).order_by("client_name", "-version")
     for row in rows:
         summary = by_client.setdefault(row.client_name, ClientVersions(row.client_name))
         summary.versions.append({"version": row.version, "label": row.label, "count": row.count,
@@ -52,20 +53,19 @@ def served_by_client(entry: VersionedEntry) -> list[ClientVersions]:
 
 def served_by_version(entry: VersionedEntry) -> list[dict[str, Any]]:
     """Per version: fetches, distinct clients, last fetch."""
-    rows = (FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=entry.key)
-            .values("version").annotate(total=Sum("count"), last=Max("last_at")).order_by("-version"))
+    counters = counters_for(entry)
+    rows = (counters.values("version").annotate(total=Sum("count"), last=Max("last_at")).order_by("-version"))
     out = []
     for row in rows:
-        clients = (FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=entry.key, version=row["version"])
-                   .values("client_name").distinct().count())
+        clients = (counters.filter(version=row["version"]).values("client_name").distinct().count())
         out.append({"version": row["version"], "total": row["total"], "last_at": row["last"], "clients": clients})
     return out
 
 
-def _expected(entry: VersionedEntry, rollout: Rollout) -> tuple[list[dict[str, Any]], str]:
+def _expected(entry: VersionedEntry, rollout: Rollout) -> list[dict[str, Any]]:
     """Per active client served `entry` from `rollout.label`: its bucket and whether it gets the
     candidate, by the serving rule itself (`entry_item` + `served_item`: label fallback, the
-    bucket by the served key, the served version's own tags); and that served key."""
+    bucket by the served key, the served version's own tags)."""
     items: dict[str, Any] = {}
     expected = []
     for client in McpClient.objects.filter(active=True).order_by("name"):
@@ -81,19 +81,17 @@ def _expected(entry: VersionedEntry, rollout: Rollout) -> tuple[list[dict[str, A
             continue  # its scope admits neither the version it would get nor the other
         expected.append({"name": client.name, "bucket": stable_bucket(client.name, item.key),
                          "candidate": served is not item})
-    own = items.get(rollout.label) or entry_item(rollout.label, entry.kind, entry.pk)
-    return expected, own.key if own is not None else entry.key
+    return expected
 
 
 def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RECENT_HOURS) -> dict[str, Any]:
     """Old vs new version for one rollout: expected (bucket computation) and observed (recent counters,
-    which are kept under the key the label serves, not the draft's)."""
+    read by the key each version is served under, `counters_for`, not the draft's)."""
     label = kind_of(entry).label_model.objects.filter(entry=entry, name=rollout.label).select_related("version").first()
     base = label.version.number if label else None
-    expected, served_key = _expected(entry, rollout)
+    expected = _expected(entry, rollout)
     since = timezone.now() - timedelta(hours=hours)
-    recent = (FetchCounter.objects.filter(entry_kind=entry.kind, entry_key=served_key, label=rollout.label,
-                                          last_at__gte=since)
+    recent = (counters_for(entry).filter(label=rollout.label, last_at__gte=since)
               .exclude(client_name="").values("client_name", "version")
               .annotate(total=Sum("count"), last=Max("last_at")))
     on_new = {r["client_name"] for r in recent if r["version"] == rollout.candidate_version}

@@ -10,6 +10,9 @@ script); the services audit their own changes, and these receivers audit the res
   points at it, so it is audited, and announced so caches re-read);
 - percentage rollouts: started, changed or ended;
 - entries: archived or restored (an archived entry is served to nobody), and deletions;
+- drafts (an entry or one of its argument, message or variable rows) saved outside a service:
+  the open requests the change makes stale are stamped, audited and their requesters mailed by
+  the one stale rule (registry/release/stale.py), as a service's audited edit does;
 - MCP clients: label, scope, activity, expiry or token changed: cached tokens are dropped
   after commit, so the new scope applies at once in this process (other processes within
   registry.serving.clients.TOKEN_CACHE_S).
@@ -43,7 +46,9 @@ from registry.models import (
     AuditAction,
     McpClient,
     Prompt,
+    PromptArgument,
     PromptLabel,
+    PromptMessage,
     PromptVersion,
     ReleaseLabel,
     Resource,
@@ -53,10 +58,12 @@ from registry.models import (
     ResourceTemplateVersion,
     ResourceVersion,
     Rollout,
+    TemplateVariable,
     VersionedEntry,
 )
-from registry.models.clients import SERVED_FIELDS
 from registry.models.reviews import rollout_diff
+from registry.release import stale
+from registry.serving.credentials import served_changed
 from registry.signals import served_rows_bulk_created
 
 DATABASE_ACTOR = "database"
@@ -228,6 +235,8 @@ def entry_saving(sender: Any, instance: VersionedEntry, raw: bool = False, updat
 
 @_together
 def entry_saved(sender: Any, instance: VersionedEntry, created: bool, raw: bool = False, **kwargs: Any) -> None:
+    if not raw and not created:
+        _draft_changed(instance.kind, instance.pk)
     stored = None if raw else getattr(instance, BEFORE, None)
     if stored is None:
         return  # a new entry is served only once a label points at it
@@ -243,13 +252,28 @@ def entry_deleted(sender: Any, instance: VersionedEntry, **kwargs: Any) -> None:
     record_change(kind=instance.kind, key=instance.key, list_changed=True)
 
 
-# ---------------------------------------------------------------------------------------- clients
-def client_saving(sender: Any, instance: McpClient, raw: bool = False, update_fields: Any = None,
-                  **kwargs: Any) -> None:
+# ----------------------------------------------------------------------------------------- drafts
+CHILD_ROWS = ((PromptArgument, "prompt", "prompt_id"), (PromptMessage, "prompt", "prompt_id"),
+              (TemplateVariable, "template", "template_id"))
+
+
+def _draft_changed(kind: str, entry_id: int | None) -> None:
+    """A draft saved outside a service (a shell's `prompt.save()`): the one stale rule, as a service's
+    audited edit applies it (registry/release/stale.py, on its audit row). Services are left to that
+    path; the requests it stamps are never stamped, audited or mailed again."""
+    if entry_id is not None and not in_service():
+        stale.note_stale_requests(kind, entry_id)
+
+
+@_together
+def child_row_saved(sender: Any, instance: Any, created: bool, raw: bool = False, **kwargs: Any) -> None:
+    """An argument, message or variable row is part of its entry's draft."""
     if not raw:
-        setattr(instance, BEFORE, _stored(sender, instance, SERVED_FIELDS, update_fields))
+        kind, field = next((kind, field) for model, kind, field in CHILD_ROWS if model is sender)
+        _draft_changed(kind, getattr(instance, field))
 
 
+# ---------------------------------------------------------------------------------------- clients
 def _forget_tokens() -> None:
     from registry.serving.clients import forget_cached_tokens
 
@@ -257,8 +281,9 @@ def _forget_tokens() -> None:
 
 
 def client_saved(sender: Any, instance: McpClient, created: bool, raw: bool = False, **kwargs: Any) -> None:
-    stored = None if raw else getattr(instance, BEFORE, None)
-    if stored is not None and any(stored[f] != getattr(instance, f) for f in SERVED_FIELDS):
+    """Drop the token cache when the save changes what the client is served as; the stored row is
+    the one registry/serving/credentials.py read before the save (no second query)."""
+    if not raw and served_changed(instance):
         _forget_tokens()
 
 
@@ -283,11 +308,13 @@ def connect() -> None:
         pre_save.connect(entry_saving, sender=entry_model, dispatch_uid=f"registry.entry_saving.{name}")
         post_save.connect(entry_saved, sender=entry_model, dispatch_uid=f"registry.entry_saved.{name}")
         post_delete.connect(entry_deleted, sender=entry_model, dispatch_uid=f"registry.entry_deleted.{name}")
+    for child_model, _kind, _field in CHILD_ROWS:
+        post_save.connect(child_row_saved, sender=child_model,
+                          dispatch_uid=f"registry.child_row_saved.{child_model.__name__}")
     pre_save.connect(rollout_saving, sender=Rollout, dispatch_uid="registry.rollout_saving")
     post_save.connect(rollout_saved, sender=Rollout, dispatch_uid="registry.rollout_saved")
     post_delete.connect(rollout_deleted, sender=Rollout, dispatch_uid="registry.rollout_deleted")
     served_rows_bulk_created.connect(rollouts_bulk_created, sender=Rollout,
                                      dispatch_uid="registry.rollouts_bulk_created")
-    pre_save.connect(client_saving, sender=McpClient, dispatch_uid="registry.client_saving")
     post_save.connect(client_saved, sender=McpClient, dispatch_uid="registry.client_saved")
     post_delete.connect(client_deleted, sender=McpClient, dispatch_uid="registry.client_deleted")

@@ -2,9 +2,11 @@
 
 Approval (and a scheduled release at its time) refuses a stale request whatever path changed the
 draft (`reviews.staleness`, computed when asked). This module only makes the moment it goes
-stale an event: the first audited draft change (an admin save, the API, an import, a restore)
-after which an open request for the draft no longer matches it writes one `review_stale` audit
-row, and stamps the request (`went_stale_at`) so later edits write no more. The e-mail to the
+stale an event: the first draft change after which an open request for the draft no longer
+matches it writes one `review_stale` audit row, and stamps the request (`went_stale_at`) so later
+edits write no more. The services' changes (an admin save, the API, an import, a restore) reach
+`note_stale_requests` through their audit row; a plain ORM save of a draft or of one of its rows (a
+shell, a script) through the model receivers (registry/release/receivers.py `_draft_changed`). The e-mail to the
 requester (and the approver of a scheduled release) hangs on that row, as every e-mail does.
 """
 

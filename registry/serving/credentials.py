@@ -6,6 +6,10 @@ it a new token, another label, scope or name (its rollout buckets are drawn by t
 those streams (the client reconnects with what it is now), not leave them running until the next
 keep-alive re-check. A save that changes none of `SERVED_FIELDS` (a description) announces
 nothing. A deleted client is announced.
+
+The stored row is read once per save, here (`client_saving`, which keeps it on the instance),
+and every post_save receiver of a client asks `stored_client` for it: the token cache's
+(registry/release/receivers.py) as well as this module's, one query instead of one each.
 """
 
 from __future__ import annotations
@@ -18,21 +22,34 @@ from registry.models import McpClient
 from registry.models.clients import SERVED_FIELDS
 from registry.signals import credentials_changed
 
-_BEFORE = "_registry_credentials_before"
+_STORED = "_registry_client_stored"
 
 
-def client_saving(sender: Any, instance: McpClient, raw: bool = False, **kwargs: Any) -> None:
-    if raw or instance.pk is None:
-        return
-    setattr(instance, _BEFORE, McpClient.objects.filter(pk=instance.pk).values(*SERVED_FIELDS).first())
+def client_saving(sender: Any, instance: McpClient, raw: bool = False, update_fields: Any = None,
+                  **kwargs: Any) -> None:
+    """The one read of a client's stored row before its save (its `SERVED_FIELDS`), kept on the
+    instance for every post_save receiver; none for an insert, a fixture, or a save of other fields."""
+    stored = None
+    if (not raw and not instance._state.adding and instance.pk is not None
+            and (update_fields is None or set(update_fields) & set(SERVED_FIELDS))):
+        stored = McpClient._base_manager.filter(pk=instance.pk).values(*SERVED_FIELDS).first()
+    instance.__dict__[_STORED] = stored  # set on every save, so no receiver reads an earlier save's row
+
+
+def stored_client(instance: McpClient) -> dict[str, Any] | None:
+    """What `instance`'s served fields were stored as before the save under way (None: nothing read)."""
+    return instance.__dict__.get(_STORED)
+
+
+def served_changed(instance: McpClient) -> bool:
+    """Whether the save under way changes what the client is served as."""
+    before = stored_client(instance)
+    return before is not None and any(before[name] != getattr(instance, name) for name in SERVED_FIELDS)
 
 
 def client_saved(sender: Any, instance: McpClient, created: bool, raw: bool = False, **kwargs: Any) -> None:
-    before = instance.__dict__.pop(_BEFORE, None)
-    if created or raw or before is None:
+    if created or raw or not served_changed(instance):
         return  # a new client has no streams yet; fixtures are not changes
-    if all(before[name] == getattr(instance, name) for name in SERVED_FIELDS):
-        return
     credentials_changed.send(sender=McpClient, client_ids=[instance.pk], token_checksums=[])
 
 

@@ -13,10 +13,12 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, IntegrityError, close_old_connections, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q, QuerySet, UniqueConstraint
 
-from registry.models import FetchCounter, McpClient
+from registry.models import FetchCounter, McpClient, VersionedEntry
+from registry.models.base import served_key_of
 from registry.serving.items import Served
 from registry.serving.viewer import Viewer
 
@@ -41,6 +43,23 @@ def record_fetch(served: Served, viewer: Viewer) -> None:
         _last_seen[key] = datetime.now(UTC)
     if AUTO_FLUSH:
         _ensure_flusher()
+
+
+def counters_for(entry: VersionedEntry) -> QuerySet[FetchCounter]:
+    """Every counter of `entry`, read by the key `record_fetch` writes it under: per version, the
+    key that version is served as (`served_key_of`, the catalog's item key), never the draft's,
+    which a rename changes before anything is published under it (issue 20)."""
+    numbers_by_key: dict[str, list[int]] = {}
+    for number, listing in entry.versions.values_list("number", "listing"):
+        key = served_key_of(listing, None) or served_key_of(
+            None, entry.versions.filter(number=number).values_list("snapshot", flat=True).first())
+        numbers_by_key.setdefault(key, []).append(number)
+    if not numbers_by_key:
+        return FetchCounter.objects.none()
+    match = Q()
+    for key, numbers in numbers_by_key.items():
+        match |= Q(entry_key=key, version__in=sorted(numbers))
+    return FetchCounter.objects.filter(match, entry_kind=entry.kind)
 
 
 def _ensure_flusher() -> None:
@@ -98,33 +117,53 @@ def flush() -> int:
     return len(batch) - len(failed)
 
 
-_UPSERT = """
-INSERT INTO {table} (client_id, client_name, entry_kind, entry_key, version, label, count, first_at, last_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (client_name, entry_kind, entry_key, version, label)
-DO UPDATE SET count = {table}.count + excluded.count, last_at = excluded.last_at
-"""
+# The fields of a pending counter's key (`_Key`), in its order.
+_KEY_FIELDS = ("client", "client_name", "entry_kind", "entry_key", "version", "label")
+
+
+def unique_fields() -> tuple[str, ...]:
+    """The fields one counter is unique by, read from the model (its UniqueConstraint, else its
+    unique_together): the batch upsert's conflict target and the row-by-row lookup both use this
+    one definition, so a change to the model cannot leave the SQL matching another key."""
+    meta = FetchCounter._meta
+    declared = [tuple(c.fields) for c in meta.constraints
+                if isinstance(c, UniqueConstraint) and c.fields and c.condition is None]
+    declared += [tuple(fields) for fields in meta.unique_together]
+    if len(declared) != 1 or not set(declared[0]) <= set(_KEY_FIELDS):
+        raise ImproperlyConfigured(f"FetchCounter needs one unique key among {_KEY_FIELDS}, has {declared}")
+    return declared[0]
+
+
+def upsert_sql() -> str:
+    """The batch upsert: insert each counter, or add its count to the row holding its unique key."""
+    quote = connection.ops.quote_name
+    table = quote(FetchCounter._meta.db_table)
+    columns = [quote(_column(name)) for name in (*_KEY_FIELDS, "count", "first_at", "last_at")]
+    conflict = [quote(_column(name)) for name in unique_fields()]
+    return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
+            f"ON CONFLICT ({', '.join(conflict)}) "
+            f"DO UPDATE SET count = {table}.count + excluded.count, last_at = excluded.last_at")
+
+
+def _column(name: str) -> str:
+    return str(FetchCounter._meta.get_field(name).column)  # type: ignore[union-attr]  # concrete fields
 
 
 def _upsert_all(batch: dict[_Key, int], seen: dict[_Key, datetime]) -> None:
     """One statement for every counter: a per-row ORM upsert cost ~0.25 ms each on the server's CPU."""
-    table = connection.ops.quote_name(FetchCounter._meta.db_table)
     adapt = connection.ops.adapt_datetimefield_value
-    rows = [
-        (client_id, client_name, kind, entry_key, version, label, count, adapt(seen[key]), adapt(seen[key]))
-        for key, count in batch.items()
-        for client_id, client_name, kind, entry_key, version, label in (key,)
-    ]
+    rows = [(*key, count, adapt(seen[key]), adapt(seen[key])) for key, count in batch.items()]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.executemany(_UPSERT.format(table=table), rows)
+        cursor.executemany(upsert_sql(), rows)
 
 
 def _upsert(key: _Key, count: int, when: datetime) -> None:
-    client_id, client_name, kind, entry_key, version, label = key
-    lookup = {"client_name": client_name, "entry_kind": kind, "entry_key": entry_key, "version": version,
-              "label": label}
+    values = dict(zip(_KEY_FIELDS, key, strict=True))
+    lookup = {name: values[name] for name in unique_fields()}
+    client_id = values["client"]
     if client_id is not None and not McpClient.objects.filter(pk=client_id).exists():
         client_id = None  # deleted since it was served: keep the count under its name
+    rest = {name: value for name, value in values.items() if name not in lookup and name != "client"}
     for _attempt in range(2):
         with transaction.atomic():
             updated = FetchCounter.objects.filter(**lookup).update(count=F("count") + count, last_at=when)
@@ -132,7 +171,8 @@ def _upsert(key: _Key, count: int, when: datetime) -> None:
                 return
             try:
                 with transaction.atomic():
-                    FetchCounter.objects.create(client_id=client_id, count=count, first_at=when, last_at=when, **lookup)
+                    FetchCounter.objects.create(client_id=client_id, count=count, first_at=when, last_at=when,
+                                                **lookup, **rest)
                 return
             except IntegrityError:  # another process created it first; update it instead
                 continue

@@ -71,3 +71,44 @@ def test_a_stale_request_is_asked_again_with_the_current_draft(as_editor, as_pub
     again = as_editor.post(f"/api/v1/reviews/{pk}/request-again/")
     assert again.status_code == 201 and again.json()["previous"] == pk
     assert ReviewRequest.objects.get(pk=pk).status == "superseded"
+
+
+def _scheduled(as_editor, as_publisher) -> tuple[int, int]:
+    pk = filed(as_editor)
+    when = (timezone.now() + timedelta(hours=1)).replace(microsecond=0)
+    assert as_publisher.post(f"/api/v1/reviews/{pk}/approve/", {"go_live_at": when.isoformat()},
+                             format="json").status_code == 200
+    [row] = as_editor.get("/api/v1/scheduled-releases/").json()["results"]
+    return pk, row["id"]
+
+
+def test_a_publisher_moves_a_scheduled_release_with_the_audit_of_the_admins_move(as_editor, as_publisher,
+                                                                                 publisher):
+    """Issue 22: the go-live time could be moved in the admin only."""
+    pk, row_id = _scheduled(as_editor, as_publisher)
+    later = (timezone.now() + timedelta(hours=3)).replace(microsecond=0)
+    moved = as_publisher.patch(f"/api/v1/scheduled-releases/{row_id}/", {"go_live_at": later.isoformat()},
+                               format="json")
+    assert moved.status_code == 200, moved.json()
+    assert moved.json()["go_live_at"].startswith(later.strftime("%Y-%m-%dT%H:%M"))
+    assert moved.json()["status"] == "scheduled"
+    assert as_publisher.get(f"/api/v1/reviews/{pk}/").json()["go_live_at"] == moved.json()["go_live_at"]
+    audit = AuditEntry.objects.get(action="release_rescheduled")
+    assert audit.actor_id == publisher.pk
+    assert [c["field"] for c in audit.changes] == ["go_live_at"]
+    assert schedules.run_due(now=later - timedelta(minutes=1)) == []  # not at the old time any more
+
+
+def test_moving_a_scheduled_release_is_refused_to_the_requester_and_for_a_past_time(as_editor, as_publisher):
+    _pk, row_id = _scheduled(as_editor, as_publisher)
+    later = (timezone.now() + timedelta(hours=3)).isoformat()
+    assert as_editor.patch(f"/api/v1/scheduled-releases/{row_id}/", {"go_live_at": later},
+                           format="json").status_code == 403
+    past = (timezone.now() - timedelta(minutes=1)).isoformat()
+    answer = as_publisher.patch(f"/api/v1/scheduled-releases/{row_id}/", {"go_live_at": past}, format="json")
+    assert answer.status_code == 400 and "has passed" in str(answer.json())
+    assert as_publisher.patch(f"/api/v1/scheduled-releases/{row_id}/", {}, format="json").status_code == 400
+    as_editor.post(f"/api/v1/scheduled-releases/{row_id}/cancel/", {}, format="json")
+    assert as_publisher.patch(f"/api/v1/scheduled-releases/{row_id}/", {"go_live_at": later},
+                              format="json").status_code == 409
+    assert not AuditEntry.objects.filter(action="release_rescheduled").exists()

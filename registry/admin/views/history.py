@@ -12,8 +12,9 @@ from registry.admin.badges import when_text
 from registry.admin.fetch_stats import served_by_client, served_by_version
 from registry.admin.views.entry_page import EntryPageMixin
 from registry.admin.views.label import can_roll_back
-from registry.models import PRODUCTION, AuditEntry, FetchCounter, ReviewRequest, Rollout
+from registry.models import PRODUCTION, AuditEntry, ReviewRequest, Rollout
 from registry.release import schedules
+from registry.serving.fetches import counters_for
 
 
 class HistoryPageMixin(EntryPageMixin):
@@ -33,7 +34,7 @@ class HistoryPageMixin(EntryPageMixin):
             request, obj, _("History of %(key)s") % {"key": obj.key},
             rows=rows, labels=labels, label_names=label_names,
             audit_entries=AuditEntry.objects.filter(entry_kind=obj.kind, entry_id=obj.pk).select_related("actor")[:200],
-            fetches=FetchCounter.objects.filter(entry_kind=obj.kind, entry_key=obj.key)[:200],
+            fetches=counters_for(obj)[:200],
             by_client=served_by_client(obj), by_version=served_by_version(obj),
             rollouts=Rollout.objects.filter(entry_kind=obj.kind, entry_id=obj.pk),
             pending_reviews=ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"),
