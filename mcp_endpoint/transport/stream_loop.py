@@ -251,7 +251,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     # switch per stream and notification); the end of a stream still goes through the loop, and
     # so does a frame for a client that has stopped reading (the loop cuts it off).
     connection = daphne_connection(send)
-    direct = connection.write if connection is not None and mailbox is not None else None
+    direct = connection.write_body if connection is not None and mailbox is not None else None
     # Frames written while Twisted already held more than its buffer size for this client. Being
     # backed up once is no proof the client stopped reading (a large first frame on a small
     # socket buffer, read steadily, sets it too): it is cut off only once LISTENER_QUEUE_SIZE
@@ -277,7 +277,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
             return False
         try:
             body = item if framed else as_event(item)
-            direct({"type": "http.response.body", "body": body, "more_body": True})  # type: ignore[misc]
+            direct(body)  # type: ignore[misc]
         except Exception:  # the loop sends it instead (and ends the stream if the send fails)
             logger.debug("direct write failed; the stream loop takes the frame", exc_info=True)
             return False
