@@ -30,7 +30,7 @@ from .discovery import discover_result, initialize_result
 from .ladder import modern_context
 from .methods import LEGACY_METHODS, MODERN_METHODS, call
 from .replies import error_bytes
-from .streams import listen_subscription, plain_notification
+from .streams import PLAIN_LINES, listen_subscription, plain_notification
 
 
 @dataclass
@@ -113,7 +113,7 @@ async def _one(obj: Any, state: StdioState) -> bytes | None:
     if msg.method == "initialize" and not modern:
         state.version = negotiate_legacy(msg.params.get("protocolVersion"))
         state.session = Session("stdio", state.version, state.identity.client_id, persistent=False)
-        await state.listen(Listener(state.identity.viewer, render=plain_notification,
+        await state.listen(Listener(state.identity.viewer, render=plain_notification, shape=PLAIN_LINES,
                                     uris=state.session.subscriptions), key="session")
         return jsonrpc.encode_result(msg.id, initialize_result(state.version))
     if modern or msg.method == "server/discover":

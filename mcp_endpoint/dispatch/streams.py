@@ -17,6 +17,7 @@ from typing import Any
 from ..handlers.identity import still_authorised
 from ..handlers.subscriptions import listen_filter
 from ..notify import replay
+from ..notify.frames import Shape, subscription_tag
 from ..notify.hub import hub as notification_hub
 from ..notify.layer_health import health
 from ..notify.listeners import Listener, session_group
@@ -55,6 +56,8 @@ class Stream:
     credentials: tuple[Any, str] | None = None           # (client id, OAuth token checksum): re-checked
                                                          # at once when they change
     retry_ms: int | None = None                          # SSE retry, sent first (2025-11-25 GET streams)
+    framed: bool = False                                 # `frames` items are whole SSE events (the
+                                                         # hub's shared frames, notify/frames.py)
 
 
 def stream_owner(identity: Identity) -> tuple[str, Any]:
@@ -67,6 +70,13 @@ def stream_owner(identity: Identity) -> tuple[str, Any]:
 
 def plain_notification(method: str, params: dict[str, Any] | None) -> bytes:
     return jsonrpc.encode_notification(method, params)
+
+
+# The shapes of this module's streams' frames, shared by all their listeners (notify/frames.py).
+GET_STREAM = Shape(sse=True, event_ids=True)  # 2025-11-25 GET: SSE events with the position as id
+LISTEN_STREAM = Shape(sse=True, tagged=True)  # 2026-07-28 listen over HTTP: SSE, subscription id
+LISTEN_LINES = Shape(tagged=True)  # 2026-07-28 listen over stdio: JSON lines, subscription id
+PLAIN_LINES = Shape()  # a legacy session over stdio: JSON lines
 
 
 async def close_streams(group: str) -> None:
@@ -89,7 +99,7 @@ async def session_stream(session: Session, identity: Identity, *, owner: Any = N
     Registered before the replay is read, so a change committed meanwhile is heard live
     (perhaps twice, never not at all)."""
     listener = Listener(identity.viewer, render=plain_notification, uris=set(session.subscriptions),
-                        session_id=session.session_id, owner=owner, event_ids=True)
+                        session_id=session.session_id, owner=owner, event_ids=True, shape=GET_STREAM)
     await notification_hub.register(listener)
     try:
         first = await replay.opening_frames(listener, last_event_id, session.protocol_version,
@@ -123,7 +133,7 @@ async def session_stream(session: Session, identity: Identity, *, owner: Any = N
     retry_ms = int(mcp_settings.STREAM_RETRY_MS) if primed else None
     return Stream(first=first, groups=[session_group(session.session_id)], render=render, alive=alive,
                   frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
-                  credentials=(identity.client_id, identity.oauth_token), retry_ms=retry_ms)
+                  credentials=(identity.client_id, identity.oauth_token), retry_ms=retry_ms, framed=True)
 
 
 async def listen_stream(msg: Message, ctx: RequestContext, owner: Any = None) -> Stream:
@@ -132,7 +142,7 @@ async def listen_stream(msg: Message, ctx: RequestContext, owner: Any = None) ->
     No SSE ids: 2026-07-28 has no stream resumption; a client re-reads on reconnect.
 
     Raises for a bad filter, past the stream limits, or when the catalog's first build fails."""
-    listener, ack, closing = listen_subscription(msg, ctx)
+    listener, ack, closing = listen_subscription(msg, ctx, sse=True)
     listener.owner, listener.request_id = owner, msg.id
     await notification_hub.register(listener)
     identity = ctx.identity
@@ -142,12 +152,13 @@ async def listen_stream(msg: Message, ctx: RequestContext, owner: Any = None) ->
 
     return Stream(first=[ack], groups=[], render=lambda event: None, closing=closing, modern=True,
                   frames=listener.queue, on_close=lambda: notification_hub.unregister(listener),
-                  alive=alive, credentials=(identity.client_id, identity.oauth_token))
+                  alive=alive, credentials=(identity.client_id, identity.oauth_token), framed=True)
 
 
-def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, bytes, bytes]:
+def listen_subscription(msg: Message, ctx: RequestContext, *, sse: bool = False) -> tuple[Listener, bytes, bytes]:
     """A subscriptions/listen request's listener, acknowledgement and closing result (the filter
-    is validated by handlers/subscriptions.py)."""
+    is validated by handlers/subscriptions.py); `sse`: its frames are whole SSE events (HTTP),
+    else JSON lines (stdio)."""
     honoured = listen_filter(msg.params)
     sub_meta = {META_SUBSCRIPTION_ID: msg.id}
 
@@ -156,7 +167,8 @@ def listen_subscription(msg: Message, ctx: RequestContext) -> tuple[Listener, by
 
     listener = Listener(ctx.identity.viewer, render=render, prompts=bool(honoured.get("promptsListChanged")),
                         resources=bool(honoured.get("resourcesListChanged")),
-                        uris=set(honoured.get("resourceSubscriptions", ())))
+                        uris=set(honoured.get("resourceSubscriptions", ())),
+                        shape=LISTEN_STREAM if sse else LISTEN_LINES, tag=subscription_tag(msg.id))
     ack = jsonrpc.encode_notification("notifications/subscriptions/acknowledged",
                                       {"_meta": sub_meta, "notifications": honoured})
     closing = jsonrpc.encode_result(msg.id, {"resultType": "complete", "_meta": dict(sub_meta)})

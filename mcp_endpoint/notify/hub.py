@@ -46,6 +46,7 @@ from .diff import (
     notifications_for,
     touched_keys,
 )
+from .frames import FrameCache, finish
 from .listeners import DROP, Listener, StreamLimitReached, session_group
 from .reads import (
     Catalog,
@@ -342,6 +343,8 @@ class Hub:
         told.advance(new, touched)
         # Listeners that want the same things judge alike: decide once per kind of listener.
         decided: dict[tuple, list[Note]] = {}
+        # And hear alike: each notification is built once per shape of stream (notify/frames.py).
+        cache = FrameCache(position)
         for listener in [each for each in self.listeners if each.viewer.label == label]:
             interest = (listener.viewer, listener.prompts, listener.resources, frozenset(listener.uris))
             notes = decided.get(interest)
@@ -350,10 +353,17 @@ class Hub:
                 notes += [(RESOURCE_UPDATED, {"uri": uri})
                           for uri in dynamic_updates(listener, before, new, batch)]
                 decided[interest] = notes
-            for method, params in notes:
-                frame = listener.render(method, params)
-                listener.offer((frame, str(position)) if listener.event_ids else frame)
-                self.delivered += 1
+            if notes:
+                shape = listener.shape
+                if shape is None:  # a listener rendering its own frames
+                    for method, params in notes:
+                        frame = listener.render(method, params)
+                        listener.offer((frame, str(position)) if listener.event_ids else frame)
+                else:
+                    tag = listener.tag
+                    for shared in cache.frames(notes, shape):
+                        listener.offer(shared if tag is None else finish(shared, tag))
+                self.delivered += len(notes)
             yield listener
 
     def _held(self, kind: str, key: str) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..settings import mcp_settings
+from .frames import Shape
 from .mailbox import Mailbox
 from .reads import Viewer
 
@@ -44,7 +45,10 @@ DROP = _Drop()
 
 @dataclass(eq=False)
 class Listener:
-    """One open stream's interest: what it wants to hear and where frames go."""
+    """One open stream's interest: what it wants to hear and where frames go.
+
+    The frames offered are ``render``'s output (with ``(frame, position)`` when ``event_ids``),
+    or, given a ``shape``, that shape's shared frames (``frames.finish`` with ``tag``)."""
 
     viewer: Viewer
     render: Callable[[str, dict[str, Any] | None], bytes]
@@ -55,6 +59,10 @@ class Listener:
     owner: Any = None  # whose stream budget it uses (client token, or the anonymous peer address)
     request_id: Any = None  # a listen stream's request id, so its owner can cancel it
     event_ids: bool = False  # frames carry the change-log position (legacy GET resumption)
+    # What its transport writes (notify/frames.py): the hub builds a frame once per notification
+    # and shape and hands it to every such listener; None renders per listener with `render`.
+    shape: Shape | None = None
+    tag: bytes | None = None  # a tagged shape's per-listener part: its subscription id, encoded
     queue: Mailbox = field(default_factory=lambda: Mailbox(mcp_settings.LISTENER_QUEUE_SIZE))
     overflowed: bool = False
     opened_at: float = field(default_factory=time.monotonic)

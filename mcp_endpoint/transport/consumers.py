@@ -28,9 +28,8 @@ from ..dispatch.dispatcher import dispatcher as default_dispatcher
 from ..dispatch.replies import Reply, error_reply
 from ..dispatch.streams import Stream
 from ..settings import mcp_settings, on_reload
-from ..wire import errors, jsonrpc
+from ..wire import errors, jsonrpc, sse
 from ..wire.versions import headers_from_asgi
-from . import sse
 from .stream_loop import as_event, release, run_stream_loop
 
 logger = logging.getLogger(__name__)

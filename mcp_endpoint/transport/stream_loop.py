@@ -25,7 +25,7 @@ from ..notify.listeners import DROP
 from ..notify.mailbox import Mailbox
 from ..notify.revocation import revocations
 from ..settings import mcp_settings
-from . import sse
+from ..wire import sse
 from .daphne_server import daphne_connection
 
 logger = logging.getLogger(__name__)
@@ -191,7 +191,8 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     * channel-layer events for ``stream.groups``, rendered by ``stream.render``; an event
       ``{"type": "mcp.close"}`` ends the stream from the server side;
     * ``stream.frames``, an asyncio queue of ready JSON messages (bytes, or ``(bytes, event id)``)
-      fed by an in-process notifier; ``None`` in the queue ends the stream for good (sending
+      fed by an in-process notifier (whole SSE events instead when ``stream.framed``: the hub's
+      shared frames, written as they are); ``None`` in the queue ends the stream for good (sending
       ``stream.closing``, the listen result, when there is one), ``hub.DROP`` ends it without a
       final message (cancelled, cut off) so the client reconnects;
     * the keep-alive timer: an SSE comment, after checking ``stream.alive()`` if given.
@@ -219,6 +220,8 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     # The hub's Mailbox wakes this loop directly; any other queue (tests) is read by a task.
     frames = stream.frames
     mailbox = frames if isinstance(frames, Mailbox) else None
+    # The hub's shared frames are whole SSE events already (notify/frames.py): written as they are.
+    framed = stream.framed
     if mailbox is not None:
         mailbox.waker = wakeup.wake
     layer_task: asyncio.Future | None = None
@@ -248,7 +251,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
     # switch per stream and notification); the end of a stream still goes through the loop, and
     # so does a frame for a client that has stopped reading (the loop cuts it off).
     connection = daphne_connection(send)
-    direct = connection.write if connection is not None and mailbox is not None else None
+    direct = connection.write_body if connection is not None and mailbox is not None else None
     # Frames written while Twisted already held more than its buffer size for this client. Being
     # backed up once is no proof the client stopped reading (a large first frame on a small
     # socket buffer, read steadily, sets it too): it is cut off only once LISTENER_QUEUE_SIZE
@@ -273,8 +276,8 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
         if item is None or item is DROP or not within_allowance(1):
             return False
         try:
-            body = as_event(item)
-            direct({"type": "http.response.body", "body": body, "more_body": True})  # type: ignore[misc]
+            body = item if framed else as_event(item)
+            direct(body)  # type: ignore[misc]
         except Exception:  # the loop sends it instead (and ends the stream if the send fails)
             logger.debug("direct write failed; the stream loop takes the frame", exc_info=True)
             return False
@@ -345,7 +348,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 else:
                     frame = stream.render(event)
                     if frame is not None:
-                        out.append(frame)
+                        out.append(as_event(frame))
             dropped = False
             items: list[Any] = []
             if frame_done:
@@ -362,7 +365,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 if item is DROP:
                     dropped = True
                     break
-                out.append(item)
+                out.append(item if framed else as_event(item))
             if out and connection is not None and not within_allowance(len(out)):
                 # daphne never makes a send wait, so a client that stopped reading would have
                 # Twisted queue its frames without end: cut that one client off instead.
@@ -371,8 +374,7 @@ async def run_stream_loop(stream: Stream, receive: Any, send: Any) -> None:
                 connection.abort()
                 return
             if out:
-                await send({"type": "http.response.body", "body": b"".join(as_event(f) for f in out),
-                            "more_body": True})
+                await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
                 due = loop.time() + keepalive
             if dropped:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -392,3 +392,50 @@ async def test_an_idle_streams_client_is_re_checked_once_per_keep_alive_interval
         await loop_task
     assert 4 <= len(comments) <= 6  # keep-alive comments still on time
     assert 4 <= len(checks) <= 6, f"{len(checks)} re-checks in five intervals"
+
+
+def test_a_direct_body_write_puts_on_the_wire_what_daphnes_reply_does():
+    """``write_body`` (one transport write per stream in a fan-out) writes the very bytes, and
+    counts the same length, as daphne's ``handle_reply`` through Twisted's ``Request.write``;
+    before the response has started writing it takes daphne's path itself."""
+    from types import SimpleNamespace
+
+    from daphne.http_protocol import WebRequest
+    from twisted.internet.testing import StringTransport
+    from twisted.web import http
+
+    from mcp_endpoint.transport.daphne_server import DaphneConnection
+
+    class Request(http.Request):
+        handle_reply = WebRequest.handle_reply
+        _response_started = False
+        client_addr = None
+        server = SimpleNamespace(server_name="", log_action=lambda *args: None)
+
+    def stream() -> tuple[Request, StringTransport]:
+        channel = http.HTTPChannel()
+        channel.timeOut = None
+        transport = StringTransport()
+        channel.makeConnection(transport)
+        request = Request(channel)
+        request.clientproto, request.method = b"HTTP/1.1", b"POST"
+        request.handle_reply({"type": "http.response.start", "status": 200,
+                              "headers": [(b"content-type", b"text/event-stream")]})
+        return request, transport
+
+    frames = [FRAME, b'event: message\ndata: {"n":"\xc3\xa9"}\n\n' * 40]
+    replied, replied_wire = stream()
+    direct, direct_wire = stream()
+    connection = DaphneConnection({direct: {}}, direct)
+    through_daphne: list[dict] = []
+    daphnes = direct.handle_reply
+    direct.handle_reply = lambda message: (through_daphne.append(message), daphnes(message))
+    connection.write_body(b": opening\n\n")  # the headers go out first, through daphne's own path
+    replied.handle_reply({"type": "http.response.body", "body": b": opening\n\n", "more_body": True})
+    for frame in frames:
+        replied.handle_reply({"type": "http.response.body", "body": frame, "more_body": True})
+        connection.write_body(frame)
+    assert direct_wire.value() == replied_wire.value()
+    assert direct.sentLength == replied.sentLength
+    assert b"Transfer-Encoding: chunked" in direct_wire.value()
+    assert [m["body"] for m in through_daphne] == [b": opening\n\n"]  # the frames took the short path

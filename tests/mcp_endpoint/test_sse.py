@@ -1,4 +1,4 @@
-from mcp_endpoint.transport import sse
+from mcp_endpoint.wire import sse
 
 
 def test_event_frames_data_with_message_event_name():

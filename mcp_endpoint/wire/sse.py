@@ -1,4 +1,5 @@
-"""Server-Sent Events framing. Pure Python."""
+"""Server-Sent Events framing. Pure Python: a wire format, so the hub can build whole events
+(mcp_endpoint/notify/frames.py) and the transport write them."""
 
 from __future__ import annotations
 
