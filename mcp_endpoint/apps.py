@@ -12,7 +12,7 @@ class McpEndpointConfig(AppConfig):
 
         from .notify import handoff, revocation
         from .notify.reads import credentials_changed, registry_changed
-        from .transport import daphne_server
+        from .transport import daphne_guard
         from .transport.open_files import fit_stream_limits
 
         registry_changed.connect(handoff.forward_registry_changes,
@@ -26,5 +26,5 @@ class McpEndpointConfig(AppConfig):
         request_finished.connect(handoff.request_finished,
                                  dispatch_uid="mcp_endpoint.handoff.request_finished")
         # `manage.py check` warns when a daphne/Twisted name the server patches rely on is gone.
-        checks.register(daphne_server.check_patches, checks.Tags.compatibility)
+        checks.register(daphne_guard.check_patches, checks.Tags.compatibility)
         fit_stream_limits()  # once per process: every stream holds a file descriptor

@@ -10,7 +10,7 @@ import pytest
 from twisted.internet import tcp
 from twisted.internet.protocol import Protocol
 
-from mcp_endpoint.transport import daphne_server
+from mcp_endpoint.transport import daphne_guard, daphne_server
 
 from .test_daphne_server import LIMITS
 
@@ -42,7 +42,7 @@ def connection(monkeypatch):
     for name in ("write", "writeSequence"):
         monkeypatch.setattr(tcp.Connection, name, getattr(tcp.Connection, name))
     monkeypatch.setattr(tcp.Connection, "_registry_eager_writes", False, raising=False)
-    assert daphne_server.install(LIMITS)[daphne_server.EAGER_WRITES]
+    assert daphne_server.install(LIMITS)[daphne_guard.EAGER_WRITES]
     ours, peer = socket.socketpair()
     ours.setblocking(False)
     peer.settimeout(2)
@@ -107,7 +107,7 @@ def test_a_write_to_a_lost_connection_is_left_to_twisted_and_raises_nothing(conn
 
 def test_installing_twice_patches_once(connection):
     write = tcp.Connection.write
-    assert daphne_server.install(LIMITS)[daphne_server.EAGER_WRITES]
+    assert daphne_server.install(LIMITS)[daphne_guard.EAGER_WRITES]
     assert tcp.Connection.write is write
 
 

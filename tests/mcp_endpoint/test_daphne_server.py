@@ -16,7 +16,7 @@ from twisted.internet.testing import StringTransport
 from twisted.web import http
 
 from config.http_limits import refusal_response
-from mcp_endpoint.transport import daphne_server
+from mcp_endpoint.transport import daphne_guard, daphne_server
 
 MIB = 1024 * 1024
 
@@ -177,9 +177,9 @@ def test_a_kept_alive_connection_may_idle_but_its_next_head_once_begun_is_timed(
 # --------------------------------------------------------------------------- the guard
 
 def test_every_name_the_patches_rely_on_is_present_in_the_installed_versions():
-    daphne_server.diagnose.cache_clear()
-    assert daphne_server.diagnose() == dict.fromkeys(daphne_server.FEATURES, ())
-    assert daphne_server.check_patches() == []
+    daphne_guard.diagnose.cache_clear()
+    assert daphne_guard.diagnose() == dict.fromkeys(daphne_guard.FEATURES, ())
+    assert daphne_guard.check_patches() == []
 
 
 # What the code of a feature touches that is not Twisted's or daphne's: ours (Limits, the
@@ -189,7 +189,7 @@ NOT_THEIRS = {"head_bytes", "body_bytes", "head_seconds", "answer", "protocol", 
               "get", "items", "pop", "join", "send", "seconds", "func", "args", "keywords", "partial",
               "__self__", "__name__", "__module__", "HTTPChannel", "Request", "Connection"}
 OPTIONAL = {"_sendmsgQueue"}  # read with a default: only UNIX connections have it
-UNTOUCHED = {daphne_server.BODY_LIMITS: {"gotLength"}}  # relied on not being called yet (see the module)
+UNTOUCHED = {daphne_guard.BODY_LIMITS: {"gotLength"}}  # relied on not being called yet (see the module)
 
 
 def _touched(function_names):
@@ -214,20 +214,20 @@ def _touched(function_names):
     return {name for name in found if not name.startswith("_registry_")}
 
 
-@pytest.mark.parametrize("feature", daphne_server.FEATURES)
+@pytest.mark.parametrize("feature", daphne_guard.FEATURES)
 def test_the_guard_checks_exactly_the_names_each_patch_touches(feature):
     """The guard's lists used to drift from the code: abortConnection was checked for eager writes,
     which never call it, and not for the refusals and direct sends, which do; the names _refuse
     silences, the channel's callLater and loseConnection, Request.channel and the channel's
     transport were not checked for some of the features that touch them."""
     theirs = _touched(daphne_server.USES[feature]) - NOT_THEIRS - OPTIONAL
-    guarded = daphne_server.guarded_names(feature)
+    guarded = daphne_guard.guarded_names(feature)
     assert theirs - guarded == set(), "touched but not checked at start-up"
     assert guarded - theirs == UNTOUCHED.get(feature, set()), "checked but touched by no code of the feature"
 
 
 def test_daphnes_server_names_are_read_from_its_source_without_importing_it():
-    assert {"handle_reply", "connections"} <= daphne_server._server_source_names()
+    assert {"handle_reply", "connections"} <= daphne_guard._server_source_names()
 
 
 def defining(cls, name):
@@ -235,23 +235,23 @@ def defining(cls, name):
 
 
 GONE = [
-    (daphne_server.HEAD_LIMITS, http.HTTPChannel, "_respondToBadRequestAndDisconnect",
+    (daphne_guard.HEAD_LIMITS, http.HTTPChannel, "_respondToBadRequestAndDisconnect",
      http.HTTPChannel, "lineReceived"),
-    (daphne_server.BODY_LIMITS, http.Request, "handleContentChunk", http.HTTPChannel, "allHeadersReceived"),
-    (daphne_server.HEAD_TIMEOUT, http.HTTPChannel, "requestDone", http.HTTPChannel, "connectionMade"),
-    (daphne_server.EAGER_WRITES, defining(tcp.Connection, "_aborting"), "_aborting", tcp.Connection, "write"),
+    (daphne_guard.BODY_LIMITS, http.Request, "handleContentChunk", http.HTTPChannel, "allHeadersReceived"),
+    (daphne_guard.HEAD_TIMEOUT, http.HTTPChannel, "requestDone", http.HTTPChannel, "connectionMade"),
+    (daphne_guard.EAGER_WRITES, defining(tcp.Connection, "_aborting"), "_aborting", tcp.Connection, "write"),
 ]
-FLAGS = {daphne_server.HEAD_LIMITS: "_registry_head_limits", daphne_server.BODY_LIMITS: "_registry_body_limits",
-         daphne_server.HEAD_TIMEOUT: "_registry_head_timeout", daphne_server.EAGER_WRITES: "_registry_eager_writes"}
+FLAGS = {daphne_guard.HEAD_LIMITS: "_registry_head_limits", daphne_guard.BODY_LIMITS: "_registry_body_limits",
+         daphne_guard.HEAD_TIMEOUT: "_registry_head_timeout", daphne_guard.EAGER_WRITES: "_registry_eager_writes"}
 
 
 @pytest.fixture
 def fresh_guard(monkeypatch):
     """A process that has not diagnosed or logged anything yet (restored afterwards)."""
-    daphne_server.diagnose.cache_clear()
-    monkeypatch.setattr(daphne_server, "_logged", set())
+    daphne_guard.diagnose.cache_clear()
+    monkeypatch.setattr(daphne_guard, "_logged", set())
     yield
-    daphne_server.diagnose.cache_clear()
+    daphne_guard.diagnose.cache_clear()
 
 
 @pytest.mark.parametrize("feature, owner, name, patched_owner, patched", GONE, ids=[g[0] for g in GONE])
@@ -273,7 +273,7 @@ def test_a_missing_name_leaves_its_feature_on_the_plain_path_logged_once_and_war
     assert getattr(patched_owner, patched) is unpatched  # Twisted's path, untouched
     logged = [r.getMessage() for r in caplog.records if feature in r.getMessage()]
     assert len(logged) == 1 and name in logged[0]
-    [warning] = daphne_server.check_patches()
+    [warning] = daphne_guard.check_patches()
     assert warning.id == "mcp_endpoint.W001" and feature in warning.msg and name in warning.msg
 
 
@@ -282,16 +282,16 @@ def test_without_twisteds_back_pressure_flag_streams_keep_the_asynchronous_send(
 
     _server, send = daphne_send(FakeProtocol())
     assert daphne_server.daphne_connection(send) is not None
-    daphne_server.diagnose.cache_clear()
+    daphne_guard.diagnose.cache_clear()
     monkeypatch.delattr(http.HTTPChannel, "_waitingForTransport")
     with caplog.at_level(logging.WARNING, logger="mcp_endpoint.transport.daphne_server"):
         assert daphne_server.daphne_connection(send) is None
         assert daphne_server.daphne_connection(send) is None
-    assert len([r for r in caplog.records if daphne_server.DIRECT_SEND in r.getMessage()]) == 1
-    assert [w.id for w in daphne_server.check_patches()] == ["mcp_endpoint.W001"]
+    assert len([r for r in caplog.records if daphne_guard.DIRECT_SEND in r.getMessage()]) == 1
+    assert [w.id for w in daphne_guard.check_patches()] == ["mcp_endpoint.W001"]
 
 
 def test_manage_py_check_runs_the_guard():
     from django.core import checks
 
-    assert daphne_server.check_patches in checks.registry.registry.get_checks()
+    assert daphne_guard.check_patches in checks.registry.registry.get_checks()
