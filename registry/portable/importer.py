@@ -36,6 +36,7 @@ from registry.portable.check import EntrySpec, read_entries
 from registry.portable.dump import dump_document, entry_document
 from registry.portable.format import SECTIONS, FormatError
 from registry.portable.parse import Loaded, load_file, load_path
+from registry.portable.unchanged import record, unchanged_keys
 from registry.release import services
 
 ACTOR = "registry_import"
@@ -130,6 +131,13 @@ def _read_all(documents: list[Loaded]) -> list[EntrySpec]:
             specs.extend(read_entries(loaded))
         except FormatError as exc:
             problems.extend(exc.problems)
+    check_unique(specs, problems)
+    return specs
+
+
+def check_unique(specs: list[EntrySpec], problems: list[str] | None = None) -> None:
+    """Raise FormatError with `problems` and one for each entry defined a second time across the files."""
+    problems = list(problems or ())
     first: dict[tuple[str, str], EntrySpec] = {}
     for spec in specs:  # by the stored key: 'docs://Guide/x' and 'docs://guide/x' are one resource
         seen = first.setdefault((spec.kind, stored_key(spec.kind, spec.key)), spec)
@@ -137,7 +145,6 @@ def _read_all(documents: list[Loaded]) -> list[EntrySpec]:
             problems.append(f"{spec.location}: already defined by {seen.location}; define each entry in one file.")
     if problems:
         raise FormatError(problems)
-    return specs
 
 
 def import_documents(
@@ -172,23 +179,46 @@ def import_documents(
         raise ImportFailed(exc.problems, frozenset().union(*(d.side_files for d in documents))) from exc
     side_files = frozenset().union(*(d.side_files for d in documents))
     label = documents[0].source if len(documents) == 1 else (source or str(path_or_data))
+    return import_specs(specs, label=label, side_files=side_files, publish=publish, note=note, dry_run=dry_run,
+                        acting_user=acting_user, override_reason=override_reason, bulk=bulk)
+
+
+def import_specs(specs: list[EntrySpec], *, label: str, side_files: frozenset[Path] = frozenset(),
+                 publish: bool = False, note: str = "", dry_run: bool = False, acting_user: User = None,
+                 override_reason: str | None = None, bulk: bool = True) -> ImportReport:
+    """Import entries already read and checked (`check_unique`): what `import_documents` does once
+    the files are parsed. The watcher (registry.portable.parsed) calls it with the entries it kept
+    from files whose bytes did not change."""
+    note = (note or "").strip()
+    if publish and not note:
+        raise ImportFailed(["A change note is required to publish: say what changed and why."])
     report = ImportReport(label, dry_run, publish, side_files=side_files)
     try:
         with recording(durable=True):  # one announcement for the whole import, after commit
             problems: list[str] = []
             for kind in ORDER:
                 kind_specs = [s for s in specs if s.kind == kind]
-                known = _Known.read(kind, kind_specs, lock=bulk)  # after the kinds before it were imported
-                writer = _writer(kind, kind_specs, known, publish=publish, note=note, acting_user=acting_user,
+                keys = [stored_key(kind, s.key) for s in kind_specs]
+                # Entries known unchanged (registry.portable.unchanged) cost a digest compare, nothing more.
+                settled = unchanged_keys(kind, kind_specs, keys, publish=publish) if bulk else set()
+                todo = [s for s, key in zip(kind_specs, keys, strict=True) if key not in settled]
+                known = _Known.read(kind, todo, lock=bulk)  # after the kinds before it were imported
+                writer = _writer(kind, todo, known, publish=publish, note=note, acting_user=acting_user,
                                  override_reason=override_reason) if bulk else None
-                for spec in kind_specs:
+                seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = [] if bulk else None
+                for spec, key in zip(kind_specs, keys, strict=True):
+                    if key in settled:
+                        report.outcomes.append(EntryOutcome(kind, spec.key, "unchanged"))
+                        continue
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
                                             source=spec.source, problems=problems,
-                                            override_reason=override_reason, known=known, writer=writer)
+                                            override_reason=override_reason, known=known, writer=writer, seen=seen)
                     if outcome is not None:
                         report.outcomes.append(outcome)
                 if writer is not None:
                     writer.flush(problems)  # before the next kind reads what this one wrote
+                if seen and not problems:
+                    record(kind, seen, publish=publish)
             if problems:
                 raise ImportFailed(problems, side_files)
             if dry_run:
@@ -268,7 +298,21 @@ class _Known:
 
 def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
                   problems: list[str], override_reason: str | None = None,
-                  known: _Known | None = None, writer: BulkWriter | None = None) -> EntryOutcome | None:
+                  known: _Known | None = None, writer: BulkWriter | None = None,
+                  seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = None) -> EntryOutcome | None:
+    """Make the entry's draft what `spec` says (and publish it); `seen` collects (spec, entry, found
+    unchanged without warnings) for registry.portable.unchanged.record once its writes are flushed.
+    Only an entry compared equal is recorded as equal: one just written is compared on the next import."""
+    outcome = _import_one(spec, publish=publish, note=note, acting_user=acting_user, source=source,
+                          problems=problems, override_reason=override_reason, known=known, writer=writer)
+    if outcome is not None and seen is not None:
+        seen.append((spec, outcome[1], not outcome[0].changed and not outcome[0].warnings))
+    return outcome[0] if outcome is not None else None
+
+
+def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
+                problems: list[str], override_reason: str | None,
+                known: _Known | None, writer: BulkWriter | None) -> tuple[EntryOutcome, VersionedEntry] | None:
     kind = KINDS[spec.kind]
     if known is None:
         known = _Known.read(spec.kind, [spec])
@@ -306,17 +350,17 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
                                 "restored in the admin.")
     if not publish:
         outcome.warnings = [f"{p} (blocks publishing)" for p in entry_problems] + outcome.warnings
-        return outcome
+        return outcome, entry
     if entry_problems:
         problems.extend(entry_problems)
-        return outcome
+        return outcome, entry
     try:
         _publish(entry, spec, outcome, note=note, acting_user=acting_user,
                  override_reason=override_reason, newest=known.newest.get(entry.pk),
                  writer=writer if bulk else None)
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
-    return outcome
+    return outcome, entry
 
 
 def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, note: str,
