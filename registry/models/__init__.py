@@ -4,6 +4,7 @@ from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
 from registry.models.clients import FetchCounter, McpClient
 from registry.models.discussion import CommentKind, ReviewComment
+from registry.models.imports import ImportedFile
 from registry.models.mail import MailKind, MailMessage, MailStatus
 from registry.models.preferences import EditorPreference
 from registry.models.prompts import (
@@ -31,6 +32,7 @@ from registry.models.schedules import ScheduledRelease, ScheduleStatus
 from registry.storage.objects import ContentObject
 
 __all__ = [
+    "ImportedFile",
     "OPEN_STATUSES",
     "PRODUCTION",
     "STAGING",

@@ -14,8 +14,9 @@ management command runs as the operator (acting_user=None): an automatic, audite
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ from registry.portable.bulk import BulkWriter
 from registry.portable.check import EntrySpec, read_entries
 from registry.portable.dump import dump_document, entry_document
 from registry.portable.format import SECTIONS, FormatError
-from registry.portable.parse import Loaded, load_file, load_path
+from registry.portable.parse import Loaded, load_file, load_path, yaml_files
+from registry.portable.recorded import Noted, recall, remember
 from registry.portable.unchanged import record, unchanged_keys
 from registry.release import services
 
@@ -169,6 +171,13 @@ def import_documents(
     note = (note or "").strip()
     if publish and not note:
         raise ImportFailed(["A change note is required to publish: say what changed and why."])
+    if isinstance(path_or_data, (str, Path)) and bulk:
+        files = _import_files(Path(path_or_data), source, publish=publish)
+        if files is not None:
+            items, label, side_files, after = files
+            return import_specs(items, label=label, side_files=side_files, publish=publish, note=note,
+                                dry_run=dry_run, acting_user=acting_user, override_reason=override_reason,
+                                after=after)
     try:
         documents = _load(path_or_data, source, base_dir)
     except FormatError as exc:
@@ -183,12 +192,77 @@ def import_documents(
                         acting_user=acting_user, override_reason=override_reason, bulk=bulk)
 
 
-def import_specs(specs: list[EntrySpec], *, label: str, side_files: frozenset[Path] = frozenset(),
+def _import_files(path: Path, source: str | None, *, publish: bool,
+                  ) -> tuple[list[EntrySpec | Noted], str, frozenset[Path], Callable[[], None]] | None:
+    """The entries of the file or folder at `path`, recalled where the bytes were imported before
+    (registry.portable.recorded) and parsed elsewhere; and what notes the parsed files once imported.
+    None when the files must all be parsed after all (an entry defined twice: the refusal names both)."""
+    if not path.exists():
+        raise ImportFailed([f"{path}: no such file or folder."])
+    files = yaml_files(path) if path.is_dir() else [path]
+    if not files:
+        raise ImportFailed([f"{path}: the folder holds no YAML file (*.yaml, *.yml)."])
+    recalled = recall(files, publish=publish)
+    problems: list[str] = []
+    parsed: dict[Path, tuple[str | None, Loaded]] = {}
+    for file in files:
+        if file not in recalled:
+            try:
+                raw: bytes | None = file.read_bytes()
+            except OSError:
+                raw = None  # load_file says why
+            try:
+                loaded = load_file(file, source if file == path else None, raw=raw)
+            except FormatError as exc:
+                problems.extend(exc.problems)
+                continue
+            parsed[file] = (hashlib.sha256(raw).hexdigest() if raw is not None else None, loaded)
+    if problems:
+        raise ImportFailed(problems)
+    items: list[EntrySpec | Noted] = []
+    of_file: dict[Path, list[EntrySpec]] = {}
+    for file in files:
+        if file in recalled:
+            items.extend(recalled[file].entries)
+        else:
+            try:
+                of_file[file] = read_entries(parsed[file][1])
+            except FormatError as exc:
+                problems.extend(exc.problems)
+                continue
+            items.extend(of_file[file])
+    side_files = frozenset().union(*(loaded.side_files for _digest, loaded in parsed.values()),
+                                   *(r.side_files for r in recalled.values()))
+    if problems:
+        raise ImportFailed(problems, side_files)
+    recalled_keys = {(e.kind, e.stored) for r in recalled.values() for e in r.entries}
+    specs = [item for item in items if isinstance(item, EntrySpec)]
+    if recalled_keys and any((s.kind, stored_key(s.kind, s.key)) in recalled_keys for s in specs):
+        return None
+    try:
+        check_unique(specs)
+    except FormatError as exc:
+        raise ImportFailed(exc.problems, side_files) from exc
+
+    def after() -> None:
+        for file, entries in of_file.items():
+            digest, loaded = parsed[file]
+            if digest is not None:
+                remember(file, digest, entries, loaded.side_files, [stored_key(s.kind, s.key) for s in entries])
+
+    one_of_folder = path.is_dir() and len(files) == 1  # named as import_documents names what it read
+    label = str(files[0]) if one_of_folder else (source or str(path))
+    return items, label, side_files, after
+
+
+def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: frozenset[Path] = frozenset(),
                  publish: bool = False, note: str = "", dry_run: bool = False, acting_user: User = None,
-                 override_reason: str | None = None, bulk: bool = True) -> ImportReport:
+                 override_reason: str | None = None, bulk: bool = True,
+                 after: Callable[[], None] | None = None) -> ImportReport:
     """Import entries already read and checked (`check_unique`): what `import_documents` does once
     the files are parsed. The watcher (registry.portable.parsed) calls it with the entries it kept
-    from files whose bytes did not change."""
+    from files whose bytes did not change. A `Noted` entry (registry.portable.recorded) is known
+    unchanged. `after` runs in the import's transaction once everything is written."""
     note = (note or "").strip()
     if publish and not note:
         raise ImportFailed(["A change note is required to publish: say what changed and why."])
@@ -197,7 +271,8 @@ def import_specs(specs: list[EntrySpec], *, label: str, side_files: frozenset[Pa
         with recording(durable=True):  # one announcement for the whole import, after commit
             problems: list[str] = []
             for kind in ORDER:
-                kind_specs = [s for s in specs if s.kind == kind]
+                kind_items = [s for s in specs if s.kind == kind]
+                kind_specs = [s for s in kind_items if isinstance(s, EntrySpec)]
                 keys = [stored_key(kind, s.key) for s in kind_specs]
                 # Entries known unchanged (registry.portable.unchanged) cost a digest compare, nothing more.
                 settled = unchanged_keys(kind, kind_specs, keys, publish=publish) if bulk else set()
@@ -206,8 +281,9 @@ def import_specs(specs: list[EntrySpec], *, label: str, side_files: frozenset[Pa
                 writer = _writer(kind, todo, known, publish=publish, note=note, acting_user=acting_user,
                                  override_reason=override_reason) if bulk else None
                 seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = [] if bulk else None
-                for spec, key in zip(kind_specs, keys, strict=True):
-                    if key in settled:
+                stored = iter(keys)
+                for spec in kind_items:
+                    if not isinstance(spec, EntrySpec) or next(stored) in settled:
                         report.outcomes.append(EntryOutcome(kind, spec.key, "unchanged"))
                         continue
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
@@ -221,6 +297,8 @@ def import_specs(specs: list[EntrySpec], *, label: str, side_files: frozenset[Pa
                     record(kind, seen, publish=publish)
             if problems:
                 raise ImportFailed(problems, side_files)
+            if after is not None:
+                after()
             if dry_run:
                 raise _DryRun(report)
     except _DryRun:

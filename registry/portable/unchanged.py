@@ -68,8 +68,14 @@ def self_contained(spec: EntrySpec) -> bool:
 
 def unchanged_keys(kind: str, specs: list[EntrySpec], keys: list[str], *, publish: bool) -> set[str]:
     """The stored keys among `keys` (those of `specs`, in order) whose entry is known unchanged."""
+    return unchanged(kind, [(key, spec_digest(s), s.labels) for key, s in zip(keys, specs, strict=True)
+                            if self_contained(s)], publish=publish)
+
+
+def unchanged(kind: str, noted: list[tuple[str, str, list[str]]], *, publish: bool) -> set[str]:
+    """The stored keys among `noted` ((stored key, digest, labels) each) whose entry is known unchanged."""
     spec = KINDS[kind]
-    candidates = {key: s for key, s in zip(keys, specs, strict=True) if self_contained(s)}
+    candidates = {key: (digest, labels) for key, digest, labels in noted}
     found: dict[str, tuple[int, int | None]] = {}  # key -> (pk, import_version)
     wanted = list(candidates)
     for start in range(0, len(wanted), _CHUNK):
@@ -77,7 +83,7 @@ def unchanged_keys(kind: str, specs: list[EntrySpec], keys: list[str], *, publis
             spec.key_field, "pk", "revision", "import_revision", "import_digest", "import_version", "archived_at")
         for key, pk, revision, import_revision, digest, version, archived_at in rows:
             if (archived_at is None and import_revision == revision and digest
-                    and digest == spec_digest(candidates[key]) and (version is not None or not publish)):
+                    and digest == candidates[key][0] and (version is not None or not publish)):
                 found[key] = (pk, version)
     if not publish or not found:
         return set(found)
@@ -94,7 +100,7 @@ def unchanged_keys(kind: str, specs: list[EntrySpec], keys: list[str], *, publis
             pointing.setdefault(entry_id, {})[name] = version_id
     return {key for key, (pk, version) in found.items()
             if newest.get(pk) == version
-            and all(pointing.get(pk, {}).get(label) == version for label in candidates[key].labels)}
+            and all(pointing.get(pk, {}).get(label) == version for label in candidates[key][1])}
 
 
 def record(kind: str, seen: Iterable[tuple[EntrySpec, VersionedEntry, bool]], *, publish: bool) -> None:

@@ -179,3 +179,59 @@ def test_an_archived_entry_still_warns_on_every_import(folder):
     report = import_documents(folder)
     warned = [o.key for o in report.outcomes if any("archived" in w for w in o.warnings)]
     assert warned == ["a1"]
+
+
+@pytest.fixture
+def parsed_files(monkeypatch):
+    """The sources of the files the importer parsed and checked."""
+    sources: list[str] = []
+    full = importer.read_entries
+
+    def counting(loaded):
+        sources.append(Path(loaded.source).name)
+        return full(loaded)
+
+    monkeypatch.setattr(importer, "read_entries", counting)
+    return sources
+
+
+def test_an_unchanged_reimport_parses_no_file_whose_bytes_it_imported_before(folder, parsed_files):
+    import_documents(folder)
+    import_documents(folder)
+    parsed_files.clear()
+    report = import_documents(folder)
+    assert report.summary() == "prompts: 5 unchanged; resources: 1 unchanged"
+    assert parsed_files == []
+    (folder / "a.yaml").write_text(prompts_yaml("a1", "a2", description="Edited"))
+    report = import_documents(folder)
+    assert parsed_files == ["a.yaml"]
+    assert report.summary() == "prompts: 2 updated, 3 unchanged; resources: 1 unchanged"
+
+
+def test_a_changed_side_file_is_imported_although_its_yaml_file_is_the_same(folder, parsed_files):
+    import_documents(folder)
+    import_documents(folder)
+    (folder / "docs" / "guide.md").write_text("second text")
+    parsed_files.clear()
+    report = import_documents(folder)
+    assert parsed_files == ["c.yaml"]
+    assert report.summary() == "prompts: 5 unchanged; resources: 1 updated"
+    assert Resource.objects.get(uri="docs://guide").text == "second text"
+
+
+def test_an_entry_defined_again_in_a_new_file_is_refused_naming_both_files(folder):
+    import_documents(folder)
+    import_documents(folder)
+    (folder / "d.yaml").write_text(prompts_yaml("a1"))
+    with pytest.raises(importer.ImportFailed) as refused:
+        import_documents(folder)
+    assert refused.value.problems == [f"{folder / 'd.yaml'}:2: prompts[1] (name: a1): already defined by "
+                                      f"{folder / 'a.yaml'}:2: prompts[1] (name: a1); define each entry in one file."]
+
+
+def test_an_entry_with_warnings_warns_on_every_import(folder):
+    (folder / "e.yaml").write_text("prompts:\n  - name: e1\n    description: broken\n"
+                                   "    messages:\n      - {role: user, text: 'Hello {{ who'}\n")
+    for _ in range(3):
+        report = import_documents(folder)
+        assert [o.key for o in report.outcomes if o.warnings] == ["e1"]
