@@ -32,7 +32,6 @@ from registry.models.schedules import ScheduledRelease, ScheduleStatus
 from registry.storage.objects import ContentObject
 
 __all__ = [
-    "ImportedFile",
     "OPEN_STATUSES",
     "PRODUCTION",
     "STAGING",
@@ -47,6 +46,7 @@ __all__ = [
     "EditorPreference",
     "EntryVersion",
     "FetchCounter",
+    "ImportedFile",
     "MailKind",
     "MailMessage",
     "MailStatus",

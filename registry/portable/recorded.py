@@ -3,8 +3,8 @@
 Once entries cost a digest compare (registry.portable.unchanged), parsing and checking the YAML is
 most of an unchanged re-import (the CI "import on every push"). So an import notes, for each file
 it parsed, the entries that file gave (kind, key, stored key, digest, labels) and the digests of its
-side files (registry.models.ImportedFile). A later import of a file with the same bytes, in the same
-folder, with the same side files, whose every entry is still recorded unchanged on its row, takes
+side files (registry.models.ImportedFile, one row per file path). A later import of the file with
+the same bytes, with the same side files, whose every entry is still recorded unchanged on its row, takes
 those entries as they are: nothing is parsed, and each is reported unchanged. Anything else (a new
 or edited file, a side file changed, one entry saved elsewhere or never recorded, an entry defined
 twice across the files) parses the file as before, so every outcome and message is the same.
@@ -54,8 +54,9 @@ def recall(files: list[Path], *, publish: bool) -> dict[Path, Recalled]:
         digest = digest_of(path)
         if digest is None:
             continue
-        row = ImportedFile.objects.filter(digest=digest, base_dir=str(path.resolve().parent)).first()
-        if row is None or any(digest_of(Path(side)) != seen for side, seen in row.side_files.items()):
+        row = ImportedFile.objects.filter(path=str(path.resolve())).first()
+        if row is None or row.digest != digest or any(
+                digest_of(Path(side)) != seen for side, seen in row.side_files.items()):
             continue
         found[path] = Recalled(path, digest, [Noted(*entry) for entry in row.entries],
                                frozenset(Path(side) for side in row.side_files))
@@ -76,5 +77,5 @@ def remember(path: Path, digest: str, specs: list[EntrySpec], side_files: set[Pa
     transaction: a refused import notes nothing). `stored`: each spec's stored key."""
     entries = [[s.kind, s.key, key, spec_digest(s), list(s.labels)] for s, key in zip(specs, stored, strict=True)]
     sides = {str(side): digest_of(side) for side in sorted(side_files)}
-    ImportedFile.objects.update_or_create(digest=digest, base_dir=str(path.resolve().parent),
-                                          defaults={"entries": entries, "side_files": sides})
+    ImportedFile.objects.update_or_create(path=str(path.resolve()),
+                                          defaults={"digest": digest, "entries": entries, "side_files": sides})

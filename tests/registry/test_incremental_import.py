@@ -235,3 +235,13 @@ def test_an_entry_with_warnings_warns_on_every_import(folder):
     for _ in range(3):
         report = import_documents(folder)
         assert [o.key for o in report.outcomes if o.warnings] == ["e1"]
+
+
+def test_a_file_imported_in_many_versions_keeps_one_note(folder):
+    from registry.models import ImportedFile
+
+    for description in ("One", "Two", "Three"):
+        (folder / "a.yaml").write_text(prompts_yaml("a1", "a2", description=description))
+        import_documents(folder)
+    assert ImportedFile.objects.filter(path=str((folder / "a.yaml").resolve())).count() == 1
+    assert ImportedFile.objects.count() == 3  # a.yaml, b.yaml, c.yaml
