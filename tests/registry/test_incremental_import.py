@@ -245,3 +245,30 @@ def test_a_file_imported_in_many_versions_keeps_one_note(folder):
         import_documents(folder)
     assert ImportedFile.objects.filter(path=str((folder / "a.yaml").resolve())).count() == 1
     assert ImportedFile.objects.count() == 3  # a.yaml, b.yaml, c.yaml
+
+
+def test_the_watcher_keeps_parsed_files_between_its_rounds(folder, monkeypatch):
+    import threading
+
+    import watchfiles
+
+    from registry.portable import parsed as parsed_module
+
+    parsed_sources: list[str] = []
+    full = parsed_module.read_entries
+    monkeypatch.setattr(parsed_module, "read_entries",
+                        lambda loaded: parsed_sources.append(Path(loaded.source).name) or full(loaded))
+    stop = threading.Event()
+
+    def changes(*_args, **_kwargs):
+        yield set()  # arming: nothing yet; then the first import runs
+        yield set()  # a quiet wait: no round
+        (folder / "b.yaml").write_text(prompts_yaml("b1", "b2", "b3", description="Edited"))
+        yield {(watchfiles.Change.modified, str(folder / "b.yaml"))}
+        stop.set()
+
+    lines: list[str] = []
+    rounds = watching.watch_imports(folder, publish=False, note="", log=lines.append, stop=stop, changes=changes)
+    assert rounds == 2
+    assert parsed_sources == ["a.yaml", "b.yaml", "c.yaml", "b.yaml"]
+    assert lines[1] == "1 file(s) changed (b.yaml): prompts: 3 updated, 2 unchanged; resources: 1 unchanged"
