@@ -248,7 +248,7 @@ def _import_files(path: Path, source: str | None, *, publish: bool,
         for file, entries in of_file.items():
             digest, loaded = parsed[file]
             if digest is not None:
-                remember(file, digest, entries, loaded.side_files, [stored_key(s.kind, s.key) for s in entries])
+                remember(file, digest, entries, loaded.side_digests, [stored_key(s.kind, s.key) for s in entries])
 
     one_of_folder = path.is_dir() and len(files) == 1  # named as import_documents names what it read
     label = str(files[0]) if one_of_folder else (source or str(path))

@@ -26,6 +26,7 @@ class Loaded:
     lines: dict[Path_, int] = field(default_factory=dict)  # path -> 1-based line, when parsed from YAML
     problems: list[str] = field(default_factory=list)  # found while parsing (duplicate keys)
     side_files: set[Path] = field(default_factory=set)  # `file:` paths the entries named (read_entries fills it)
+    side_digests: dict[Path, str] = field(default_factory=dict)  # side file -> SHA-256 of the bytes read
 
 
 def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: list[tuple[Path_, int]]) -> None:

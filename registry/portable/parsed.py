@@ -22,11 +22,16 @@ from registry.portable.format import FormatError
 from registry.portable.parse import load_file, yaml_files
 
 
-def _digest(path: Path) -> str | None:
+def _read(path: Path) -> bytes | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return path.read_bytes()
     except OSError:
         return None  # gone or unreadable: parsing it again says which
+
+
+def _digest(path: Path) -> str | None:
+    raw = _read(path)
+    return hashlib.sha256(raw).hexdigest() if raw is not None else None
 
 
 @dataclass
@@ -65,14 +70,15 @@ class ParsedFiles:
         self.label = str(files[0]) if len(files) == 1 else str(path)
         for file in files:
             key = file.resolve()
-            digest = _digest(file)
+            raw = _read(file)
+            digest = hashlib.sha256(raw).hexdigest() if raw is not None else None
             cached = self.files.get(key)
             if (cached is None or cached.digest != digest or key in forced
                     or any(side in forced or _digest(side) != seen for side, seen in cached.side.items())):
                 cached = None
                 self.parsed += 1
                 try:
-                    loaded = load_file(file)
+                    loaded = load_file(file, raw=raw)  # the bytes hashed are the bytes parsed
                 except FormatError as exc:
                     problems.extend(exc.problems)
                     continue
@@ -82,7 +88,7 @@ class ParsedFiles:
                     problems.extend(exc.problems)
                     side_files |= loaded.side_files  # kept watched, so fixing one starts a round
                     continue
-                cached = _File(digest, {side: _digest(side) for side in loaded.side_files}, entries)
+                cached = _File(digest, {side: loaded.side_digests.get(side) for side in loaded.side_files}, entries)
             kept[key] = cached
             specs.extend(cached.specs)
             side_files |= cached.side.keys()

@@ -72,10 +72,12 @@ def recall(files: list[Path], *, publish: bool) -> dict[Path, Recalled]:
             if all(e.stored in settled.get(e.kind, ()) for e in recalled.entries)}
 
 
-def remember(path: Path, digest: str, specs: list[EntrySpec], side_files: set[Path], stored: list[str]) -> None:
+def remember(path: Path, digest: str, specs: list[EntrySpec], side_digests: dict[Path, str],
+             stored: list[str]) -> None:
     """Note what the bytes of `path` with `digest` gave, for `recall` (inside the import's
-    transaction: a refused import notes nothing). `stored`: each spec's stored key."""
+    transaction: a refused import notes nothing). `side_digests`: of the side files' bytes as they
+    were read (Loaded.side_digests); `stored`: each spec's stored key."""
     entries = [[s.kind, s.key, key, spec_digest(s), list(s.labels)] for s, key in zip(specs, stored, strict=True)]
-    sides = {str(side): digest_of(side) for side in sorted(side_files)}
+    sides = {str(side): side_digests[side] for side in sorted(side_digests)}
     ImportedFile.objects.update_or_create(path=str(path.resolve()),
                                           defaults={"digest": digest, "entries": entries, "side_files": sides})
