@@ -4,6 +4,7 @@ from registry.models.audit import AuditAction, AuditEntry, ChangeLogEntry
 from registry.models.base import PRODUCTION, STAGING, EntryVersion, ReleaseLabel, VersionedEntry
 from registry.models.clients import FetchCounter, McpClient
 from registry.models.discussion import CommentKind, ReviewComment
+from registry.models.imports import ImportedFile
 from registry.models.mail import MailKind, MailMessage, MailStatus
 from registry.models.preferences import EditorPreference
 from registry.models.prompts import (
@@ -45,6 +46,7 @@ __all__ = [
     "EditorPreference",
     "EntryVersion",
     "FetchCounter",
+    "ImportedFile",
     "MailKind",
     "MailMessage",
     "MailStatus",

@@ -94,6 +94,12 @@ class VersionedEntry(models.Model):
     updated_by = models.CharField(
         _("updated by"), max_length=150, blank=True, editable=False, help_text=_("Who saved the draft last."),
     )
+    # What the last import found the draft to be (registry.portable.unchanged): the digest of the
+    # file's data for this entry, valid while `revision` is still `import_revision` (any other save
+    # bumps it); `import_version` is the newest version's pk then, when the draft equalled it.
+    import_digest = models.CharField(_("import digest"), max_length=64, blank=True, default="", editable=False)
+    import_revision = models.PositiveIntegerField(_("import revision"), null=True, blank=True, editable=False)
+    import_version = models.PositiveIntegerField(_("import version"), null=True, blank=True, editable=False)
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,7 +236,9 @@ class _Checker:
             return None
         if not self._check_size(target.stat().st_size, path):
             return None
-        return target.read_bytes()
+        raw = target.read_bytes()
+        self.loaded.side_digests[target] = hashlib.sha256(raw).hexdigest()  # of the bytes read, for the notes
+        return raw
 
 
 def _type_name(value: Any) -> str:

@@ -14,8 +14,9 @@ management command runs as the operator (acting_user=None): an automatic, audite
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,9 @@ from registry.portable.bulk import BulkWriter
 from registry.portable.check import EntrySpec, read_entries
 from registry.portable.dump import dump_document, entry_document
 from registry.portable.format import SECTIONS, FormatError
-from registry.portable.parse import Loaded, load_file, load_path
+from registry.portable.parse import Loaded, load_file, load_path, yaml_files
+from registry.portable.recorded import Noted, recall, remember
+from registry.portable.unchanged import record, unchanged_keys
 from registry.release import services
 
 ACTOR = "registry_import"
@@ -130,6 +133,13 @@ def _read_all(documents: list[Loaded]) -> list[EntrySpec]:
             specs.extend(read_entries(loaded))
         except FormatError as exc:
             problems.extend(exc.problems)
+    check_unique(specs, problems)
+    return specs
+
+
+def check_unique(specs: list[EntrySpec], problems: list[str] | None = None) -> None:
+    """Raise FormatError with `problems` and one for each entry defined a second time across the files."""
+    problems = list(problems or ())
     first: dict[tuple[str, str], EntrySpec] = {}
     for spec in specs:  # by the stored key: 'docs://Guide/x' and 'docs://guide/x' are one resource
         seen = first.setdefault((spec.kind, stored_key(spec.kind, spec.key)), spec)
@@ -137,7 +147,6 @@ def _read_all(documents: list[Loaded]) -> list[EntrySpec]:
             problems.append(f"{spec.location}: already defined by {seen.location}; define each entry in one file.")
     if problems:
         raise FormatError(problems)
-    return specs
 
 
 def import_documents(
@@ -162,6 +171,13 @@ def import_documents(
     note = (note or "").strip()
     if publish and not note:
         raise ImportFailed(["A change note is required to publish: say what changed and why."])
+    if isinstance(path_or_data, (str, Path)) and bulk:
+        files = _import_files(Path(path_or_data), source, publish=publish)
+        if files is not None:
+            items, label, side_files, after = files
+            return import_specs(items, label=label, side_files=side_files, publish=publish, note=note,
+                                dry_run=dry_run, acting_user=acting_user, override_reason=override_reason,
+                                after=after)
     try:
         documents = _load(path_or_data, source, base_dir)
     except FormatError as exc:
@@ -172,25 +188,117 @@ def import_documents(
         raise ImportFailed(exc.problems, frozenset().union(*(d.side_files for d in documents))) from exc
     side_files = frozenset().union(*(d.side_files for d in documents))
     label = documents[0].source if len(documents) == 1 else (source or str(path_or_data))
+    return import_specs(specs, label=label, side_files=side_files, publish=publish, note=note, dry_run=dry_run,
+                        acting_user=acting_user, override_reason=override_reason, bulk=bulk)
+
+
+def _import_files(path: Path, source: str | None, *, publish: bool,
+                  ) -> tuple[list[EntrySpec | Noted], str, frozenset[Path], Callable[[], None]] | None:
+    """The entries of the file or folder at `path`, recalled where the bytes were imported before
+    (registry.portable.recorded) and parsed elsewhere; and what notes the parsed files once imported.
+    None when the files must all be parsed after all (an entry defined twice: the refusal names both)."""
+    if not path.exists():
+        raise ImportFailed([f"{path}: no such file or folder."])
+    files = yaml_files(path) if path.is_dir() else [path]
+    if not files:
+        raise ImportFailed([f"{path}: the folder holds no YAML file (*.yaml, *.yml)."])
+    recalled = recall(files, publish=publish)
+    problems: list[str] = []
+    parsed: dict[Path, tuple[str | None, Loaded]] = {}
+    for file in files:
+        if file not in recalled:
+            try:
+                raw: bytes | None = file.read_bytes()
+            except OSError:
+                raw = None  # load_file says why
+            try:
+                loaded = load_file(file, source if file == path else None, raw=raw)
+            except FormatError as exc:
+                problems.extend(exc.problems)
+                continue
+            parsed[file] = (hashlib.sha256(raw).hexdigest() if raw is not None else None, loaded)
+    if problems:
+        raise ImportFailed(problems)
+    items: list[EntrySpec | Noted] = []
+    of_file: dict[Path, list[EntrySpec]] = {}
+    for file in files:
+        if file in recalled:
+            items.extend(recalled[file].entries)
+        else:
+            try:
+                of_file[file] = read_entries(parsed[file][1])
+            except FormatError as exc:
+                problems.extend(exc.problems)
+                continue
+            items.extend(of_file[file])
+    side_files = frozenset().union(*(loaded.side_files for _digest, loaded in parsed.values()),
+                                   *(r.side_files for r in recalled.values()))
+    if problems:
+        raise ImportFailed(problems, side_files)
+    recalled_keys = {(e.kind, e.stored) for r in recalled.values() for e in r.entries}
+    specs = [item for item in items if isinstance(item, EntrySpec)]
+    if recalled_keys and any((s.kind, stored_key(s.kind, s.key)) in recalled_keys for s in specs):
+        return None
+    try:
+        check_unique(specs)
+    except FormatError as exc:
+        raise ImportFailed(exc.problems, side_files) from exc
+
+    def after() -> None:
+        for file, entries in of_file.items():
+            digest, loaded = parsed[file]
+            if digest is not None:
+                remember(file, digest, entries, loaded.side_digests, [stored_key(s.kind, s.key) for s in entries])
+
+    one_of_folder = path.is_dir() and len(files) == 1  # named as import_documents names what it read
+    label = str(files[0]) if one_of_folder else (source or str(path))
+    return items, label, side_files, after
+
+
+def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: frozenset[Path] = frozenset(),
+                 publish: bool = False, note: str = "", dry_run: bool = False, acting_user: User = None,
+                 override_reason: str | None = None, bulk: bool = True,
+                 after: Callable[[], None] | None = None) -> ImportReport:
+    """Import entries already read and checked (`check_unique`): what `import_documents` does once
+    the files are parsed. The watcher (registry.portable.parsed) calls it with the entries it kept
+    from files whose bytes did not change. A `Noted` entry (registry.portable.recorded) is known
+    unchanged. `after` runs in the import's transaction once everything is written."""
+    note = (note or "").strip()
+    if publish and not note:
+        raise ImportFailed(["A change note is required to publish: say what changed and why."])
     report = ImportReport(label, dry_run, publish, side_files=side_files)
     try:
         with recording(durable=True):  # one announcement for the whole import, after commit
             problems: list[str] = []
             for kind in ORDER:
-                kind_specs = [s for s in specs if s.kind == kind]
-                known = _Known.read(kind, kind_specs, lock=bulk)  # after the kinds before it were imported
-                writer = _writer(kind, kind_specs, known, publish=publish, note=note, acting_user=acting_user,
+                kind_items = [s for s in specs if s.kind == kind]
+                kind_specs = [s for s in kind_items if isinstance(s, EntrySpec)]
+                keys = [stored_key(kind, s.key) for s in kind_specs]
+                # Entries known unchanged (registry.portable.unchanged) cost a digest compare, nothing more.
+                settled = unchanged_keys(kind, kind_specs, keys, publish=publish) if bulk else set()
+                todo = [s for s, key in zip(kind_specs, keys, strict=True) if key not in settled]
+                known = _Known.read(kind, todo, lock=bulk)  # after the kinds before it were imported
+                writer = _writer(kind, todo, known, publish=publish, note=note, acting_user=acting_user,
                                  override_reason=override_reason) if bulk else None
-                for spec in kind_specs:
+                seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = [] if bulk else None
+                stored = iter(keys)
+                for spec in kind_items:
+                    if not isinstance(spec, EntrySpec) or next(stored) in settled:
+                        report.outcomes.append(EntryOutcome(kind, spec.key, "unchanged"))
+                        continue
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
                                             source=spec.source, problems=problems,
-                                            override_reason=override_reason, known=known, writer=writer)
+                                            override_reason=override_reason, known=known, writer=writer, seen=seen)
                     if outcome is not None:
                         report.outcomes.append(outcome)
                 if writer is not None:
                     writer.flush(problems)  # before the next kind reads what this one wrote
+                if seen and not problems:
+                    record(kind, seen, publish=publish)
             if problems:
                 raise ImportFailed(problems, side_files)
+            if after is not None:
+                after()
             if dry_run:
                 raise _DryRun(report)
     except _DryRun:
@@ -268,7 +376,21 @@ class _Known:
 
 def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
                   problems: list[str], override_reason: str | None = None,
-                  known: _Known | None = None, writer: BulkWriter | None = None) -> EntryOutcome | None:
+                  known: _Known | None = None, writer: BulkWriter | None = None,
+                  seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = None) -> EntryOutcome | None:
+    """Make the entry's draft what `spec` says (and publish it); `seen` collects (spec, entry, found
+    unchanged without warnings) for registry.portable.unchanged.record once its writes are flushed.
+    Only an entry compared equal is recorded as equal: one just written is compared on the next import."""
+    outcome = _import_one(spec, publish=publish, note=note, acting_user=acting_user, source=source,
+                          problems=problems, override_reason=override_reason, known=known, writer=writer)
+    if outcome is not None and seen is not None:
+        seen.append((spec, outcome[1], not outcome[0].changed and not outcome[0].warnings))
+    return outcome[0] if outcome is not None else None
+
+
+def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
+                problems: list[str], override_reason: str | None,
+                known: _Known | None, writer: BulkWriter | None) -> tuple[EntryOutcome, VersionedEntry] | None:
     kind = KINDS[spec.kind]
     if known is None:
         known = _Known.read(spec.kind, [spec])
@@ -306,17 +428,17 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
                                 "restored in the admin.")
     if not publish:
         outcome.warnings = [f"{p} (blocks publishing)" for p in entry_problems] + outcome.warnings
-        return outcome
+        return outcome, entry
     if entry_problems:
         problems.extend(entry_problems)
-        return outcome
+        return outcome, entry
     try:
         _publish(entry, spec, outcome, note=note, acting_user=acting_user,
                  override_reason=override_reason, newest=known.newest.get(entry.pk),
                  writer=writer if bulk else None)
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
-    return outcome
+    return outcome, entry
 
 
 def _publish(entry: VersionedEntry, spec: EntrySpec, outcome: EntryOutcome, *, note: str,

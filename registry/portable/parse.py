@@ -26,6 +26,7 @@ class Loaded:
     lines: dict[Path_, int] = field(default_factory=dict)  # path -> 1-based line, when parsed from YAML
     problems: list[str] = field(default_factory=list)  # found while parsing (duplicate keys)
     side_files: set[Path] = field(default_factory=set)  # `file:` paths the entries named (read_entries fills it)
+    side_digests: dict[Path, str] = field(default_factory=dict)  # side file -> SHA-256 of the bytes read
 
 
 def _walk(node: yaml.Node, path: Path_, lines: dict[Path_, int], duplicates: list[tuple[Path_, int]]) -> None:
@@ -152,14 +153,18 @@ def _loaded(data: Any, source: str, base_dir: Path | None, lines: dict[Path_, in
     return loaded
 
 
-def load_file(path: str | Path, source: str | None = None) -> Loaded:
-    """Read and parse a YAML file; problems name it as `source` (default: the path)."""
+def load_file(path: str | Path, source: str | None = None, raw: bytes | None = None) -> Loaded:
+    """Read and parse a YAML file; problems name it as `source` (default: the path).
+
+    `raw`: the file's bytes, already read (the importer hashes what it parses)."""
     path = Path(path)
     source = source or str(path)
     try:
-        if path.stat().st_size > max_document_bytes():
+        if (len(raw) if raw is not None else path.stat().st_size) > max_document_bytes():
             raise FormatError([f"{source}: the file is larger than {max_document_bytes():,} bytes."])
-        text = path.read_text(encoding="utf-8")
+        if raw is None:
+            raw = path.read_bytes()
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text's universal newlines
     except (OSError, UnicodeDecodeError) as exc:
         raise FormatError([f"{source}: cannot read the file: {exc}"]) from exc
     return parse_yaml(text, source, path.resolve().parent)

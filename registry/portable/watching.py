@@ -6,9 +6,12 @@ first import (or any round) runs is seen and imported by the next round: no wind
 File events come from the `watchfiles` library (native
 notifications, not a polling loop). A burst of changes (a `git pull` touching forty files)
 is one round: watchfiles groups events until none arrived for `QUIET_MS` (its `step`), up to
-`BURST_MS` (its `debounce`). Each round is one `import_documents` call, so one transaction:
-a broken file saves nothing of that round and the last good state keeps being served. The
-registry announces a round's changes once, after its commit.
+`BURST_MS` (its `debounce`). Each round is one import, so one transaction: a broken file saves
+nothing of that round and the last good state keeps being served. The registry announces a
+round's changes once, after its commit. A round imports what changed: only files whose bytes (or
+side files' bytes) changed are parsed again (registry.portable.parsed), and only entries whose
+digest differs from what the registry holds are compared and written (registry.portable.unchanged);
+its outcome is what importing the whole path would give.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import watchfiles
 from django.db import close_old_connections, connection
 
 from registry.errors import StorageUnavailable
-from registry.portable.importer import ImportFailed, ImportReport, import_documents
+from registry.portable.format import FormatError
+from registry.portable.importer import ImportFailed, ImportReport, check_unique, import_documents, import_specs
 from registry.portable.parse import YAML_SUFFIXES, is_hidden
+from registry.portable.parsed import ParsedFiles
 
 QUIET_MS = 300  # a round starts once the files were quiet this long...
 BURST_MS = 3000  # ...or at the latest this long after the first change of a burst
@@ -50,12 +55,26 @@ class Round:
                 "problem(s): " + " | ".join(self.problems))
 
 
-def import_round(path: Path, *, publish: bool, note: str) -> Round:
-    """Import `path` once as the command-line operator; a refused import is reported, not raised."""
+def import_round(path: Path, *, publish: bool, note: str, parsed: ParsedFiles | None = None,
+                 changed: Iterable[Path] = ()) -> Round:
+    """Import `path` once as the command-line operator; a refused import is reported, not raised.
+
+    With `parsed` (the watcher's), only files whose bytes changed, or that `changed` names, are
+    parsed again; entries are then imported only where their digest differs from what the registry
+    holds (registry.portable.parsed, registry.portable.unchanged). The outcome is what importing
+    the whole path would give."""
     if not connection.in_atomic_block:
         close_old_connections()  # a long-running watcher outlives database connections
     try:
-        report = import_documents(path, publish=publish, note=note)
+        if parsed is None:
+            report = import_documents(path, publish=publish, note=note)
+        else:
+            try:
+                specs, side_files = parsed.read(path, changed)
+                check_unique(specs)
+            except FormatError as exc:
+                raise ImportFailed(exc.problems, parsed.side_files) from exc
+            report = import_specs(specs, label=parsed.label, side_files=side_files, publish=publish, note=note)
         return Round(report=report, side_files=report.side_files)
     except ImportFailed as exc:
         return Round(problems=tuple(exc.problems), side_files=exc.side_files)
@@ -105,13 +124,17 @@ def watch_imports(
     """Import now and after every burst of file changes until `stop` is set; returns the rounds run."""
     path = Path(path)
     root, only_yaml = watched_root(path)
-    run = run_round or (lambda: import_round(path, publish=publish, note=note))
+    parsed = ParsedFiles()  # each file's entries, parsed again only when its bytes change
+    changed: set[Path] = set()  # what the batch being imported named
+    run = run_round or (lambda: import_round(path, publish=publish, note=note, parsed=parsed, changed=changed))
     relevant = _Relevant(root, only_yaml)
     rounds = 0
 
-    def one(reason: str) -> None:
+    def one(reason: str, batch: Iterable[tuple[watchfiles.Change, str]] = ()) -> None:
         nonlocal rounds
         rounds += 1
+        changed.clear()
+        changed.update(Path(p) for _change, p in batch)
         outcome = run()
         relevant.side_files |= outcome.side_files  # a file named once stays watched: renaming it back is a change
         log(f"{reason}: {outcome.line()}")
@@ -130,7 +153,7 @@ def watch_imports(
             continue  # a timeout with nothing changed
         names = sorted({Path(p).name for _change, p in batch})
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        one(f"{len(names)} file(s) changed ({shown})")
+        one(f"{len(names)} file(s) changed ({shown})", batch)
     return rounds
 
 

@@ -173,3 +173,20 @@ def test_a_filename_in_the_query_string_is_not_a_path(as_editor):
 def test_a_filename_holding_a_nul_is_a_400(as_editor):
     response = post_yaml(as_editor, DOCUMENT, dry_run="true", filename="a%00b")
     assert response.status_code == 400 and "filename" in response.json()
+
+
+def test_an_unchanged_reimport_through_the_api_compares_no_entry_again(as_publisher, monkeypatch):
+    from registry.portable import importer
+
+    make_prompt("greet", tags="ops")
+    make_resource("docs://style")
+    exported = as_publisher.get("/api/v1/export/").content.decode()
+    assert post_yaml(as_publisher, exported).status_code == 200  # compares each entry, notes its digest
+    compared: list[str] = []
+    full = importer._import_entry
+    monkeypatch.setattr(importer, "_import_entry", lambda spec, **kw: compared.append(spec.key) or full(spec, **kw))
+    rows = AuditEntry.objects.count()
+    response = post_yaml(as_publisher, exported)
+    assert response.status_code == 200 and response.json()["changed"] is False
+    assert {o["status"] for o in response.json()["outcomes"]} == {"unchanged"}
+    assert compared == [] and AuditEntry.objects.count() == rows

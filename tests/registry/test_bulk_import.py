@@ -111,14 +111,18 @@ def _by_entry(rows: list[tuple[Any, ...]], key: int) -> list[tuple[Any, ...]]:
     return sorted(rows, key=lambda row: row[key])  # stable: each entry's rows keep their order
 
 
+IMPORT_NOTES = ("import_digest", "import_revision", "import_version")
+
+
 def _rows(token: str, audit_after: int, change_after: int, delivery_after: int) -> dict[str, Any]:
     """Everything the registry copy `token` holds, keys and ids made comparable."""
     out: dict[str, Any] = {}
     for model, key in ((Prompt, "name"), (Resource, "uri"), (ResourceTemplate, "uri_template")):
         rows = []
         for entry in model.objects.filter(**{f"{key}__contains": token}).order_by(key):
+            # import_*: the bulk path's note of what it compared (registry.portable.unchanged), not content
             fields = {f.attname: getattr(entry, f.attname) for f in entry._meta.concrete_fields
-                      if f.attname not in ("id", "created_at", "updated_at")}
+                      if f.attname not in ("id", "created_at", "updated_at", *IMPORT_NOTES)}
             children = {rel: [{f.attname: getattr(c, f.attname) for f in c._meta.concrete_fields
                                if f.attname not in ("id", "prompt_id", "template_id", "resource_id")}
                               for c in getattr(entry, rel).order_by("pk")]
