@@ -1,5 +1,6 @@
 """Request limits against real servers: daphne (as `make run` and bin/conformance start it) and
-uvicorn (as the README recommends; h11 with the buffer the README asks of it) answer an oversized
+uvicorn (as the README recommends; h11 with the buffer the README asks of it) and the production
+entry point (`manage.py serve`, uvicorn with the project's settings) answer an oversized
 head 431 and an oversized body 413 with a JSON-RPC error body, never a silent close, and do not
 reset a client still sending the refused request (it could lose the answer); daphne writes none of
 a refused body anywhere; a head that does not arrive is timed out on daphne (408). Ordinary
@@ -31,6 +32,13 @@ UVICORN = {
             "--h11-max-incomplete-event-size", "1048576", "--log-level", "warning",
             "config.asgi:application"],
 }
+# The production entry point (manage.py serve) with one worker, so that the process measured by
+# written_by is the one serving; with --http h11 it must pass h11 the buffer above itself.
+SERVE = {
+    "serve": ["manage.py", "serve", "--port", "{port}", "--workers", "1"],
+    "serve-h11": ["manage.py", "serve", "--port", "{port}", "--workers", "1", "--http", "h11"],
+}
+SERVERS = ["daphne", "uvicorn-httptools", "uvicorn-h11", *SERVE]
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +49,7 @@ def servers(tmp_path_factory):
     env["REQUEST_HEAD_TIMEOUT_SECONDS"] = str(HEAD_TIMEOUT)
     started = [Server("daphne", env, folder).start()]
     started += [Server(f"uvicorn-{name}", env, folder, command).start() for name, command in UVICORN.items()]
+    started += [Server(name, env, folder, command).start() for name, command in SERVE.items()]
     yield {server.name: server for server in started}
     for server in started:
         server.stop()
@@ -141,7 +150,7 @@ def request_head(method: str, path: str, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-@pytest.mark.parametrize("name", ["daphne", "uvicorn-httptools", "uvicorn-h11"])
+@pytest.mark.parametrize("name", SERVERS)
 def test_a_100_kib_mcp_name_header_is_answered_431_with_a_body(servers, name):
     uri = "test://" + "x" * 100 * 1024
     body = json.dumps(modern_body("resources/read", {"uri": uri})).encode()
@@ -154,13 +163,13 @@ def test_a_100_kib_mcp_name_header_is_answered_431_with_a_body(servers, name):
     assert reply.ending == "closed", reply  # not reset while the request was still on its way
 
 
-@pytest.mark.parametrize("name", ["daphne", "uvicorn-httptools", "uvicorn-h11"])
+@pytest.mark.parametrize("name", SERVERS)
 def test_many_headers_adding_up_past_the_limit_are_answered_431(servers, name):
     headers = {f"X-Padding-{n}": "y" * 1000 for n in range(30)}
     assert_refused(*asyncio.run(request(servers[name].port, "GET", "/admin/login/", headers=headers)))
 
 
-@pytest.mark.parametrize("name", ["daphne", "uvicorn-httptools", "uvicorn-h11"])
+@pytest.mark.parametrize("name", SERVERS)
 def test_requests_within_the_limit_are_served(servers, name):
     headers = {**modern_headers("prompts/list"), "X-Padding": "y" * 8000}
     status, _, body = asyncio.run(request(servers[name].port, "POST", headers=headers,
@@ -176,7 +185,7 @@ def written_by(server) -> int:
     raise AssertionError("no wchar in /proc/PID/io")
 
 
-@pytest.mark.parametrize("name", ["daphne", "uvicorn-httptools", "uvicorn-h11"])
+@pytest.mark.parametrize("name", SERVERS)
 @pytest.mark.parametrize("path", ["/mcp", "/admin/login/"])
 def test_a_300_mib_unauthenticated_post_is_refused_413_on_its_content_length_and_stored_nowhere(
         servers, name, path):
@@ -191,7 +200,7 @@ def test_a_300_mib_unauthenticated_post_is_refused_413_on_its_content_length_and
     assert written_by(server) - before < MIB  # not spooled to a temporary file (daphne used to write it all)
 
 
-@pytest.mark.parametrize("name", ["daphne", "uvicorn-httptools", "uvicorn-h11"])
+@pytest.mark.parametrize("name", SERVERS)
 def test_a_chunked_body_is_refused_413_once_it_passes_the_limit(servers, name):
     server = servers[name]
     before = written_by(server)

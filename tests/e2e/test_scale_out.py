@@ -1,4 +1,5 @@
-"""Scale-out (issue 4, item 5): two daphne workers share one PostgreSQL registry and one Redis
+"""Scale-out (issue 4, item 5): two workers started as production starts them (`manage.py serve`,
+uvicorn; issue 24) share one PostgreSQL registry and one Redis
 channel layer. A 2025-11-25 session initialized on worker A is used through worker B; a legacy
 GET stream and a 2026-07-28 ``subscriptions/listen`` stream are open on A; publishes committed by
 other processes (``manage.py registry_import --publish`` with REDIS_URL set, and the REST import
@@ -49,6 +50,7 @@ from .servers import (
 
 pytestmark = [pytest.mark.e2e, pytest.mark.services]
 
+SERVE = ["manage.py", "serve", "--port", "{port}", "--workers", "1"]
 RECEIPT_BOUND = 5.0  # seconds; the Redis path takes milliseconds, the catch-up poller at most ~0.5 s
 REDIS_GROUP_PATTERN = "asgi__group__mcp.registry-changes.*"  # channels_redis pub/sub names of hub.changes_group()
 
@@ -158,7 +160,9 @@ async def test_two_workers_share_sessions_and_deliver_publishes_across_redis(pos
         "u = get_user_model().objects.create_superuser('e2e-admin', 'e2e@example.com', 'e2e-password-1')\n"
         "print(Token.objects.create(user=u).key)")).stdout.strip().splitlines()[-1]
 
-    a, b = Server("worker-a", env, tmp_path), Server("worker-b", env, tmp_path)
+    # Both workers as production starts them (manage.py serve: uvicorn); two daphne workers over
+    # Redis are tests/e2e/test_redis_outage.py's and test_revocation.py's.
+    a, b = Server("worker-a", env, tmp_path, command=SERVE), Server("worker-b", env, tmp_path, command=SERVE)
     with a, b, logs_on_failure(a, b):
         watch = RedisWatch(redis_url)
         await watch.start()
