@@ -7,6 +7,7 @@ import re
 import pytest
 
 from registry.admin.error_summary import code_spans
+from registry.models import EditorPreference
 from tests.factories import make_prompt
 from tests.registry.test_admin import client_for, prompt_post, url
 
@@ -59,3 +60,17 @@ def test_code_spans_escape_markup_before_formatting_the_backticks():
     assert shown == ("Did you mean <code>&lt;script&gt;alert(1)&lt;/script&gt;</code>? "
                      "&lt;b&gt;bold&lt;/b&gt; &amp; <code>x</code>")
     assert code_spans("a lone ` backtick") == "a lone ` backtick"
+
+
+@pytest.mark.parametrize("language, where, heading, hint", [
+    ("de", "Prompt-Nachricht 1 · Text", "1 Problem vor dem Speichern beheben",
+     "Meinten Sie <code>customer_name</code>?"),
+    ("zh-hans", "提示词消息 1 · 文本", "保存前需修正 1 个问题", "您是想写 <code>customer_name</code> 吗？"),
+])
+def test_the_summary_speaks_the_editors_language(client, editor, language, where, heading, hint):
+    EditorPreference.objects.create(user=editor, language=language)
+    prompt = make_prompt("support", arguments=[{"name": "customer_name", "required": True}])
+    data = prompt_post(prompt)
+    data["messages-0-text"] = "Dear {{ customer }}"
+    summary = _summary(client_for(client, editor).post(url("prompt_change", prompt.pk), data).content.decode())
+    assert where in summary and heading in summary and hint in summary
