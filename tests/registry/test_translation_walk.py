@@ -26,7 +26,7 @@ from tests.oauth.conftest import HOST, authorize_params, pkce, register
 pytestmark = pytest.mark.django_db
 
 VISIBLE_ATTRIBUTES = ("title", "placeholder", "aria-label", "alt")
-SKIPPED_TAGS = {"script", "style", "template", "textarea", "pre", "code", "option"}
+SKIPPED_TAGS = {"script", "style", "template", "textarea", "pre", "code"}  # code: names and data
 
 # The same in every language, with the reason. Data of the walk's entries (texts, names, notes: the
 # audit log and review notes stay as written, README: Languages; words of a diffed message text).
@@ -35,6 +35,7 @@ DATA = {
     "about {{ topic }}.", "Item {{ id }}", "topic", "topic:", "Claude", "Walk request", "v2 for the walk",
     "first release", "Review #1 (v2): Walk request", "release script", "command line (operator)",
     "Some content", "text/plain", "Greet tea warmly.", "Tell me more about tea.",
+    "v1 — first release", "v2 — v2 for the walk",  # the diff's version menu: number and change note
 }
 NAMES = {  # product names and terms kept in English in the catalogs on purpose
     "MCP", "MCP Registry", "OAuth", "URI", "JSON", "API", "ID", "Prompts", "production", "Production",
