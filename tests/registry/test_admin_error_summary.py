@@ -74,3 +74,14 @@ def test_the_summary_speaks_the_editors_language(client, editor, language, where
     data["messages-0-text"] = "Dear {{ customer }}"
     summary = _summary(client_for(client, editor).post(url("prompt_change", prompt.pk), data).content.decode())
     assert where in summary and heading in summary and hint in summary
+
+
+def test_an_error_of_a_whole_inline_links_to_that_inline(client, editor):
+    prompt = make_prompt("support", arguments=[{"name": "a", "required": True}],
+                         messages=[{"role": "user", "kind": "text", "text": "About {{ a }}"}])
+    data = prompt_post(prompt, arguments=[{"id": prompt.arguments.get().pk, "name": "a", "position": 0},
+                                          {"name": "a", "position": 1}])
+    html = client_for(client, editor).post(url("prompt_change", prompt.pk), data).content.decode()
+    summary = _summary(html)
+    assert '<a href="#arguments-group"><strong>Prompt arguments</strong>: The argument name' in summary
+    assert 'id="arguments-group"' in html
