@@ -55,7 +55,8 @@ def _form_errors(form: BaseForm, where_prefix: str, row_anchor: str) -> list[Err
 
 def error_summary(adminform: Any, inline_admin_formsets: Iterable[Any]) -> list[ErrorLink]:
     """Every error of the change form in page order: the entry's fields, then each inline."""
-    links = _form_errors(adminform.form, "", "content-main")
+    # Errors of the entry as a whole are shown in the summary itself (and under Django's error note).
+    links = _form_errors(adminform.form, "", "registry-error-summary")
     for inline in inline_admin_formsets:
         formset = inline.formset
         group = f"{formset.prefix}-group"

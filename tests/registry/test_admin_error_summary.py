@@ -7,7 +7,7 @@ import re
 import pytest
 
 from registry.admin.error_summary import code_spans
-from registry.models import EditorPreference
+from registry.models import EditorPreference, Prompt
 from tests.factories import make_prompt
 from tests.registry.test_admin import client_for, prompt_post, url
 
@@ -85,3 +85,12 @@ def test_an_error_of_a_whole_inline_links_to_that_inline(client, editor):
     summary = _summary(html)
     assert '<a href="#arguments-group"><strong>Prompt arguments</strong>: The argument name' in summary
     assert 'id="arguments-group"' in html
+
+
+def test_an_error_of_the_whole_entry_is_shown_in_the_summary_itself(client, editor):
+    prompt = make_prompt("support")
+    data = prompt_post(prompt, description="Mine")
+    data["draft_revision"] = prompt.revision
+    Prompt.objects.filter(pk=prompt.pk).update(revision=prompt.revision + 1)  # someone saved meanwhile
+    summary = _summary(client_for(client, editor).post(url("prompt_change", prompt.pk), data).content.decode())
+    assert '<li><a href="#registry-error-summary">' in summary and "Your edits are still in the form" in summary
