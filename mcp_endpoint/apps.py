@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class McpEndpointConfig(AppConfig):
     name = "mcp_endpoint"
-    verbose_name = "MCP endpoint"
+    verbose_name = gettext_lazy("MCP endpoint")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

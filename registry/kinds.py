@@ -44,5 +44,12 @@ KINDS: dict[str, EntryKind] = {
 }
 
 
+def kind_name(kind: str) -> Any:
+    """'template' -> the model's verbose name in the reader's language ('Ressourcen-Vorlage'), for
+    pages that show a row's stored kind code; an unknown kind as given."""
+    entry_kind = KINDS.get(kind)
+    return entry_kind.entry_model._meta.verbose_name if entry_kind is not None else kind
+
+
 def kind_of(entry: VersionedEntry) -> EntryKind:
     return KINDS[entry.kind]

@@ -1,9 +1,10 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy
 
 
 class WebhooksConfig(AppConfig):
     name = "webhooks"
-    verbose_name = "Webhooks"
+    verbose_name = gettext_lazy("Webhooks")  # the admin's navigation shows it
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

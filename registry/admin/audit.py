@@ -15,8 +15,9 @@ from django.utils.translation import gettext_lazy
 
 from registry.admin.access import ReadOnlyAdminMixin
 from registry.admin.diff import recorded
-from registry.admin.lookups import DeclaredFiltersOnlyMixin
+from registry.admin.lookups import DeclaredFiltersOnlyMixin, EntryKindFilter
 from registry.authoring.snapshots import diff_loader
+from registry.kinds import kind_name
 from registry.models import AuditAction, AuditEntry
 from registry.release.audit_export import EXPORT_FORMATS, export_response
 
@@ -60,18 +61,22 @@ def versions_text(entry: AuditEntry) -> str:
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelAdmin):
-    list_display = ["created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions",
+    list_display = ["created_at", "actor_name", "action", "kind", "entry_key", "label", "versions",
                     "change_summary", "note"]
-    list_filter = ["action", "entry_kind", ("actor", admin.RelatedOnlyFieldListFilter), "created_at"]
+    list_filter = ["action", EntryKindFilter, ("actor", admin.RelatedOnlyFieldListFilter), "created_at"]
     search_fields = ["entry_key", "actor_name", "note", "label"]
     date_hierarchy = "created_at"
     change_list_template = "admin/registry/auditentry/change_list.html"
 
     class Media:
         css = {"all": ["registry/audit.css"]}
-    fields = ("created_at", "actor_name", "action", "entry_kind", "entry_key", "label", "versions", "note",
+    fields = ("created_at", "actor_name", "action", "kind", "entry_key", "label", "versions", "note",
               "readable_changes")
     readonly_fields = fields
+
+    @admin.display(description=gettext_lazy("entry kind"), ordering="entry_kind")
+    def kind(self, obj: AuditEntry) -> str:
+        return str(kind_name(obj.entry_kind))
 
     @admin.display(description=gettext_lazy("versions"))
     def versions(self, obj: AuditEntry) -> str:

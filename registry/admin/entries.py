@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from registry.admin.badges import badges_html, entry_badges, states_of
+from registry.admin.error_summary import error_summary
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.admin.views.compare import ComparePageMixin
 from registry.admin.views.history import HistoryPageMixin
@@ -156,6 +157,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
                 messages.warning(request, _("Integrity warning: %(problem)s. Clients reading it get an error; "
                                             "upload the file again and publish, or restore it to the storage.")
                                  % {"problem": problem})
+        if context.get("errors"):
+            context["registry_error_summary"] = error_summary(context["adminform"],
+                                                              context.get("inline_admin_formsets") or ())
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     # ------------------------------------------------------------------------- audited saving

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import admin
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models.constants import LOOKUP_SEP
+from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy
+
+from registry.kinds import KINDS, kind_name
 
 # What Django's list filters and date hierarchy put in the address.
 FILTER_LOOKUPS = frozenset({"exact", "isnull", "in", "gt", "gte", "lt", "lte", "year", "month", "day"})
@@ -61,3 +66,17 @@ class DeclaredFiltersOnlyMixin:
                 break
             model = field.related_model
         return super().lookup_allowed(lookup, value, request)  # type: ignore[misc]
+
+
+class EntryKindFilter(admin.SimpleListFilter):
+    """Filter rows by the kind of entry, offered by the kinds' names in the reader's language
+    (Django's field filter would offer the stored codes: prompt, resource, template)."""
+
+    title = gettext_lazy("entry kind")
+    parameter_name = "entry_kind"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [(kind, capfirst(kind_name(kind))) for kind in KINDS]
+
+    def queryset(self, request: Any, queryset: Any) -> Any:
+        return queryset.filter(entry_kind=self.value()) if self.value() else queryset

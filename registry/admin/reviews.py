@@ -22,10 +22,10 @@ from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.badges import when_text
 from registry.admin.diff.sections import build
 from registry.admin.forms.releases import ReviewDecisionForm
-from registry.admin.lookups import DeclaredFiltersOnlyMixin
+from registry.admin.lookups import DeclaredFiltersOnlyMixin, EntryKindFilter
 from registry.authoring.snapshots import diff_loader
 from registry.errors import InvalidEntry, RegistryError
-from registry.kinds import KINDS
+from registry.kinds import KINDS, kind_name
 from registry.models import ReviewRequest, ReviewStatus, Rollout
 from registry.release import discussion, reviews, schedules
 
@@ -85,7 +85,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
     # Requests are filed from an entry's page ("Request publication…") and decided on the review page.
     list_display = ["number", "entry_link", "label", "what_is_asked", "requester", "status_badge",
                     "created_at", "decider"]
-    list_filter = [StatusFilter, "entry_kind", "label"]
+    list_filter = [StatusFilter, EntryKindFilter, "label"]
     search_fields = ["entry_key", "note", "requested_by_name", "decided_by_name"]
     list_display_links = ["number"]
     actions = ["approve_selected"]
@@ -123,7 +123,7 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
     @admin.display(description=gettext_lazy("entry"), ordering="entry_key")
     def entry_link(self, obj: ReviewRequest) -> str:
         return format_html('<a href="{}">{} {}</a>', entry_admin_url(obj.entry_kind, obj.entry_id),
-                           obj.entry_kind, obj.entry_key)
+                           kind_name(obj.entry_kind), obj.entry_key)
 
     @admin.display(description=gettext_lazy("requested by"), ordering="requested_by_name")
     def requester(self, obj: ReviewRequest) -> str:
@@ -278,13 +278,13 @@ class RolloutAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin,
     # Started from an entry's "Rollout…" page, through registry.release.rollouts.
     list_display = ["entry_link", "label", "candidate_version", "percent", "authority", "updated_by_name",
                     "updated_at"]
-    list_filter = ["entry_kind", "label"]
+    list_filter = [EntryKindFilter, "label"]
     search_fields = ["entry_key"]
 
     @admin.display(description=gettext_lazy("entry"), ordering="entry_key")
     def entry_link(self, obj: Rollout) -> str:
         return format_html('<a href="{}">{} {}</a> (<a href="{}">{}</a>)',
-                           entry_admin_url(obj.entry_kind, obj.entry_id), obj.entry_kind, obj.entry_key,
+                           entry_admin_url(obj.entry_kind, obj.entry_id), kind_name(obj.entry_kind), obj.entry_key,
                            entry_admin_url(obj.entry_kind, obj.entry_id, "rollout"), _("progress"))
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

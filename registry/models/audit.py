@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.apps import apps
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import ImmutableVersionError
+
+
+def _entry_kind_name(kind: str) -> Any:
+    """'template' -> the verbose name of the entry model whose `kind` it is (registry.kinds, which
+    maps the kinds, sits above the models); an unknown kind as given."""
+    for model in apps.get_app_config("registry").get_models():
+        if getattr(model, "kind", None) == kind and isinstance(kind, str):
+            return model._meta.verbose_name
+    return kind
 
 
 class AuditAction(models.TextChoices):
@@ -77,7 +89,9 @@ class AuditEntry(models.Model):
         permissions = [("export_auditentry", _("Can export the audit log"))]
 
     def __str__(self) -> str:
-        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.entry_kind} {self.entry_key}"
+        """The title of an entry's page: the action and kind in the reader's language, not their codes."""
+        return (f"{self.created_at:%Y-%m-%d %H:%M} {self.actor_name} {self.get_action_display()} "
+                f"{_entry_kind_name(self.entry_kind)} {self.entry_key}")
 
     def save(self, *args, **kwargs) -> None:
         if not self._state.adding:

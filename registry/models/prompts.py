@@ -179,7 +179,9 @@ class PromptMessage(StoredBytesMixin, models.Model):
         ordering = ["position", "id"]
 
     def __str__(self) -> str:
-        return f"{self.position}. {self.role} {self.kind}"
+        """The heading of the message's row: 1-based like the diffs ("Message 1"), in words."""
+        return _("%(number)s. %(role)s, %(kind)s") % {
+            "number": (self.position or 0) + 1, "role": self.get_role_display(), "kind": self.get_kind_display()}
 
 
 class PromptVersion(EntryVersion):

@@ -7,7 +7,8 @@ from typing import Any
 from django import template
 
 from registry.admin.dashboard import dashboard
-from registry.kinds import KINDS
+from registry.kinds import kind_name
+from registry.models import ContentKind
 
 register = template.Library()
 
@@ -23,5 +24,14 @@ def registry_dashboard(context: dict[str, Any]) -> dict[str, Any]:
 def entry_kind_name(kind: str) -> Any:
     """'template' -> the model's verbose name in the reader's language ('Ressourcen-Vorlage');
     unknown kinds as given."""
-    entry_kind = KINDS.get(kind)
-    return entry_kind.entry_model._meta.verbose_name if entry_kind is not None else kind
+    return kind_name(kind)
+
+
+@register.filter
+def content_kind_name(kind: str) -> Any:
+    """A rendered message's MCP content type ('text', 'resource_link') in the reader's language, as
+    the editor's Kind menu names it; an unknown type as given."""
+    try:
+        return ContentKind(kind).label
+    except ValueError:
+        return kind

@@ -232,7 +232,7 @@ def test_each_unknown_placeholder_is_shown_at_its_message_with_line_and_suggesti
     # Both messages' problems in one pass: the syntax error of the first, the unknown names of the second.
     assert "never closed" in " ".join(formset.forms[0].errors["text"])
     second = " ".join(formset.forms[1].errors["text"])
-    assert "Line 2: {{ customer }} is not a declared argument. Did you mean `customer_name`?" in second
+    assert "Line 2: {{ customer }} is not a declared argument. Did you mean <code>customer_name</code>?" in second
     assert "Line 3: {{ zzz }} is not a declared argument." in second
     assert "Did you mean" not in second.split("zzz")[1]
     assert not formset.non_form_errors()

@@ -17,6 +17,7 @@ from django.forms.models import BaseInlineFormSet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from registry.admin.error_summary import code_spans
 from registry.admin.forms.entry import EntryForm, live_forms
 from registry.admin.forms.fields import NewlinesMixin, UploadMixin, labels_for
 from registry.authoring.snapshots import snapshot_argument
@@ -254,7 +255,7 @@ class PromptMessageFormSet(BaseInlineFormSet):
                 if name in declared:
                     continue
                 found.add(name)
-                form.add_error(field, ValidationError(undeclared_message(name, line, declared),
+                form.add_error(field, ValidationError(code_spans(undeclared_message(name, line, declared)),
                                                       code="undeclared_placeholder"))
         return found
 

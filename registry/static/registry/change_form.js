@@ -34,8 +34,40 @@
     return root.querySelectorAll("select[name$='-kind']");
   }
 
+  /* Bring an error's field (or its row) into view and put the keyboard on it. A hidden
+     fieldset or a closed <details> around it is opened first. */
+  function goTo(target) {
+    var details = target.closest("details");
+    if (details && !details.open) { details.open = true; }
+    var focusable = target.matches("input, select, textarea, button, a[href]") ? target
+      : target.querySelector("input:not([type=hidden]), select, textarea");
+    if (!focusable) {
+      focusable = target;
+      if (!target.hasAttribute("tabindex")) { target.setAttribute("tabindex", "-1"); }
+    }
+    target.scrollIntoView({block: "center"});
+    focusable.focus({preventScroll: true});
+  }
+
+  function errorSummary() {
+    var summary = document.querySelector("[data-registry-error-summary]");
+    if (!summary) { return; }
+    summary.addEventListener("click", function (event) {
+      var link = event.target.closest("a[href^='#']");
+      var target = link && document.getElementById(link.getAttribute("href").slice(1));
+      if (!target) { return; }
+      event.preventDefault();
+      goTo(target);
+      if (history.replaceState) { history.replaceState(null, "", link.getAttribute("href")); }
+    });
+    var first = summary.querySelector("a[href^='#']");
+    var target = first && document.getElementById(first.getAttribute("href").slice(1));
+    if (target) { goTo(target); }
+  }
+
   ready(function () {
     kindSelects(document).forEach(showFieldsetsFor);
+    errorSummary();
     document.addEventListener("change", function (event) {
       if (event.target.matches && event.target.matches("select[name$='-kind']")) { showFieldsetsFor(event.target); }
     });
