@@ -12,6 +12,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone, translation
 
+from registry.admin.badges import entry_badges
+from registry.authoring import drafts
 from registry.authoring.snapshots import content_hash, snapshot_of
 from registry.formats.folders import folder_and_parents, validate_folder
 from registry.models import AuditAction, AuditEntry, Prompt
@@ -59,18 +61,24 @@ def test_the_folder_choices_include_every_parent_folder():
 
 
 # ---------------------------------------------------------------------------- nothing clients see
-def test_moving_a_published_entry_changes_nothing_served_and_leaves_its_review_open(editor):
+def test_moving_a_published_entry_changes_nothing_served_and_needs_no_new_version():
     prompt = make_prompt(name="p")
     release(prompt, note="v1")
     served = content_hash(snapshot_of(prompt))
-    prompt.messages.update(text="changed {{ topic }}")
+    prompt.folder = "support/billing"
+    prompt.save()
+    prompt = Prompt.objects.get(pk=prompt.pk)
+    assert "folder" not in snapshot_of(prompt) and content_hash(snapshot_of(prompt)) == served
+    assert "folder" not in str(prompt.versions.get().listing)
+    assert [b.tone for b in entry_badges(prompt)] == []  # no "draft changed since v1"
+
+
+def test_moving_an_entry_leaves_its_review_open(editor):
+    prompt = make_prompt(name="p")
     review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
-    prompt.refresh_from_db()
     prompt.folder = "support"
     prompt.save()
-    assert "folder" not in snapshot_of(prompt)
-    assert content_hash(snapshot_of(Prompt.objects.get(pk=prompt.pk))) != served  # the message edit
-    assert reviews.staleness_of([review])[review.pk] == ""  # the move made nothing stale
+    assert reviews.staleness_of([review])[review.pk] == ""
 
 
 # ------------------------------------------------------------------------------------- admin
@@ -210,3 +218,16 @@ def test_templates_carry_folders_too(client, editor):
     make_template("u://{id}")
     client_for(client, editor)
     assert _names(client.get(url("resourcetemplate_changelist"), {"folder": "ops"})) == ["t://{id}"]
+
+
+def test_the_audit_log_says_where_an_entry_was_moved_in_the_readers_language(client, superuser):
+    prompt = make_prompt(name="p")
+    prompt.folder = "support"
+    prompt.save()
+    drafts.record_folder_change(prompt, before="", acting_user=superuser)
+    row = AuditEntry.objects.get(action=AuditAction.FOLDER_MOVED)
+    client_for(client, superuser)
+    page = client.get(url("auditentry_changelist")).content.decode()
+    assert "Moved from the folder “(no folder)” to “support”." in page
+    page = client.get(url("auditentry_change", row.pk), HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    assert "Aus dem Ordner „(kein Ordner)“ nach „support“ verschoben." in page
