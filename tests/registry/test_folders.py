@@ -7,9 +7,11 @@ every path, and invisible to MCP clients (no version, no review, no stale reques
 from __future__ import annotations
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
 from django.utils import timezone, translation
 
 from registry.admin.badges import entry_badges
@@ -231,3 +233,15 @@ def test_the_audit_log_says_where_an_entry_was_moved_in_the_readers_language(cli
     assert "Moved from the folder “(no folder)” to “support”." in page
     page = client.get(url("auditentry_change", row.pk), HTTP_ACCEPT_LANGUAGE="de").content.decode()
     assert "Aus dem Ordner „(kein Ordner)“ nach „support“ verschoben." in page
+
+
+def test_the_commands_round_trip_the_folders(tmp_path):
+    source, again = tmp_path / "in.yaml", tmp_path / "out.yaml"
+    source.write_text(YAML)
+    call_command("registry_import", str(source), stdout=StringIO(), stderr=StringIO())
+    call_command("registry_export", str(again), stdout=StringIO(), stderr=StringIO())
+    import_documents(again)  # the export imported again moves nothing
+    moves = AuditEntry.objects.filter(action=AuditAction.FOLDER_MOVED)
+    assert sorted((row.entry_key, row.changes[0]["after"]) for row in moves) == [
+        ("docs://guide", "support/billing"), ("greet", "support"), ("tickets://{id}", "support")]
+    assert "folder: support/billing" in again.read_text()
