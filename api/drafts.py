@@ -17,6 +17,7 @@ from rest_framework import serializers
 from api.fields import Base64BytesField
 from registry.authoring.drafts import draft_data, normalise_tags, save_draft
 from registry.authoring.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
+from registry.formats.folders import folder_problem, normalise_folder
 from registry.formats.uris import normalize_uri
 from registry.kinds import KINDS, kind_of
 from registry.models import (
@@ -67,6 +68,11 @@ class EntryMetaMixin(serializers.Serializer):
     latest_version = serializers.IntegerField(read_only=True, allow_null=True)
     tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                  help_text="Tags (lower-cased, sorted).")
+    folder = serializers.CharField(
+        required=False, allow_blank=True, allow_null=True,
+        help_text="Where editors find the entry, e.g. 'support/billing' (lower-cased); \"\" is the top level. "
+                  "Organisational only: clients are not served it, so a change needs no version or review "
+                  "(it is audited as folder_moved).")
     note = serializers.CharField(write_only=True, required=False, allow_blank=True,
                                  help_text="Optional note for the audit log.")
     warnings = serializers.ListField(child=serializers.CharField(), read_only=True,
@@ -97,6 +103,12 @@ class EntryMetaMixin(serializers.Serializer):
             raise serializers.ValidationError("Too many or too long tags: at most 500 characters together.",
                                               code="max_length")
         return tags
+
+    def validate_folder(self, value: str | None) -> str:
+        problem = folder_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem, code="invalid_folder")
+        return normalise_folder(value)
 
     def validate_key(self, value: str) -> str:
         entry = self.instance

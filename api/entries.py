@@ -52,6 +52,7 @@ class EntrySummarySerializer(serializers.Serializer):
     title = serializers.CharField()
     description = serializers.CharField()
     tags = serializers.SerializerMethodField()
+    folder = serializers.CharField(help_text="Where editors find it ('' the top level); not served to clients.")
     archived_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField()
     latest_version = serializers.IntegerField(allow_null=True)

@@ -7,6 +7,8 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from rest_framework import serializers
 
+from registry.formats.folders import in_folder, tagged
+
 
 class EntryFilterSerializer(serializers.Serializer):
     tag = serializers.CharField(required=False, help_text="Only entries carrying this tag.")
@@ -15,6 +17,8 @@ class EntryFilterSerializer(serializers.Serializer):
     archived = serializers.BooleanField(required=False, allow_null=True, default=None,
                                         help_text="true: only archived; false: only live; absent: both.")
     search = serializers.CharField(required=False, help_text="Substring of key, name, title or description.")
+    folder = serializers.CharField(required=False, help_text="Only entries in this folder or one of its "
+                                   "sub-folders ('support' also gives 'support/billing').")
 
 
 def validated_params(serializer_class: type[serializers.Serializer], request: Any) -> dict[str, Any]:
@@ -24,14 +28,15 @@ def validated_params(serializer_class: type[serializers.Serializer], request: An
 
 
 def tag_q(tag: str) -> Q:
-    """Tags are stored normalised as 'a, b, c'."""
-    tag = tag.strip().lower()
-    return Q(tags=tag) | Q(tags__startswith=tag + ", ") | Q(tags__endswith=", " + tag) | Q(tags__contains=f", {tag}, ")
+    """Tags are stored normalised as 'a, b, c' (the admin's tag filter asks the same)."""
+    return tagged(tag)
 
 
 def filter_entries(queryset: QuerySet, params: dict[str, Any], search_fields: tuple[str, ...]) -> QuerySet:
     if "tag" in params:
         queryset = queryset.filter(tag_q(params["tag"]))
+    if "folder" in params:
+        queryset = queryset.filter(in_folder(params["folder"]))
     if "label" in params:
         queryset = queryset.filter(labels__name=params["label"])
     if params.get("archived") is True:

@@ -42,6 +42,13 @@ _REVIEW_WORDS: dict[str, Any] = {
 }
 
 
+def folder_move_text(changes: list[dict[str, Any]]) -> str:
+    """A folder_moved row's change in words: the folder is in no snapshot, so no diff section names it."""
+    change = next((c for c in changes if isinstance(c, dict) and c.get("field") == "folder"), {})
+    before, after = (change.get(side) or _("(no folder)") for side in ("before", "after"))
+    return _("Moved from the folder “%(before)s” to “%(after)s”.") % {"before": before, "after": after}
+
+
 def _version(number: int | None) -> str:
     return _("v%(number)s") % {"number": number} if number is not None else _("nothing")
 
@@ -85,12 +92,16 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
     @admin.display(description=gettext_lazy("change"))
     def change_summary(self, obj: AuditEntry) -> str:
         """One readable line per entry, e.g. "Message 2 text changed; Title changed"."""
+        if obj.action == AuditAction.FOLDER_MOVED:
+            return folder_move_text(obj.changes)
         return recorded.change_summary(obj.entry_kind, obj.changes)
 
     @admin.display(description=gettext_lazy("what changed"))
     def readable_changes(self, obj: AuditEntry) -> str:
         if not obj.changes:
             return _("No field changes recorded.")
+        if obj.action == AuditAction.FOLDER_MOVED:
+            return folder_move_text(obj.changes)
         diff = recorded.from_changes(obj.entry_kind, obj.changes, before_name=_("before"), after_name=_("after"),
                                      load=diff_loader())
         return render_to_string("admin/registry/_diff.html", {"diff": diff})

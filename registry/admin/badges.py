@@ -2,7 +2,8 @@
 
 Editors are not expected to open the history page to learn what an entry is doing; the change
 list, the change page and the home page show the same few words, computed here once. A list
-reads what its rows' badges need for the whole page at once (`states_of`), never per row.
+reads what its rows' badges need for the whole page at once (`states_of`), never per row, and its
+state filter asks the same badges (`entries_in_state`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from registry.authoring.snapshots import content_hash, snapshot_of
-from registry.kinds import kind_of
+from registry.authoring.snapshots import content_hash, for_snapshots, snapshot_of
+from registry.kinds import KINDS, kind_of
 from registry.models import (
     PRODUCTION,
     STAGING,
@@ -76,6 +78,45 @@ def states_of(entries: Sequence[VersionedEntry]) -> dict[int, EntryState]:
     for rollout in Rollout.objects.filter(entry_kind=kind, entry_id__in=ids).order_by("label"):
         running[rollout.entry_id].append(rollout)
     return {pk: EntryState(latest.get(pk), pending[pk], scheduled[pk], running[pk]) for pk in ids}
+
+
+def with_badge_reads(queryset: QuerySet) -> QuerySet:
+    """`queryset` (of one entry model) with the labels and draft rows its badges read prefetched."""
+    labels = KINDS[queryset.model.kind].label_model.objects.select_related("version").defer(
+        "version__snapshot", "version__listing")  # badges and lists show numbers only
+    return for_snapshots(queryset.prefetch_related(None).prefetch_related(Prefetch("labels", queryset=labels)))
+
+
+# The states a change list filters by: a badge tone -> the filter's words.
+STATE_TONES = {
+    "changed": gettext_lazy("Draft changed since the newest version"),
+    "review": gettext_lazy("In review"),
+    "rollout": gettext_lazy("Rolling out"),
+    "scheduled": gettext_lazy("Release scheduled"),
+    "stale": gettext_lazy("Stale review or scheduled release"),
+}
+
+
+def entries_in_state(model: type[VersionedEntry], tone: str) -> list[int]:
+    """The primary keys of the `model` entries showing a badge of `tone` (a key of STATE_TONES).
+
+    Only the entries that could show it are read (published ones for "changed"; those with an open
+    request, a scheduled release or a rollout otherwise), all at once with what their badges need,
+    in a fixed number of queries whatever their number; the badges' own rule then decides."""
+    kind = model.kind
+    entries_of = model.objects.filter
+    pending = ReviewRequest.objects.filter(entry_kind=kind, status=ReviewStatus.PENDING).values("entry_id")
+    waiting = schedules.upcoming().filter(review__entry_kind=kind).values("review__entry_id")
+    candidates = {
+        "changed": lambda: entries_of(pk__in=KINDS[kind].version_model.objects.values("entry_id")),
+        "review": lambda: entries_of(pk__in=pending),
+        "rollout": lambda: entries_of(pk__in=Rollout.objects.filter(entry_kind=kind).values("entry_id")),
+        "scheduled": lambda: entries_of(pk__in=waiting),
+        "stale": lambda: entries_of(pk__in=pending) | entries_of(pk__in=waiting),
+    }[tone]()
+    entries = list(with_badge_reads(candidates))
+    states = states_of(entries)
+    return [entry.pk for entry in entries if any(b.tone == tone for b in entry_badges(entry, states[entry.pk]))]
 
 
 def label_versions(entry: VersionedEntry) -> dict[str, int]:

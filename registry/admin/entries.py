@@ -13,14 +13,14 @@ from django.contrib.admin.utils import model_ngettext, unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Prefetch
 from django.http import HttpResponseRedirect
 from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from registry.admin.badges import badges_html, entry_badges, states_of
+from registry.admin.badges import badges_html, entry_badges, states_of, with_badge_reads
 from registry.admin.error_summary import error_summary
+from registry.admin.filters import ENTRY_FILTERS
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.admin.views.compare import ComparePageMixin
 from registry.admin.views.history import HistoryPageMixin
@@ -31,9 +31,8 @@ from registry.admin.views.release_request import ReleaseRequestPageMixin
 from registry.admin.views.restore import RestorePageMixin
 from registry.admin.views.rollout import RolloutPageMixin
 from registry.authoring import drafts, integrity
-from registry.authoring.snapshots import for_snapshots, snapshot_of
+from registry.authoring.snapshots import snapshot_of
 from registry.errors import PublishPermissionDenied
-from registry.kinds import KINDS
 from registry.models import PRODUCTION, ReviewRequest, VersionedEntry
 from registry.release import reviews, services
 
@@ -59,11 +58,7 @@ class EntryChangeList(ChangeList):
     per row)."""
 
     def get_queryset(self, request, exclude_parameters=None):
-        queryset = super().get_queryset(request, exclude_parameters)
-        kind: str = getattr(self.model, "kind")  # noqa: B009  # every entry model names its kind
-        labels = KINDS[kind].label_model.objects.select_related("version").defer(
-            "version__snapshot", "version__listing")  # the list shows numbers only
-        return for_snapshots(queryset.prefetch_related(None).prefetch_related(Prefetch("labels", queryset=labels)))
+        return with_badge_reads(super().get_queryset(request, exclude_parameters))
 
     def get_results(self, request):
         super().get_results(request)
@@ -81,7 +76,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
     key_field = "name"
     change_form_template = "admin/registry/entry_change_form.html"
     actions = ["publish_selected", "archive_selected", "unarchive_selected"]
-    list_filter = [ArchivedFilter]
+    list_filter = [ArchivedFilter, *ENTRY_FILTERS]
     readonly_fields = ["published_versions"]
 
     class Media:
@@ -166,7 +161,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
 
     def save_model(self, request, obj, form, change):
         # The database still holds the previous draft (with its child rows) at this point.
-        obj._registry_before = snapshot_of(type(obj).objects.get(pk=obj.pk)) if change else None
+        stored = type(obj).objects.get(pk=obj.pk) if change else None
+        obj._registry_before = snapshot_of(stored) if stored is not None else None
+        obj._registry_folder_before = stored.folder if stored is not None else ""
         obj.updated_by = request.user.get_username()
         super().save_model(request, obj, form, change)
 
@@ -175,6 +172,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         obj = form.instance
         # changeform_view runs in one transaction, so the audit row commits with the edit.
         drafts.record_draft_change(obj, before=getattr(obj, "_registry_before", None), acting_user=request.user)
+        # The folder is in no snapshot (nothing a client is served): its move is audited on its own.
+        drafts.record_folder_change(obj, before=getattr(obj, "_registry_folder_before", ""), acting_user=request.user)
         warnings = list(getattr(form, "registry_warnings", []))
         for formset in formsets:
             warnings.extend(getattr(formset, "registry_warnings", []))

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.entries import VersionedEntryAdmin
+from registry.admin.filters import KindFilter
 from registry.admin.forms.entry import live_forms
 from registry.admin.forms.prompts import (
     PromptArgumentForm,
@@ -175,10 +176,12 @@ class PromptAdmin(VersionedEntryAdmin):
     inlines = [PromptArgumentInline, PromptMessageInline]
     key_field = "name"
     preview_template = "admin/registry/prompt/preview.html"
-    list_display = ["name", "title", "production_version", "updated_at"]
+    list_display = ["name", "title", "folder", "production_version", "updated_at"]
+    list_filter = [*VersionedEntryAdmin.list_filter, KindFilter]
     search_fields = ["name", "title", "description", "tags"]
     fieldsets = [
-        (None, {"fields": ["name", "title", "description", "tags", "published_versions", "draft_revision"]}),
+        (None, {"fields": ["name", "title", "description", "folder", "tags", "published_versions",
+                           "draft_revision"]}),
     ]
 
     def _create_formsets(self, request, obj, change):

@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy
 from uritemplate import URITemplate
 
 from registry.admin.entries import VersionedEntryAdmin
+from registry.admin.filters import KindFilter
 from registry.admin.forms.resources import (
     ResourceForm,
     ResourceTemplateForm,
@@ -34,11 +35,13 @@ class ResourceAdmin(VersionedEntryAdmin):
     form = ResourceForm
     key_field = "uri"
     preview_template = "admin/registry/resource/preview.html"
-    list_display = ["uri", "name", "mime_type", "production_version", "updated_at"]
+    list_display = ["uri", "name", "folder", "mime_type", "production_version", "updated_at"]
+    list_filter = [*VersionedEntryAdmin.list_filter, KindFilter]
     search_fields = ["uri", "name", "title", "description", "tags"]
     readonly_fields = ["published_versions", "content_preview"]
     fieldsets = [
-        (None, {"fields": ["uri", "name", "title", "description", "tags", "published_versions", "draft_revision"]}),
+        (None, {"fields": ["uri", "name", "title", "description", "folder", "tags", "published_versions",
+                           "draft_revision"]}),
         (gettext_lazy("Content"), {
             "fields": ["mime_type", "text", ("upload", "clear_file"), "content_preview"],
             "description": gettext_lazy("Type the text, or upload a file for binary content; not both."),
@@ -98,10 +101,10 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
     inlines = [TemplateVariableInline]
     key_field = "uri_template"
     preview_template = "admin/registry/resourcetemplate/preview.html"
-    list_display = ["uri_template", "name", "mime_type", "production_version", "updated_at"]
+    list_display = ["uri_template", "name", "folder", "mime_type", "production_version", "updated_at"]
     search_fields = ["uri_template", "name", "title", "description", "tags"]
     fieldsets = [
-        (None, {"fields": ["uri_template", "name", "title", "description", "tags", "published_versions",
+        (None, {"fields": ["uri_template", "name", "title", "description", "folder", "tags", "published_versions",
                            "draft_revision"]}),
         (gettext_lazy("Content"), {"fields": ["mime_type", "body"]}),
         (gettext_lazy("Hints for clients"), {"fields": ["audience", "priority"], "classes": ["collapse"]}),

@@ -3,12 +3,12 @@
 "Draft data" is one dict per entry in the models' own vocabulary, used by the importer, the
 exporter and "restore draft from vN" in the admin:
 
-    prompt:   {name, title, description, tags: [str],
+    prompt:   {name, title, description, folder, tags: [str],
                arguments: [{name, title, description, required, default, suggestions: [str],
                             type, choices: [str], min_length, max_length, pattern, minimum, maximum}],
                messages:  [{role, kind, ...}]}                       (see MESSAGE_FIELDS)
-    resource: {uri, name, title, description, mime_type, tags, audience, priority, text, data}
-    template: {uri_template, name, title, description, mime_type, tags, audience, priority, body,
+    resource: {uri, name, title, description, folder, mime_type, tags, audience, priority, text, data}
+    template: {uri_template, name, title, description, folder, mime_type, tags, audience, priority, body,
                variables: [{name, description, suggestions: [str]}]}
 
 Bytes are `bytes` (or None, or a `registry.storage.blobs.Stored` reference to bytes already in the
@@ -18,7 +18,9 @@ a list given for arguments, messages or variables replaces the child rows in ord
 
 `draft_data(entry)` returns only what matters for the entry's served content (a linked
 message's stale inline fields are left out), so two drafts with equal draft data publish the
-same snapshot. `apply_*` write no audit rows; `save_draft` (importer, REST API) and
+same snapshot, and its folder (registry/formats/folders.py), which is in no snapshot: a draft
+that differs only by folder publishes the same snapshot, and moving it is audited apart
+(`record_folder_change`). `apply_*` write no audit rows; `save_draft` (importer, REST API) and
 `restore_draft` (admin) apply and audit in one transaction.
 """
 
@@ -35,6 +37,7 @@ from registry.authoring.snapshots import diff_snapshots, snapshot_of
 from registry.changes import service_transaction
 from registry.errors import DraftConflict, RegistryError
 from registry.formats.argtypes import plain_number
+from registry.formats.folders import normalise_folder
 from registry.formats.rendering import normalise_newlines
 from registry.formats.uris import normalize_uri
 from registry.models import (
@@ -132,7 +135,7 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
     `resource_uris` (pk -> URI of every registry resource) spares the per-prompt query for the
     URIs of linked resources when many drafts are read at once (export, import).
     """
-    tags = normalise_tags(entry.tags)
+    tags, folder = normalise_tags(entry.tags), entry.folder
     if isinstance(entry, Prompt):
         arguments = [
             {"name": a.name, "title": a.title, "description": a.description, "required": a.required,
@@ -147,18 +150,19 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
             uris: Mapping[int, str] = resource_uris
         else:
             uris = dict(Resource.objects.filter(pk__in=linked_ids).values_list("pk", "uri")) if linked_ids else {}
-        return {"name": entry.name, "title": entry.title, "description": entry.description, "tags": tags,
-                "arguments": arguments, "messages": [_message_data(m, uris) for m in messages]}
+        return {"name": entry.name, "title": entry.title, "description": entry.description, "folder": folder,
+                "tags": tags, "arguments": arguments, "messages": [_message_data(m, uris) for m in messages]}
     if isinstance(entry, Resource):
         data = entry.data
         return {"uri": entry.uri, "name": entry.name, "title": entry.title, "description": entry.description,
-                "mime_type": entry.mime_type, "tags": tags, "audience": entry.audience, "priority": entry.priority,
+                "folder": folder, "mime_type": entry.mime_type, "tags": tags, "audience": entry.audience,
+                "priority": entry.priority,
                 "text": "" if data else entry.text, "data": data}
     if isinstance(entry, ResourceTemplate):
         variables = [{"name": v.name, "description": v.description, "suggestions": v.suggestion_list}
                      for v in entry.variables.all()]
         return {"uri_template": entry.uri_template, "name": entry.name, "title": entry.title,
-                "description": entry.description, "mime_type": entry.mime_type, "tags": tags,
+                "description": entry.description, "folder": folder, "mime_type": entry.mime_type, "tags": tags,
                 "audience": entry.audience, "priority": entry.priority, "body": entry.body,
                 "variables": sorted(variables, key=lambda v: v["name"])}
     raise TypeError(f"not a registry entry: {entry!r}")
@@ -181,6 +185,8 @@ def assign_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterabl
             setattr(entry, name, value)
     if "tags" in data:
         entry.tags = ", ".join(normalise_tags(data["tags"]))
+    if "folder" in data:
+        entry.folder = normalise_folder(data["folder"])
 
 
 def _set_fields(entry: VersionedEntry, data: Mapping[str, Any], names: Iterable[str]) -> None:
@@ -340,16 +346,18 @@ def save_draft(
     An existing draft is locked and re-read first (`lock_draft`), so concurrent partial updates of
     different fields both survive and the audit shows the real "before". Tags are part of the
     snapshot, so a tag change is audited like any other field and, like any draft edit, changes
-    nothing clients see until it is published.
+    nothing clients see until it is published. A folder change is audited in a row of its own
+    (`record_folder_change`) and its change is returned with the others.
     """
-    before_snapshot = None
+    before_snapshot, before_folder = None, ""
     if entry.pk is not None:
         lock_draft(entry, expected_revision=expected_revision)
-        before_snapshot = snapshot_of(entry)
+        before_snapshot, before_folder = snapshot_of(entry), entry.folder
     entry.updated_by = actor or actor_name(acting_user)
     apply_data(entry, data)
     row = record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=actor, note=note)
-    return row.changes if row is not None else []
+    moved = record_folder_change(entry, before=before_folder, acting_user=acting_user, actor=actor, note=note)
+    return [*(row.changes if row is not None else []), *(moved.changes if moved is not None else [])]
 
 
 # ---------------------------------------------------------------------------------------- snapshots
@@ -477,6 +485,8 @@ def normalised(data: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(data)
     if "tags" in out:
         out["tags"] = normalise_tags(out["tags"])
+    if "folder" in out:
+        out["folder"] = normalise_folder(out["folder"])
     if "audience" in out:
         out["audience"] = audience_value(out["audience"])
     for children in ("arguments", "variables"):
@@ -521,3 +531,13 @@ def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_u
     """Audit the deletion of a never-published entry (published ones are archived instead)."""
     return write_audit(entry=entry, action=AuditAction.DELETE, acting_user=acting_user, note=note,
                        changes=diff_snapshots(snapshot, None))
+
+
+def record_folder_change(entry: VersionedEntry, *, before: str, acting_user: User, actor: str | None = None,
+                         note: str = "") -> AuditEntry | None:
+    """Audit a move of `entry` from folder `before` (inside the saving transaction); None if unmoved."""
+    after = entry.folder
+    if before == after:
+        return None
+    return write_audit(entry=entry, action=AuditAction.FOLDER_MOVED, acting_user=acting_user, actor=actor,
+                       note=note, changes=[{"field": "folder", "before": before, "after": after}])

@@ -150,7 +150,9 @@ _ANNOTATIONS = (
     Field("annotations.audience", "ResourceForm.audience", shows=CHOICE, choices="audience", portable=("audience",)),
     Field("annotations.priority", "ResourceForm.priority", portable=("priority",)),
 )
-_FORMAT_ONLY = ("labels", "released")
+# Keys of the format, not of a snapshot: the labels to point, the released versions (export), the folder
+# (organisational, nothing a client is served: registry/formats/folders.py).
+_FORMAT_ONLY = ("labels", "released", "folder")
 
 PROMPT = Schema(
     kind="prompt",

@@ -47,6 +47,7 @@ class AuditAction(models.TextChoices):
     RELEASE_CANCELLED = "release_cancelled", _("Cancelled a scheduled release")
     RELEASE_WENT_LIVE = "release_went_live", _("A scheduled release went live")
     RELEASE_FAILED = "release_failed", _("A scheduled release failed")
+    FOLDER_MOVED = "folder_moved", _("Moved to another folder")
 
 
 class AppendOnlyQuerySet(models.QuerySet):

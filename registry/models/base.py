@@ -15,6 +15,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
+from registry.formats.folders import FOLDER_HELP, FOLDER_MAX_LENGTH, normalise_folder, validate_folder
 from registry.formats.uris import lookup_uri, normalize_uri_template
 from registry.signals import served_rows_bulk_created
 
@@ -83,6 +84,11 @@ class VersionedEntry(models.Model):
         _("tags"), max_length=500, blank=True,
         help_text=_("Comma-separated tags. Clients limited to some tags only see entries carrying one of them."),
     )
+    # Organisational only (registry/formats/folders.py): not in the snapshot, nothing a client is served.
+    folder = models.CharField(
+        _("folder"), max_length=FOLDER_MAX_LENGTH, blank=True, default="", db_index=True,
+        validators=[validate_folder], help_text=FOLDER_HELP,
+    )
     archived_at = models.DateTimeField(_("archived at"), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -114,6 +120,7 @@ class VersionedEntry(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         self.tags = ", ".join(sorted(self.tag_set))
+        self.folder = normalise_folder(self.folder)
         if kwargs.get("update_fields") is None:  # a save of the whole working copy is a new draft revision
             self.revision = (self.revision or 0) + 1
         super().save(*args, **kwargs)

@@ -198,7 +198,7 @@ class BulkWriter:
         The entry's row was locked and read, with its child rows, in this transaction (importer). A
         new entry (no pk) is inserted at once, as `save` would (its child rows wait for `flush`)."""
         created = entry.pk is None
-        before = None if created else snapshot_of(entry)
+        before, before_folder = (None, "") if created else (snapshot_of(entry), entry.folder)
         entry.updated_by = self.actor
         assign_fields(entry, data, _FIELDS[self.kind])
         if created:
@@ -230,6 +230,11 @@ class BulkWriter:
         if changes or created:
             self.audits.append(_audit(entry, AuditAction.CREATE if created else AuditAction.EDIT, self.acting_user,
                                       self.actor, note=note, changes=changes))
+        if entry.folder != before_folder:  # as drafts.record_folder_change: a row of its own
+            moved = [{"field": "folder", "before": before_folder, "after": entry.folder}]
+            self.audits.append(_audit(entry, AuditAction.FOLDER_MOVED, self.acting_user, self.actor, note=note,
+                                      changes=moved))
+            changes = [*changes, *moved]
         return changes
 
     # ------------------------------------------------------------------ publishing

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from registry.conf import max_upload_bytes
 from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.formats import argtypes
+from registry.formats.folders import validate_folder
 from registry.formats.rendering import placeholders_in
 from registry.formats.uris import parse_uri_template, validate_uri
 from registry.models.base import PRODUCTION, label_name_validator
@@ -342,6 +343,7 @@ def _prompt(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
         "name": c.string(m, "name", path, required=True, max_length=128, check=prompt_name_validator),
         "title": c.string(m, "title", path, max_length=200),
         "description": c.string(m, "description", path),
+        "folder": c.string(m, "folder", path, check=validate_folder),
         "tags": c.strings(m, "tags", path, no_commas=True),
         "arguments": [],
         "messages": [],
@@ -470,6 +472,7 @@ def _described(c: _Checker, m: Mapping[str, Any], path: Path_) -> dict[str, Any]
         "name": c.string(m, "name", path, required=True, max_length=200),
         "title": c.string(m, "title", path, max_length=200),
         "description": c.string(m, "description", path),
+        "folder": c.string(m, "folder", path, check=validate_folder),
         "mime_type": c.string(m, "mime_type", path, max_length=100),
         "tags": c.strings(m, "tags", path, no_commas=True),
         "audience": ",".join(chosen),

@@ -62,7 +62,7 @@ def entry_document(kind: str, data: Mapping[str, Any], *, labels: list[str] | No
     out: dict[str, Any] = {}
     if kind == "prompt":
         out["name"] = data["name"]
-        for key in ("title", "description", "tags"):
+        for key in ("title", "description", "folder", "tags"):
             _put(out, key, data.get(key))
         arguments = []
         for arg in data.get("arguments", []):
@@ -83,7 +83,7 @@ def entry_document(kind: str, data: Mapping[str, Any], *, labels: list[str] | No
     else:
         key_field = KEY_FIELD[kind]
         out[key_field] = data[key_field]
-        for key in ("name", "title", "description", "mime_type", "tags"):
+        for key in ("name", "title", "description", "folder", "mime_type", "tags"):
             _put(out, key, data.get(key))
         _put(out, "audience", _audience_list(data.get("audience", "")))
         _put(out, "priority", data.get("priority"))

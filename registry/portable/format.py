@@ -6,6 +6,7 @@ One file holds three optional top-level lists; every other top-level key is an e
       - name: code-review                  # required; the MCP prompt name
         title: Code review                 # optional
         description: Review a diff ...     # optional, but clients show it
+        folder: engineering/review         # optional; where editors find it (clients are not shown it)
         tags: [engineering, review]        # optional
         labels: [production, staging]      # labels to point at the version --publish makes (default [production])
         arguments:
@@ -32,6 +33,7 @@ One file holds three optional top-level lists; every other top-level key is an e
       - uri: docs://style-guide            # required
         name: style-guide                  # required
         title, description, mime_type      # optional strings
+        folder: support/billing            # optional, as for prompts
         tags: [...]                        # optional
         audience: [user, assistant]        # optional annotation
         priority: 0.8                      # optional annotation, 0..1
@@ -40,7 +42,7 @@ One file holds three optional top-level lists; every other top-level key is an e
     templates:
       - uri_template: tickets://{project}/{id}   # required, RFC 6570
         name: ticket                       # required
-        title, description, mime_type, tags, audience, priority   # as for resources
+        title, description, folder, mime_type, tags, audience, priority   # as for resources
         body: "Ticket {{ id }} of {{ project }}"                  # {{ variable }} from the URI
         variables:
           - {name: project, description: ..., suggestions: [web, api]}
@@ -80,7 +82,8 @@ FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
 
 SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
 KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
-# An entry's keys are its snapshot fields' (registry/authoring/schema.py `portable`), then labels/released.
+# An entry's keys are its snapshot fields' (registry/authoring/schema.py `portable`), then labels/released
+# and its folder (organisational, in no snapshot: registry/formats/folders.py).
 PROMPT_KEYS = schema_of("prompt").portable_keys()
 ARGUMENT_KEYS = tuple(key for column in schema_of("prompt").table("arguments").columns  # type: ignore[union-attr]
                       for key in column.portable)

@@ -34,7 +34,7 @@ prompts:
 """)
     assert spec.kind == "prompt" and spec.key == "greet" and spec.labels == ["production"]
     assert spec.data == {
-        "name": "greet", "title": "", "description": "", "tags": [],
+        "name": "greet", "title": "", "description": "", "folder": "", "tags": [],
         "arguments": [{"name": "who", "title": "", "description": "", "required": True, "default": "",
                        "suggestions": ["world"]}],
         "messages": [{"role": "user", "kind": "text", "text": "Hello {{ who }}"}],
@@ -131,7 +131,8 @@ def test_top_level_typos_and_wrong_types_are_errors():
 
 def test_dumped_documents_read_back_to_the_same_draft_data():
     data = {
-        "name": "p", "title": "", "description": "Multi\nline\n", "tags": ["a"],
+        "name": "p", "title": "", "description": "Multi\nline\n", "folder": "support/billing",
+        "tags": ["a"],
         "arguments": [{"name": "x", "title": "", "description": "", "required": False, "default": "d",
                        "suggestions": ["one", "two"]}],
         "messages": [
@@ -141,7 +142,7 @@ def test_dumped_documents_read_back_to_the_same_draft_data():
             {"role": "assistant", "kind": "resource_link", "resource_uri": "docs://y", "link_name": "why"},
         ],
     }
-    resource = {"uri": "docs://r", "name": "r", "title": "", "description": "", "mime_type": "text/plain",
+    resource = {"uri": "docs://r", "name": "r", "title": "", "description": "", "folder": "", "mime_type": "text/plain",
                 "tags": [], "audience": "user,assistant", "priority": 0.5, "text": "yes: no\n", "data": None}
     text = dump_document({"prompts": [entry_document("prompt", data, released={"production": 2})],
                           "resources": [entry_document("resource", resource)]})

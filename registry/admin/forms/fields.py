@@ -29,7 +29,7 @@ FIELD_LABELS = {
     "text": gettext_lazy("Text"), "uri": gettext_lazy("Uri"), "resource": gettext_lazy("Resource"),
     "link_name": gettext_lazy("Link name"), "mime_type": gettext_lazy("Mime type"),
     "audience": gettext_lazy("Audience"), "priority": gettext_lazy("Priority"),
-    "uri_template": gettext_lazy("Uri template"), "body": gettext_lazy("Body"),
+    "uri_template": gettext_lazy("Uri template"), "body": gettext_lazy("Body"), "folder": gettext_lazy("Folder"),
 }
 
 

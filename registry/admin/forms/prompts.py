@@ -31,7 +31,7 @@ from registry.models import ArgumentType, ContentKind, Prompt, PromptArgument, P
 class PromptForm(EntryForm):
     class Meta:
         model = Prompt
-        fields = ["name", "title", "description", "tags"]
+        fields = ["name", "title", "description", "folder", "tags"]
         labels = labels_for(fields)
 
 

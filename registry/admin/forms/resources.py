@@ -31,7 +31,8 @@ class ResourceForm(UploadMixin, EntryForm):
 
     class Meta:
         model = Resource
-        fields = ["uri", "name", "title", "description", "mime_type", "audience", "priority", "tags", "text"]
+        fields = ["uri", "name", "title", "description", "folder", "mime_type", "audience", "priority", "tags",
+                  "text"]
         labels = labels_for(fields)
         widgets = {"text": forms.Textarea(attrs={"rows": 12, "cols": 90})}
 
@@ -68,7 +69,8 @@ class ResourceForm(UploadMixin, EntryForm):
 class ResourceTemplateForm(EntryForm):
     class Meta:
         model = ResourceTemplate
-        fields = ["uri_template", "name", "title", "description", "mime_type", "audience", "priority", "tags", "body"]
+        fields = ["uri_template", "name", "title", "description", "folder", "mime_type", "audience", "priority",
+                  "tags", "body"]
         labels = labels_for(fields)
         widgets = {"body": forms.Textarea(attrs={"rows": 10, "cols": 90})}
 
