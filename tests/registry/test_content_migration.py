@@ -62,6 +62,8 @@ def _old_registry() -> None:
 def test_migration_moves_bytes_into_the_store_and_serves_the_same_content():
     _old_registry()
     MigrationExecutor(connection).migrate([AFTER])
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())  # today's models read today's schema (later columns)
 
     sha = hashlib.sha256(PNG_1X1).hexdigest()
     version = ResourceVersion.objects.get(entry__uri="docs://img")
