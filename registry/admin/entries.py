@@ -233,6 +233,10 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
                 if obj.versions.exists():
                     messages.error(request, self._archive_hint(obj))
                     continue
+                refusal = roles.folder_refusal(request.user, [obj.folder])
+                if refusal is not None:  # delete_model would refuse it (drafts.record_deletion): say so instead
+                    messages.error(request, refusal.message)
+                    continue
                 self.delete_model(request, obj)
 
     def get_deleted_objects(self, objs, request):

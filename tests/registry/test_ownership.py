@@ -5,8 +5,11 @@ are audited; the review-requested e-mail goes only to the owning team's publishe
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
 from django.contrib.auth.models import Group
+from django.core.management import CommandError, call_command
 from django.utils import translation
 
 from registry import roles
@@ -14,8 +17,9 @@ from registry.authoring import drafts
 from registry.authoring.ownership import set_folder_owner
 from registry.errors import FolderOwnershipDenied
 from registry.models import AuditAction, AuditEntry, FolderOwner, Prompt, ReviewStatus
+from registry.portable import watching
 from registry.portable.importer import ImportFailed, import_documents
-from registry.release import reviews, services
+from registry.release import reviews, rollouts, services
 from tests.api.conftest import client_for as api_client_for
 from tests.factories import grant, make_prompt, make_user, release
 from tests.registry.test_admin import client_for, form_errors, prompt_post, url
@@ -193,3 +197,45 @@ def test_the_folder_owner_admin_page_audits_the_change(client, superuser):
 
 def test_an_editor_may_not_manage_folder_owners(client, editor):
     assert client_for(client, editor).get(url("folderowner_changelist")).status_code == 403
+
+
+def test_a_rollout_in_an_owned_folder_is_refused_to_an_outsider_publisher(team, publisher):
+    prompt = make_prompt("inside", folder="support")
+    release(prompt, labels=("staging",))
+    drafts.save_draft(prompt, {"description": "v2"}, acting_user=team["editor"])
+    services.publish(prompt, acting_user=team["publisher"], note="v2", labels=[])
+    with pytest.raises(FolderOwnershipDenied):
+        rollouts.set_rollout(prompt, label="staging", version_number=2, percent=10, acting_user=publisher)
+    assert rollouts.set_rollout(prompt, label="staging", version_number=2, percent=10,
+                                acting_user=team["publisher"]) is not None
+
+
+def test_the_admin_does_not_delete_an_owned_draft_for_an_outsider(client, team, editor):
+    prompt = make_prompt("inside", folder="support")
+    client_for(client, editor).post(url("prompt_changelist"),
+                                    {"action": "delete_selected", "_selected_action": [prompt.pk], "post": "yes"})
+    assert Prompt.objects.filter(pk=prompt.pk).exists()
+    assert not AuditEntry.objects.filter(action=AuditAction.DELETE).exists()
+
+
+def test_a_watch_round_as_an_outsider_reports_the_entry_and_saves_nothing(tmp_path, team, editor):
+    make_prompt("greet", folder="support")
+    (tmp_path / "registry.yaml").write_text("prompts:\n  - name: greet\n    folder: support\n    description: changed\n"
+                                            "    messages:\n      - {role: user, text: Hello}\n")
+    refused = watching.import_round(tmp_path, publish=False, note="", acting_user=editor)
+    assert any("greet" in p and "Support team" in p for p in refused.problems), refused.problems
+    assert Prompt.objects.get(name="greet").description != "changed"
+    assert watching.import_round(tmp_path, publish=False, note="", acting_user=team["editor"]).ok
+
+
+def test_the_import_command_runs_as_the_user_it_is_given(tmp_path, team, editor):
+    make_prompt("greet", folder="support")
+    path = tmp_path / "registry.yaml"
+    path.write_text("prompts:\n  - name: greet\n    folder: support\n    description: changed\n"
+                    "    messages:\n      - {role: user, text: Hello}\n")
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command("registry_import", str(path), "--as-user", editor.username, stderr=err, stdout=StringIO())
+    assert "Support team" in err.getvalue()
+    call_command("registry_import", str(path), "--as-user", team["editor"].username, stdout=StringIO())
+    assert Prompt.objects.get(name="greet").description == "changed"
