@@ -16,6 +16,7 @@ from registry import roles
 from registry.authoring import drafts
 from registry.authoring.ownership import set_folder_owner
 from registry.errors import FolderOwnershipDenied
+from registry.mail.recipients import recipients
 from registry.models import AuditAction, AuditEntry, FolderOwner, Prompt, ReviewStatus
 from registry.portable import watching
 from registry.portable.importer import ImportFailed, import_documents
@@ -121,6 +122,16 @@ def test_the_review_request_is_mailed_only_to_the_owning_teams_publishers(team, 
     assert {team["publisher"], publisher} <= set(reviews.deciders_of(open_review))
 
 
+def test_the_review_requested_mail_recipients_are_the_owning_teams_publishers(team):
+    outsider = make_user("Publishers", email="@")
+    insider = make_user("Publishers", email="@")
+    insider.groups.add(team["group"])
+    review = _review(make_prompt("inside", folder="support/billing"), team["editor"])
+    audit = AuditEntry.objects.get(action=AuditAction.REVIEW_REQUESTED, entry_key="inside")
+    told = [user for user, _kind in recipients(audit, review)]
+    assert insider in told and outsider not in told
+
+
 # --------------------------------------------------------------------------------- write paths
 def test_the_admin_refuses_an_outsider_editor_with_a_message(client, team, editor):
     prompt = make_prompt("inside", folder="support")
@@ -145,7 +156,8 @@ def test_the_admin_lets_an_owner_editor_save(client, team):
 def test_the_api_refuses_an_outsider_editor_with_403(team, editor):
     make_prompt("inside", folder="support")
     response = api_client_for(editor).patch("/api/v1/prompts/inside/", {"description": "x"}, format="json")
-    assert response.status_code == 403 and "Support team" in str(response.json())
+    assert response.status_code == 403 and "Support team" in response.json()["detail"]
+    assert response.json()["code"] == "folder_ownership_denied"
     created = api_client_for(editor).post("/api/v1/prompts/", {"name": "new", "folder": "support/x",
                                                                "messages": [{"text": "Hi"}]}, format="json")
     assert created.status_code == 403 and not Prompt.objects.filter(name="new").exists()
