@@ -83,6 +83,14 @@ class PublishPermissionDenied(RegistryError):
     """The acting user may not publish, move labels or roll back."""
 
 
+class FolderOwnershipDenied(PublishPermissionDenied):
+    """The entry's folder is owned by a team the acting user is not in (registry.roles.folder_refusal)."""
+
+    def __init__(self, message: str, folder: str = "") -> None:
+        super().__init__(message)
+        self.folder = folder
+
+
 class InvalidEntry(RegistryError):
     """A draft that cannot be published as it stands; `problems` lists each one."""
 

@@ -45,3 +45,75 @@ def ensure_role_groups(apps: Any = global_apps) -> None:
         if missing and apps is global_apps:  # a migration's state may predate later models
             raise RuntimeError(f"permissions missing for {role}: {sorted(missing)}")
         group.permissions.set(perms)
+
+
+# ----------------------------------------------------------------------------- team ownership
+# A folder may be owned by a group (registry.models.FolderOwner); the nearest owned folder at or
+# above an entry's folder decides. Then only that group's members (with their role's permissions)
+# change the drafts there and decide their reviews; the operator at the command line (user None),
+# superusers and holders of ANY_FOLDER_PERMISSION work everywhere. The services ask these
+# functions, so the admin, the REST API, the importer and the watcher all obey the same rule.
+
+ANY_FOLDER_PERMISSION = "registry.edit_any_folder"
+
+
+def folder_owner(folder: str) -> Any:
+    """The FolderOwner row that owns `folder` (itself or the nearest owned folder above it), or None."""
+    from registry.formats.folders import normalise_folder
+    from registry.models import FolderOwner
+
+    folder = normalise_folder(folder)
+    if not folder:
+        return None
+    parts = folder.split("/")
+    candidates = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]
+    rows = {row.folder: row for row in FolderOwner.objects.filter(folder__in=candidates).select_related("group")}
+    return next((rows[c] for c in reversed(candidates) if c in rows), None)
+
+
+def works_everywhere(user: Any) -> bool:
+    """The command line, superusers and holders of the registry-wide permission ignore ownership."""
+    return user is None or bool(user.is_active and (user.is_superuser or user.has_perm(ANY_FOLDER_PERMISSION)))
+
+
+def in_owning_team(user: Any, folder: str) -> bool:
+    """Whether ownership lets `user` work in `folder` (the role's permissions are checked apart)."""
+    if works_everywhere(user):
+        return True
+    owner = folder_owner(folder)
+    if owner is None:
+        return True
+    return bool(user.is_active and user.groups.filter(pk=owner.group_id).exists())
+
+
+def folder_refusal(user: Any, folders: list[str], *, deciding: bool = False) -> Any:
+    """A FolderOwnershipDenied for the first of `folders` whose owning team `user` is not in, else None.
+
+    `folders` are the folders a change touches: an entry's old and new folder when it moves."""
+    from django.utils.translation import gettext as _
+
+    from registry.errors import FolderOwnershipDenied
+
+    if works_everywhere(user):
+        return None
+    for folder in dict.fromkeys(folders):
+        owner = folder_owner(folder)
+        if owner is None or user.groups.filter(pk=owner.group_id).exists():
+            continue
+        params = {"user": user.get_username() or "anonymous", "folder": owner.folder, "team": owner.group.name}
+        if deciding:
+            text = _("%(user)s may not publish or decide reviews in the folder “%(folder)s”: it belongs to the team "
+                     "“%(team)s”, and only its publishers (or someone allowed in every folder) decide there.")
+        else:
+            text = _("%(user)s may not change drafts in the folder “%(folder)s”: it belongs to the team “%(team)s”, "
+                     "and only its editors (or someone allowed in every folder) create, edit or move entries "
+                     "there.")
+        return FolderOwnershipDenied(text % params, folder=owner.folder)
+    return None
+
+
+def require_folder_editor(user: Any, entry: Any, *, before_folder: str | None = None) -> None:
+    """Raise FolderOwnershipDenied unless `user` may change `entry`'s draft where it was and where it goes."""
+    refusal = folder_refusal(user, [f for f in (before_folder, entry.folder) if f is not None])
+    if refusal is not None:
+        raise refusal

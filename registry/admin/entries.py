@@ -18,6 +18,7 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from registry import roles
 from registry.admin.badges import badges_html, entry_badges, states_of, with_badge_reads
 from registry.admin.error_summary import error_summary
 from registry.admin.filters import ENTRY_FILTERS
@@ -157,11 +158,36 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
                                                               context.get("inline_admin_formsets") or ())
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
+    # ------------------------------------------------------------------------- team ownership
+
+    def has_change_permission(self, request, obj=None):
+        """An entry in a folder owned by a team the user is not in is shown read-only (registry.roles)."""
+        allowed = super().has_change_permission(request, obj)
+        return bool(allowed and (obj is None or roles.in_owning_team(request.user, obj.folder)))
+
+    def has_delete_permission(self, request, obj=None):
+        allowed = super().has_delete_permission(request, obj)
+        return bool(allowed and (obj is None or roles.in_owning_team(request.user, obj.folder)))
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"registry_user": request.user})
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, unquote(object_id)) if request.method == "GET" else None
+        if obj is not None:
+            refusal = roles.folder_refusal(request.user, [obj.folder])
+            if refusal is not None and super().has_change_permission(request, obj):
+                messages.warning(request, refusal.message)
+        return super().change_view(request, object_id, form_url, extra_context)
+
     # ------------------------------------------------------------------------- audited saving
 
     def save_model(self, request, obj, form, change):
         # The database still holds the previous draft (with its child rows) at this point.
         stored = type(obj).objects.get(pk=obj.pk) if change else None
+        # The form refused it already (EntryForm.check_folder_owner); the service rule, again, for every save.
+        roles.require_folder_editor(request.user, obj, before_folder=stored.folder if stored is not None else None)
         obj._registry_before = snapshot_of(stored) if stored is not None else None
         obj._registry_folder_before = stored.folder if stored is not None else ""
         obj.updated_by = request.user.get_username()
@@ -206,6 +232,10 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
             for obj in queryset:
                 if obj.versions.exists():
                     messages.error(request, self._archive_hint(obj))
+                    continue
+                refusal = roles.folder_refusal(request.user, [obj.folder])
+                if refusal is not None:  # delete_model would refuse it (drafts.record_deletion): say so instead
+                    messages.error(request, refusal.message)
                     continue
                 self.delete_model(request, obj)
 

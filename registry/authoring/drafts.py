@@ -32,6 +32,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from registry import roles
 from registry.audit import User, actor_name, write_audit
 from registry.authoring.snapshots import diff_snapshots, snapshot_of
 from registry.changes import service_transaction
@@ -349,14 +350,19 @@ def save_draft(
     nothing clients see until it is published. A folder change is audited in a row of its own
     (`record_folder_change`) and its change is returned with the others.
     """
-    before_snapshot, before_folder = None, ""
+    before_snapshot, before_folder = None, None
     if entry.pk is not None:
         lock_draft(entry, expected_revision=expected_revision)
         before_snapshot, before_folder = snapshot_of(entry), entry.folder
+    # Team ownership: the folder it leaves (if it exists) and the one it is in afterwards.
+    after_folder = normalise_folder(data["folder"]) if "folder" in data else entry.folder
+    refusal = roles.folder_refusal(acting_user, [f for f in (before_folder, after_folder) if f is not None])
+    if refusal is not None:
+        raise refusal
     entry.updated_by = actor or actor_name(acting_user)
     apply_data(entry, data)
     row = record_draft_change(entry, before=before_snapshot, acting_user=acting_user, actor=actor, note=note)
-    moved = record_folder_change(entry, before=before_folder, acting_user=acting_user, actor=actor, note=note)
+    moved = record_folder_change(entry, before=before_folder or "", acting_user=acting_user, actor=actor, note=note)
     return [*(row.changes if row is not None else []), *(moved.changes if moved is not None else [])]
 
 
@@ -470,6 +476,7 @@ def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: An
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")
     lock_draft(entry)
+    roles.require_folder_editor(acting_user, entry)
     before = snapshot_of(entry)
     entry.updated_by = actor_name(acting_user)
     apply_snapshot(entry, version.snapshot)
@@ -528,7 +535,9 @@ def record_draft_change(
 
 def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_user: User,
                     note: str = "") -> AuditEntry:
-    """Audit the deletion of a never-published entry (published ones are archived instead)."""
+    """Audit the deletion of a never-published entry (published ones are archived instead); refused
+    (FolderOwnershipDenied) in a folder owned by a team `acting_user` is not in."""
+    roles.require_folder_editor(acting_user, entry)
     return write_audit(entry=entry, action=AuditAction.DELETE, acting_user=acting_user, note=note,
                        changes=diff_snapshots(snapshot, None))
 

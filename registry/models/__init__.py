@@ -6,6 +6,7 @@ from registry.models.clients import FetchCounter, McpClient
 from registry.models.discussion import CommentKind, ReviewComment
 from registry.models.imports import ImportedFile
 from registry.models.mail import MailKind, MailMessage, MailStatus
+from registry.models.ownership import FolderOwner
 from registry.models.preferences import EditorPreference
 from registry.models.prompts import (
     ArgumentType,
@@ -46,6 +47,7 @@ __all__ = [
     "EditorPreference",
     "EntryVersion",
     "FetchCounter",
+    "FolderOwner",
     "ImportedFile",
     "MailKind",
     "MailMessage",

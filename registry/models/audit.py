@@ -48,6 +48,7 @@ class AuditAction(models.TextChoices):
     RELEASE_WENT_LIVE = "release_went_live", _("A scheduled release went live")
     RELEASE_FAILED = "release_failed", _("A scheduled release failed")
     FOLDER_MOVED = "folder_moved", _("Moved to another folder")
+    FOLDER_OWNER_CHANGED = "folder_owner", _("Set, changed or removed the team owning a folder")
 
 
 class AppendOnlyQuerySet(models.QuerySet):

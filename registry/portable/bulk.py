@@ -31,6 +31,7 @@ from typing import Any
 from django.db import connection, models
 from django.utils import timezone
 
+from registry import roles
 from registry.audit import User, audit_row, write_audit_rows
 from registry.authoring.drafts import (
     PROMPT_FIELDS,
@@ -48,6 +49,7 @@ from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots,
 from registry.changes import record_changes, service_scope
 from registry.conf import max_upload_bytes
 from registry.errors import ContentTooLarge, RegistryError
+from registry.formats.folders import normalise_folder
 from registry.formats.uris import normalize_uri, normalize_uri_template
 from registry.kinds import KINDS
 from registry.models import (
@@ -199,6 +201,10 @@ class BulkWriter:
         new entry (no pk) is inserted at once, as `save` would (its child rows wait for `flush`)."""
         created = entry.pk is None
         before, before_folder = (None, "") if created else (snapshot_of(entry), entry.folder)
+        after_folder = normalise_folder(data["folder"]) if "folder" in data else entry.folder
+        refusal = roles.folder_refusal(self.acting_user, [after_folder] if created else [before_folder, after_folder])
+        if refusal is not None:  # as drafts.save_draft (the importer asks first and reports a problem)
+            raise refusal
         entry.updated_by = self.actor
         assign_fields(entry, data, _FIELDS[self.kind])
         if created:

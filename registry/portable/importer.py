@@ -23,6 +23,7 @@ from typing import Any
 
 from django.db.models import Max, Prefetch
 
+from registry import roles
 from registry.audit import User
 from registry.authoring.drafts import draft_data, normalised, save_draft
 from registry.authoring.snapshots import content_hash, snapshot_of
@@ -409,6 +410,12 @@ def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User,
         status = "unchanged"
     else:
         status = "updated"
+    if status != "unchanged":  # team ownership: a problem naming the entry, not an error half-way through
+        refusal = roles.folder_refusal(acting_user, [*([entry.folder] if entry is not None else []),
+                                                     wanted.get("folder", entry.folder if entry is not None else "")])
+        if refusal is not None:
+            problems.append(f"{spec.location}: {refusal.message}")
+            return None
     outcome = EntryOutcome(spec.kind, spec.key, status)
     bulk = writer is not None and writer.takes(entry, spec.labels)
     if entry is None:

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import watchfiles
 from django.db import close_old_connections, connection
@@ -56,8 +57,9 @@ class Round:
 
 
 def import_round(path: Path, *, publish: bool, note: str, parsed: ParsedFiles | None = None,
-                 changed: Iterable[Path] = ()) -> Round:
-    """Import `path` once as the command-line operator; a refused import is reported, not raised.
+                 changed: Iterable[Path] = (), acting_user: Any = None) -> Round:
+    """Import `path` once as the command-line operator (or as `acting_user`, whose rights, team
+    ownership of folders among them, then apply); a refused import is reported, not raised.
 
     With `parsed` (the watcher's), only files whose bytes changed, or that `changed` names, are
     parsed again; entries are then imported only where their digest differs from what the registry
@@ -67,14 +69,15 @@ def import_round(path: Path, *, publish: bool, note: str, parsed: ParsedFiles | 
         close_old_connections()  # a long-running watcher outlives database connections
     try:
         if parsed is None:
-            report = import_documents(path, publish=publish, note=note)
+            report = import_documents(path, publish=publish, note=note, acting_user=acting_user)
         else:
             try:
                 specs, side_files = parsed.read(path, changed)
                 check_unique(specs)
             except FormatError as exc:
                 raise ImportFailed(exc.problems, parsed.side_files) from exc
-            report = import_specs(specs, label=parsed.label, side_files=side_files, publish=publish, note=note)
+            report = import_specs(specs, label=parsed.label, side_files=side_files, publish=publish, note=note,
+                                  acting_user=acting_user)
         return Round(report=report, side_files=report.side_files)
     except ImportFailed as exc:
         return Round(problems=tuple(exc.problems), side_files=exc.side_files)
@@ -120,13 +123,15 @@ def watch_imports(
     stop: threading.Event,
     run_round: Callable[[], Round] | None = None,
     changes: Callable[..., Iterable[set[tuple[watchfiles.Change, str]]]] = watchfiles.watch,
+    acting_user: Any = None,
 ) -> int:
     """Import now and after every burst of file changes until `stop` is set; returns the rounds run."""
     path = Path(path)
     root, only_yaml = watched_root(path)
     parsed = ParsedFiles()  # each file's entries, parsed again only when its bytes change
     changed: set[Path] = set()  # what the batch being imported named
-    run = run_round or (lambda: import_round(path, publish=publish, note=note, parsed=parsed, changed=changed))
+    run = run_round or (lambda: import_round(path, publish=publish, note=note, parsed=parsed, changed=changed,
+                                              acting_user=acting_user))
     relevant = _Relevant(root, only_yaml)
     rounds = 0
 

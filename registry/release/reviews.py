@@ -35,6 +35,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from registry import roles
 from registry.audit import User, actor_name, approval_note, user_row, write_audit
 from registry.authoring.snapshots import (
     Payloads,
@@ -75,7 +76,8 @@ def can_request(user: User, entry: VersionedEntry) -> bool:
         return True
     model_name = kind_of(entry).entry_model._meta.model_name
     return bool(user.is_active
-                and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry)))
+                and (user.has_perm(f"registry.change_{model_name}") or services.can_publish(user, entry))
+                and roles.in_owning_team(user, entry.folder))
 
 
 @service_transaction
@@ -101,7 +103,7 @@ def publish_or_request(
 
 
 def can_decide(user: User, review: ReviewRequest, entry: VersionedEntry | None = None) -> bool:
-    """A publisher of the entry's kind who did not file the request."""
+    """A publisher of the entry's kind (in the folder's owning team, if it has one) who did not file the request."""
     if user is not None and review.requested_by_id is not None and review.requested_by_id == user.pk:
         return False
     entry = entry if entry is not None else entry_of(review)
@@ -194,6 +196,9 @@ def request_publication(
     A draft identical to the newest version becomes a request for that version. `previous` is an
     earlier request this one asks again (its discussion is shown with this one).
     """
+    refusal = roles.folder_refusal(acting_user, [entry.folder]) if acting_user is not None else None
+    if refusal is not None:
+        raise refusal
     if not can_request(acting_user, entry):
         raise PublishPermissionDenied(_("%(user)s may not change %(kind)ss, so may not request their publication "
                                         "either.")

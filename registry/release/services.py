@@ -44,6 +44,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from registry import roles
 from registry.audit import User, actor_name, user_row, write_audit
 from registry.authoring.listing import listing_of
 from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
@@ -77,9 +78,12 @@ OVERRIDE_PERMISSION = "registry.override_protected_labels"
 OPERATOR_OVERRIDE = "command line (operator)"
 
 def can_publish(user: User, entry: VersionedEntry) -> bool:
+    """A publisher of the entry's kind who, if its folder has an owning team, is in it (registry.roles):
+    the one rule for publishing, moving labels, rolling back, rollouts and deciding reviews."""
     if user is None:
         return True
-    return bool(user.is_active and user.has_perm(kind_of(entry).publish_permission))
+    return bool(user.is_active and user.has_perm(kind_of(entry).publish_permission)
+                and roles.in_owning_team(user, entry.folder))
 
 
 def publishers_of(entry: VersionedEntry) -> list[Any]:
@@ -94,6 +98,10 @@ def publishers_of(entry: VersionedEntry) -> list[Any]:
 
 
 def require_publisher(user: User, entry: VersionedEntry) -> None:
+    if user is not None and user.is_active and user.has_perm(kind_of(entry).publish_permission):
+        refusal = roles.folder_refusal(user, [entry.folder], deciding=True)
+        if refusal is not None:
+            raise refusal
     if not can_publish(user, entry):
         raise PublishPermissionDenied(
             _("%(user)s may edit drafts but not publish, move labels or roll back %(kind)ss.")

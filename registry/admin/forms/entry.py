@@ -55,10 +55,28 @@ class EntryForm(NewlinesMixin, DraftRevisionMixin, forms.ModelForm):
         super().__init__(*args, **kwargs)
         self._init_revision()
 
+    registry_user: Any = None  # who saves: set by VersionedEntryAdmin.get_form, for team ownership
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
         self.check_revision()
+        self.check_folder_owner(cleaned)
         return cleaned
+
+    def check_folder_owner(self, cleaned: dict[str, Any]) -> None:
+        """Refuse, in the form, a draft the user may not change where it is or where it would go
+        (registry.roles.folder_refusal; the save path checks the same rule again)."""
+        from registry import roles
+        from registry.formats.folders import normalise_folder
+
+        if self.registry_user is None:
+            return
+        after = normalise_folder(cleaned.get("folder", self.instance.folder))
+        refusal = roles.folder_refusal(self.registry_user, [*([self.instance.folder] if self.instance.pk else []),
+                                                            after])
+        if refusal is not None:
+            self.add_error("folder" if "folder" in self.fields else None,
+                           ValidationError(refusal.message, code="folder_owner"))
 
 
 

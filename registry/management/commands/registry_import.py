@@ -1,4 +1,4 @@
-"""manage.py registry_import PATH [--dry-run] [--watch] [--publish --note TEXT]"""
+"""manage.py registry_import PATH [--dry-run] [--watch] [--publish --note TEXT] [--as-user USERNAME]"""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from registry.errors import StorageUnavailable
@@ -38,16 +39,20 @@ class Command(BaseCommand):
         parser.add_argument("--publish", action="store_true",
                             help="Publish drafts that differ from their newest version and point their labels at it.")
         parser.add_argument("--note", default="", help="Change note (required with --publish).")
+        parser.add_argument("--as-user", default="", metavar="USERNAME",
+                            help="Import as this user instead of the operator: their permissions and their "
+                                 "teams' folders apply (an entry in a folder another team owns is a problem).")
 
     def handle(self, *args: Any, path: str, dry_run: bool, publish: bool, note: str, watch: bool = False,
                **options: Any) -> None:
         if publish and not note.strip():
             raise CommandError("--publish needs --note TEXT: say what changed and why.")
+        acting_user = self._user(options.get("as_user") or "")
         if watch:
-            self._watch(Path(path), publish=publish, note=note, dry_run=dry_run)
+            self._watch(Path(path), publish=publish, note=note, dry_run=dry_run, acting_user=acting_user)
             return
         try:
-            report = import_documents(path, publish=publish, note=note, dry_run=dry_run)
+            report = import_documents(path, publish=publish, note=note, dry_run=dry_run, acting_user=acting_user)
         except ImportFailed as exc:
             for problem in exc.problems:
                 self.stderr.write(problem)
@@ -56,7 +61,17 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.message}; nothing was imported.") from exc
         self._print(report, verbosity=options.get("verbosity", 1), dry_run=dry_run)
 
-    def _watch(self, path: Path, *, publish: bool, note: str, dry_run: bool) -> None:
+    @staticmethod
+    def _user(username: str) -> Any:
+        """The active user `--as-user` names, or None (the operator)."""
+        if not username:
+            return None
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise CommandError(f"--as-user {username}: no active user of that name.")
+        return user
+
+    def _watch(self, path: Path, *, publish: bool, note: str, dry_run: bool, acting_user: Any = None) -> None:
         """Run until SIGINT or SIGTERM; a round in progress finishes (or rolls back) first."""
         if dry_run:
             raise CommandError("--watch and --dry-run do not go together: a watcher saves what the files say.")
@@ -70,7 +85,7 @@ class Command(BaseCommand):
 
         try:
             self.stdout.write(f"watching {path.resolve()} (Ctrl-C to stop)")
-            watch_imports(path, publish=publish, note=note, stop=stop, log=log)
+            watch_imports(path, publish=publish, note=note, stop=stop, log=log, acting_user=acting_user)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
