@@ -23,23 +23,10 @@ from types import SimpleNamespace
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from mcp_endpoint.transport.daphne_guard import NullReactor as Reactor
 
 FRAME = (b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":'
          b'{"uri":"docs://doc-00001","_meta":{"io.modelcontextprotocol/subscriptionId":1}}}\n\n')
-
-
-class Reactor:  # Twisted's interface, no loop: writes go straight to the socket (eager writes)
-    def addWriter(self, writer: Any) -> None:
-        pass
-
-    def removeWriter(self, writer: Any) -> None:
-        pass
-
-    def addReader(self, reader: Any) -> None:
-        pass
-
-    def removeReader(self, reader: Any) -> None:
-        pass
 
 
 def stream() -> tuple[Any, subprocess.Popen, socket.socket]:

@@ -105,7 +105,10 @@ def _probe_channel(http: Any, names: Sequence[str], head: bytes = b"") -> dict[s
         channel.connectionLost(None)
 
 
-class _NullReactor:
+class NullReactor:
+    """The reactor interface a tcp.Connection is built with, doing nothing: a connection built on
+    it writes straight to its socket (the probe here, bench/stream_write.py)."""
+
     def addWriter(self, writer: Any) -> None:  # Twisted's interface
         pass
 
@@ -122,7 +125,7 @@ class _NullReactor:
 def _probe_connection(tcp: Any) -> Any:
     ours, peer = socket.socketpair()
     try:
-        return tcp.Connection(ours, None, _NullReactor())
+        return tcp.Connection(ours, None, NullReactor())
     finally:
         ours.close()
         peer.close()
