@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from registry.models.outbox import OutboxRow
 from webhooks.events import Event
 from webhooks.validation import validate_webhook_url
 
@@ -72,7 +73,7 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed", _("Failed (gave up)")
 
 
-class WebhookDelivery(models.Model):
+class WebhookDelivery(OutboxRow):
     """One event for one webhook: written in the changing transaction, sent after commit."""
 
     webhook = models.ForeignKey(
@@ -88,17 +89,10 @@ class WebhookDelivery(models.Model):
     status = models.CharField(
         _("status"), max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING,
     )
-    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    # Indexed alone here (the e-mail outbox indexes it with its status).
     next_attempt_at = models.DateTimeField(_("next attempt at"), default=timezone.now, db_index=True)
-    last_attempt_at = models.DateTimeField(_("last attempt at"), null=True, blank=True)
     last_status_code = models.PositiveIntegerField(_("last status code"), null=True, blank=True)
-    last_error = models.TextField(_("last error"), blank=True)
     delivered_at = models.DateTimeField(_("delivered at"), null=True, blank=True)
-    # The lease of the worker sending it now: only the holder of `lease_token` records the outcome,
-    # and nobody else claims the row before `leased_until` (longer than one attempt may take).
-    lease_token = models.UUIDField(_("lease token"), null=True, blank=True, editable=False)
-    leased_until = models.DateTimeField(_("leased until"), null=True, blank=True, editable=False)
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from registry.models.audit import AuditEntry
+from registry.models.outbox import OutboxRow
 
 
 class MailKind(models.TextChoices):
@@ -34,7 +34,7 @@ class MailStatus(models.TextChoices):
     FAILED = "failed", _("Failed (gave up)")
 
 
-class MailMessage(models.Model):
+class MailMessage(OutboxRow):
     """One e-mail to one person about one audited event (rendered and addressed when it is sent)."""
 
     audit = models.ForeignKey(AuditEntry, verbose_name=_("audit entry"), on_delete=models.PROTECT,
@@ -51,15 +51,7 @@ class MailMessage(models.Model):
     text = models.TextField(_("plain text"), blank=True)
     html = models.TextField(_("HTML"), blank=True)
     status = models.CharField(_("status"), max_length=10, choices=MailStatus.choices, default=MailStatus.PENDING)
-    attempts = models.PositiveIntegerField(_("attempts"), default=0)
-    next_attempt_at = models.DateTimeField(_("next attempt at"), default=timezone.now)
-    last_attempt_at = models.DateTimeField(_("last attempt at"), null=True, blank=True)
-    last_error = models.TextField(_("last error"), blank=True)
     sent_at = models.DateTimeField(_("sent at"), null=True, blank=True)
-    # The lease of the worker sending it now (registry/outbox.py).
-    lease_token = models.UUIDField(_("lease token"), null=True, blank=True, editable=False)
-    leased_until = models.DateTimeField(_("leased until"), null=True, blank=True, editable=False)
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
         verbose_name = _("e-mail message")
