@@ -76,3 +76,61 @@ def test_the_rollback_is_told_in_the_editors_language(client, editor, publisher,
     EditorPreference.objects.create(user=editor, language=language)
     page = client_for(client, editor).get(reverse("admin:index")).content.decode()
     assert expected in page
+
+
+# ------------------------------------------------------------------------------ History offers what is allowed
+
+
+def _history_rows(client, user, prompt) -> dict[int, str]:
+    page = client_for(client, user).get(url("prompt_history", prompt.pk)).content.decode()
+    rows = page.split('<tr class="registry-version">')[1:]
+    return {int(row.split("<td>v", 1)[1].split("<", 1)[0]): row.split("</tr>", 1)[0] for row in rows}
+
+
+def _staging_ahead():
+    """v1 on production (protected) and staging, v2 on staging only."""
+    prompt = make_prompt("offers")
+    release(prompt, note="v1", labels=("production", "staging"))
+    edit_first_message(prompt, "Second take on {{ topic }}.")
+    release(prompt, note="v2", labels=("staging",))
+    return prompt
+
+
+def test_history_offers_no_one_click_rollout_on_a_protected_label_but_a_review_request(client, publisher):
+    prompt = _staging_ahead()
+    rows = _history_rows(client, publisher, prompt)
+    assert 'option value="production"' not in rows[2]
+    assert "“production” is protected: rolling this version out on it needs a review" in rows[2]
+    request_link = f'{url("prompt_request", prompt.pk)}?label=production&amp;version=2&amp;percent=10'
+    assert request_link in rows[2]
+    assert 'option value="staging"' in rows[1]  # staging is not protected: offered, and done when asked
+    assert "needs a review" not in rows[1]
+    from registry.release import rollouts
+
+    client.post(url("prompt_rollout", prompt.pk), {"label": "staging", "version": 1, "percent": 10, "note": ""})
+    assert rollouts.rollout_of(prompt, "staging").percent == 10
+
+
+def test_the_review_link_opens_a_request_for_that_version_label_and_share(client, publisher):
+    prompt = _staging_ahead()
+    page = client_for(client, publisher).get(url("prompt_request", prompt.pk),
+                                             {"label": "production", "version": 2, "percent": 10})
+    form = page.context["form"]
+    assert (form.initial["label"], form.initial["percent"]) == ("production", "10")
+    assert page.context["version"].number == 2
+
+
+def test_history_offers_the_one_click_rollout_an_approval_already_covers(client, editor, publisher,
+                                                                         second_publisher):
+    from registry.release import rollouts
+
+    prompt = _staging_ahead()
+    review = reviews.request_publication(prompt, acting_user=editor, note="try", label="production",
+                                         version_number=2, percent=10)
+    reviews.approve(review, acting_user=second_publisher)
+    assert rollouts.rollout_of(prompt, "production").candidate_version == 2
+    rows = _history_rows(client, publisher, prompt)
+    assert 'option value="production"' in rows[2] and "needs a review" not in rows[2]
+    done = client.post(url("prompt_rollout", prompt.pk), {"label": "production", "version": 2, "percent": 50,
+                                                          "note": ""}, follow=True)
+    assert rollouts.rollout_of(prompt, "production").percent == 50, done.content.decode()[:300]
