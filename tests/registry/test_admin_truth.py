@@ -134,3 +134,26 @@ def test_history_offers_the_one_click_rollout_an_approval_already_covers(client,
     done = client.post(url("prompt_rollout", prompt.pk), {"label": "production", "version": 2, "percent": 50,
                                                           "note": ""}, follow=True)
     assert rollouts.rollout_of(prompt, "production").percent == 50, done.content.decode()[:300]
+
+
+# ------------------------------------------------------------------------------ "As my browser asks"
+
+
+@pytest.mark.parametrize(("browser", "confirmation", "html_lang"), [
+    ("zh-Hans,zh;q=0.9", "管理后台现在使用简体中文。", "zh-hans"),
+    ("en-GB,en;q=0.8", "The admin now speaks English to you.", "en"),
+])
+def test_as_my_browser_asks_confirms_in_the_language_the_next_page_speaks(client, editor, browser, confirmation,
+                                                                          html_lang):
+    from django.conf import settings
+
+    from registry.models import EditorPreference
+
+    EditorPreference.objects.create(user=editor, language="de")
+    client_for(client, editor)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "de"  # the old choice, as the browser still sends it
+    done = client.post("/admin/language/", {"language": ""}, follow=True, HTTP_ACCEPT_LANGUAGE=browser)
+    page = done.content.decode()
+    assert f'<html lang="{html_lang}"' in page
+    assert confirmation in page
+    assert "Der Admin spricht jetzt" not in page
