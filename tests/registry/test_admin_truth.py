@@ -157,3 +157,45 @@ def test_as_my_browser_asks_confirms_in_the_language_the_next_page_speaks(client
     assert f'<html lang="{html_lang}"' in page
     assert confirmation in page
     assert "Der Admin spricht jetzt" not in page
+
+
+# ------------------------------------------------------------------------------ the home page by task
+
+
+def _section(page: str, start: str, end: str) -> str:
+    return page[page.index(start):page.index(end, page.index(start))]
+
+
+@pytest.mark.parametrize("role", ["publisher", "auditor"])
+def test_the_home_page_groups_the_tables_by_task_and_hides_the_internal_ones_behind_one_link(client, role,
+                                                                                            request):
+    user = request.getfixturevalue(role)
+    page = client_for(client, user).get(reverse("admin:index")).content.decode()
+    main = _section(page, 'id="content-main"', 'id="registry-internal-tables"')
+    assert "<caption>Write</caption>" in main and "<caption>Audit</caption>" in main
+    write = _section(main, "registry-task-write", "</table>")
+    assert [name in write for name in (">Prompts<", ">Resources<", ">Resource templates<")] == [True] * 3
+    for internal in ("Prompt labels", "Resource template versions", "Fetch counters", "Webhook deliveries"):
+        assert f">{internal}<" not in main
+    hidden = _section(page, 'id="registry-internal-tables"', "</details>")
+    assert "<summary>Internal tables (" in hidden
+    for internal in ("Prompt labels", "Resource template versions", "Fetch counters"):
+        assert f">{internal}<" in hidden  # out of the way, still reachable
+    assert ">View site<" not in page
+
+
+def test_an_editor_sees_the_write_and_review_tasks_first(client, editor):
+    page = client_for(client, editor).get(reverse("admin:index")).content.decode()
+    main = page[page.index('id="content-main"'):]
+    assert main.index("<caption>Write</caption>") < main.index("<caption>Review and release</caption>")
+    assert "<caption>Audit</caption>" not in main  # editors may not read the audit log
+
+
+@pytest.mark.parametrize(("language", "write", "internal"), [
+    ("de", "<caption>Schreiben</caption>", "Interne Tabellen"), ("zh-hans", "<caption>撰写</caption>", "内部数据表")])
+def test_the_task_groups_speak_the_users_language(client, publisher, language, write, internal):
+    from registry.models import EditorPreference
+
+    EditorPreference.objects.create(user=publisher, language=language)
+    page = client_for(client, publisher).get(reverse("admin:index")).content.decode()
+    assert write in page and internal in page
