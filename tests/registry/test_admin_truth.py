@@ -199,3 +199,13 @@ def test_the_task_groups_speak_the_users_language(client, publisher, language, w
     EditorPreference.objects.create(user=publisher, language=language)
     page = client_for(client, publisher).get(reverse("admin:index")).content.decode()
     assert write in page and internal in page
+
+
+@pytest.mark.parametrize(("language", "expected"), [
+    ("de", "„production“ ist geschützt"), ("zh-hans", "“production”受保护")])
+def test_the_history_says_a_review_is_needed_in_the_publishers_language(client, publisher, language, expected):
+    from registry.models import EditorPreference
+
+    prompt = _staging_ahead()
+    EditorPreference.objects.create(user=publisher, language=language)
+    assert expected in _history_rows(client, publisher, prompt)[2]
