@@ -8,3 +8,5 @@ from registry.admin import audit, clients, mail, owners, preferences, prompts, r
 admin.site.site_header = _("MCP Registry")
 admin.site.site_title = _("MCP Registry")
 admin.site.index_title = _("Prompts, resources and their releases")
+# No public site to view: "/" leads back to the admin, so the "View site" link is left out.
+admin.site.site_url = None

@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from registry.admin.badges import badges_html, entry_badges, states_of, when_text
 from registry.admin.reviews import entry_admin_url
+from registry.admin.served_now import last_rollback, rollback_sentence, served_version
 from registry.authoring.snapshots import for_snapshots
 from registry.kinds import KINDS
 from registry.models import AuditAction, AuditEntry, ReviewRequest, ReviewStatus, ScheduleStatus
@@ -40,8 +41,7 @@ def _waiting_for(user: AbstractUser | AnonymousUser) -> list[ReviewRequest]:
 def _request_outcome(review: ReviewRequest) -> str:
     if review.status == ReviewStatus.APPROVED:
         if review.result_version:
-            return _("approved by %(name)s: v%(number)s is served") % {
-                "name": review.decided_by_name, "number": review.result_version}
+            return _served_outcome(review)
         return _("approved by %(name)s") % {"name": review.decided_by_name}
     if review.status == ReviewStatus.REJECTED:
         return _("rejected by %(name)s") % {"name": review.decided_by_name}
@@ -63,6 +63,22 @@ def _request_outcome(review: ReviewRequest) -> str:
     if review.changes_requested_at is not None:
         return _("changes requested: see the discussion")
     return _("waiting for a reviewer")
+
+
+def _served_outcome(review: ReviewRequest) -> str:
+    """An approved release as it stands now: still served, rolled back (who, when, why) or moved on."""
+    approved = _("approved by %(name)s: v%(number)s is served") % {
+        "name": review.decided_by_name, "number": review.result_version}
+    entry = reviews.entry_of(review)
+    now = served_version(entry, review.label) if entry is not None else review.result_version
+    if now is None or now == review.result_version:
+        return approved
+    was = _("approved by %(name)s: v%(number)s was served") % {
+        "name": review.decided_by_name, "number": review.result_version}
+    rolled = last_rollback(entry, review.label) if entry is not None else None
+    if rolled is not None and rolled.to_version == now:
+        return f"{was}. {rollback_sentence(rolled)}"
+    return f"{was}. " + _("“%(label)s” serves v%(number)s now") % {"label": review.label, "number": now}
 
 
 def _my_entries(user: AbstractUser | AnonymousUser) -> list[dict[str, Any]]:

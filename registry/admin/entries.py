@@ -23,6 +23,7 @@ from registry.admin.badges import badges_html, entry_badges, states_of, with_bad
 from registry.admin.error_summary import error_summary
 from registry.admin.filters import ENTRY_FILTERS
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
+from registry.admin.served_now import rollbacks_of
 from registry.admin.views.compare import ComparePageMixin
 from registry.admin.views.history import HistoryPageMixin
 from registry.admin.views.label import LabelPageMixin, can_roll_back
@@ -146,6 +147,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
             # before a save makes it stale, and say so once it is (the same rule approval applies).
             context["registry_draft_reviews"] = [r for r in pending if r.version_number is None and not stale[r.pk]]
             context["registry_stale_reviews"] = [stale[r.pk] for r in pending if stale[r.pk]]
+            context["registry_rollbacks"] = rollbacks_of(obj)
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:

@@ -28,6 +28,21 @@ def supported(code: str) -> str:
         return ""
 
 
+def browser_language(request: HttpRequest) -> str:
+    """The language LocaleMiddleware picks once no cookie is left: the browser's Accept-Language, else
+    LANGUAGE_CODE. "As my browser asks" deletes the cookie, so the next page speaks this one, not the
+    cookie's (which `get_language_from_request` would still read on the request that deletes it)."""
+    from django.utils.translation.trans_real import parse_accept_lang_header
+
+    for code, _quality in parse_accept_lang_header(request.META.get("HTTP_ACCEPT_LANGUAGE", "")):
+        if code == "*":
+            break
+        found = supported(code)
+        if found:
+            return found
+    return supported(settings.LANGUAGE_CODE) or settings.LANGUAGE_CODE
+
+
 def saved_language(user: Any) -> str:
     """The language `user` chose in the admin ('' = none saved, follow the browser)."""
     if user is None or not getattr(user, "is_authenticated", False):

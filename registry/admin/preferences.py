@@ -20,7 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from registry.admin.language import save_language, saved_language, set_language_cookie
+from registry.admin.language import browser_language, save_language, saved_language, set_language_cookie
 from registry.models import EditorPreference, MailKind
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def language_view(request: HttpRequest) -> HttpResponse:
         wanted = set(form.cleaned_data["mail"])
         EditorPreference.objects.filter(user=request.user).update(  # type: ignore[misc]  # signed in: a saved user
             mail_off=[kind for kind in MailKind.values if kind not in wanted])
-        active = code or translation.get_language_from_request(request)
+        active = code or browser_language(request)
         translation.activate(active)
         request.LANGUAGE_CODE = active
         messages.success(request, _("The admin now speaks %(language)s to you.")

@@ -43,7 +43,7 @@ from registry.audit import User, actor_name, user_row, write_audit
 from registry.changes import service_transaction
 from registry.errors import InvalidRollout, RolloutConflict
 from registry.kinds import kind_of
-from registry.models import AuditAction, Rollout, VersionedEntry
+from registry.models import AuditAction, ReleaseLabel, Rollout, VersionedEntry
 from registry.models.base import label_name_validator, served_key_of
 from registry.models.reviews import rollout_diff
 from registry.release import services
@@ -107,6 +107,23 @@ def _check_percent(percent: object) -> int:
         raise InvalidRollout(_("The rollout percentage must be a whole number from 0 to 100, not %(percent)r: "
                                "0 aborts the rollout, 100 completes it.") % {"percent": percent})
     return percent
+
+
+def _inherited_authority(existing: Rollout | None, version_number: int, label_version: int) -> str:
+    """The authority a running rollout passes on: only to its own candidate, from the version it started on."""
+    if (existing is not None and existing.candidate_version == version_number and existing.authority
+            and existing.base_version == label_version):
+        return existing.authority
+    return ""
+
+
+def needs_review(label_row: ReleaseLabel, running: Rollout | None, version_number: int) -> bool:
+    """Whether a publisher's rollout of `version_number` on `label_row` (any share, 100 included) would be
+    refused for want of an approval, without an override: the rule `set_rollout` applies. The admin
+    asks it before offering a one-click rollout, so it offers only what would be done."""
+    if not label_row.protected:
+        return False
+    return not _inherited_authority(running, version_number, label_row.version.number)
 
 
 @service_transaction
@@ -182,8 +199,7 @@ def set_rollout(
     same_candidate = existing is not None and existing.candidate_version == version.number
     # The authority a rollout keeps covers exactly the move it was granted: this candidate, on this
     # label, from the version the label served when it started. Anything else needs a new one.
-    inherited = existing.authority if (existing is not None and same_candidate and existing.authority
-                                       and existing.base_version == current.version.number) else ""
+    inherited = _inherited_authority(existing, version.number, current.version.number)
     if percent == 100:
         if existing is not None and not same_candidate:
             existing.delete()  # a different candidate is completed directly: the old rollout ends

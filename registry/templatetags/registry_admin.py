@@ -7,10 +7,17 @@ from typing import Any
 from django import template
 
 from registry.admin.dashboard import dashboard
+from registry.admin.home import home_groups
 from registry.kinds import kind_name
 from registry.models import ContentKind
 
 register = template.Library()
+
+
+@register.inclusion_tag("admin/registry/_home.html", takes_context=True)
+def registry_home(context: dict[str, Any]) -> dict[str, Any]:
+    """The home page's tables grouped by task, the internal ones behind one link (registry/admin/home.py)."""
+    return {**home_groups(context.get("app_list") or []), "request": context.get("request")}
 
 
 @register.inclusion_tag("admin/registry/_dashboard.html", takes_context=True)

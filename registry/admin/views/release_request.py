@@ -35,7 +35,7 @@ class ReleaseRequestPageMixin(EntryPageMixin):
         number = str(data.get("version") or "")
         version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None
         form = ReviewRequestForm(request.POST if request.method == "POST" else None,
-                                 initial={"label": data.get("label") or PRODUCTION},
+                                 initial={"label": data.get("label") or PRODUCTION, "percent": data.get("percent")},
                                  known_labels=known_label_names())
         if request.method == "POST" and form.is_valid():
             try:

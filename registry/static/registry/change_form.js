@@ -49,6 +49,23 @@
     focusable.focus({preventScroll: true});
   }
 
+  /* "Add another …" puts the keyboard on the new row's first field: without it the new field is
+     dozens of Tab presses away (the rest of the form comes first). The position number ahead of
+     it (the rows' order, filled in on save) is skipped: the editor starts with the name or role. */
+  function focusFirstField(row) {
+    if (!row || !row.querySelectorAll) { return; }
+    var fields = row.querySelectorAll("input:not([type=hidden]), select, textarea");
+    for (var i = 0; i < fields.length; i++) {
+      var field = fields[i];
+      if (/-position$/.test(field.name || "")) { continue; }
+      if (!field.disabled && field.offsetParent !== null) {
+        field.scrollIntoView({block: "center"});
+        field.focus({preventScroll: true});
+        return;
+      }
+    }
+  }
+
   function errorSummary() {
     var summary = document.querySelector("[data-registry-error-summary]");
     if (!summary) { return; }
@@ -73,6 +90,7 @@
     });
     document.addEventListener("formset:added", function (event) {
       kindSelects(event.target).forEach(showFieldsetsFor);
+      focusFirstField(event.target);
     });
 
     var panel = document.querySelector("[data-registry-preview]");
