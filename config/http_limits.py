@@ -27,7 +27,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from itertools import chain
 from typing import Any
+
+from django.core.signals import setting_changed
 
 DEFAULT_MAX_REQUEST_HEAD_BYTES = 16 * 1024
 DEFAULT_MAX_REQUEST_BODY_BYTES = 32 * 1024 * 1024
@@ -74,22 +77,46 @@ def refusal_response(status: int, limit: float) -> bytes:
 
 def body_limit(path: str | bytes) -> int:
     """The largest request body accepted for ``path`` (a query string is ignored)."""
-    from django.conf import settings
-
+    if path == b"/mcp" or path == "/mcp":  # nearly every request: no decoding, no splitting
+        return _limits()["mcp"]
     if isinstance(path, bytes):
         path = path.decode("latin-1")
     path = path.split("?", 1)[0]
     if path == "/mcp":
-        from mcp_endpoint.settings import mcp_settings
-
-        return int(mcp_settings.MAX_BODY_BYTES)
+        return _limits()["mcp"]
     if path.startswith(_FORM_PATHS):
         return FORM_BODY_BYTES
     if path.startswith("/api/v1/import/"):
+        return _limits()["import"]
+    return _limits()["other"]
+
+
+_LIMITS: dict[str, int] = {}
+
+
+def _limits() -> dict[str, int]:
+    """The settings-derived body limits, read once rather than on every request (three settings
+    lookups a request were a measurable share of a read); dropped whenever a setting changes
+    (tests' overrides), so they always follow the settings."""
+    if not _LIMITS:
+        from django.conf import settings
+
+        from mcp_endpoint.settings import mcp_settings
         from registry.conf import max_document_bytes
 
-        return 2 * max_document_bytes()
-    return int(getattr(settings, "MAX_REQUEST_BODY_BYTES", DEFAULT_MAX_REQUEST_BODY_BYTES))
+        _LIMITS.update({
+            "mcp": int(mcp_settings.MAX_BODY_BYTES),
+            "import": 2 * max_document_bytes(),
+            "other": int(getattr(settings, "MAX_REQUEST_BODY_BYTES", DEFAULT_MAX_REQUEST_BODY_BYTES)),
+        })
+    return _LIMITS
+
+
+def _forget_limits(**_: Any) -> None:
+    _LIMITS.clear()
+
+
+setting_changed.connect(_forget_limits, dispatch_uid="config.http_limits.forget_limits")
 
 
 async def _refuse(receive: Any, send: Any, status: int, limit: float, more_body: bool = True) -> None:
@@ -143,7 +170,8 @@ class RequestLimits:
             return
         headers = scope.get("headers") or ()
         size = len(scope.get("raw_path") or scope.get("path", "").encode()) + len(scope.get("query_string", b""))
-        size += sum(len(name) + len(value) + 4 for name, value in headers)
+        # Each header counts its name, its value and 4 bytes (": " and CRLF); summed in C.
+        size += sum(map(len, chain.from_iterable(headers))) + 4 * len(headers)
         if size > self.head_limit:
             await _refuse(receive, send, 431, self.head_limit)
             return

@@ -37,8 +37,8 @@ def modern_context(msg: Message, identity: Identity, *, headers: dict[str, str] 
         raise errors.InvalidParams(
             f"params._meta must carry {META_PROTOCOL_VERSION!r} and {META_CLIENT_CAPABILITIES!r}",
             http_status=400)
-    missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
-    if missing:
+    if META_PROTOCOL_VERSION not in meta or META_CLIENT_CAPABILITIES not in meta:  # no list built per request
+        missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
         raise errors.InvalidParams("params._meta is missing required key(s): " + ", ".join(missing),
                                    http_status=400)
     version = meta[META_PROTOCOL_VERSION]

@@ -138,9 +138,11 @@ class McpHttpApp:
             await self._reply(send, self._refusal(errors.Forbidden("Forbidden: Host or Origin not allowed")))
             return
         scheme = scope.get("scheme") or "http"
+        authorization = headers.get("authorization")
         try:
-            identity = await self.dispatcher.authenticate(headers.get("authorization"), scope.get("client"),
-                                                          resource=resource_url(scheme, host))
+            # The resource URL only matters for a token (its audience): not built for anonymous calls.
+            identity = await self.dispatcher.authenticate(
+                authorization, scope.get("client"), resource=resource_url(scheme, host) if authorization else None)
         except errors.McpError as exc:
             reply = self._refusal(exc)
             if isinstance(exc, (errors.Unauthorized, errors.InsufficientScope)):

@@ -34,13 +34,24 @@ H_NAME = "mcp-name"
 ROUTING_HEADERS = frozenset({H_PROTOCOL_VERSION, H_METHOD, H_NAME})
 
 
+# Header names as decoded and lower-cased (a handful of names recur on every request); bounded
+# so that clients sending ever new names cannot grow it.
+_header_names: dict[bytes, str] = {}
+_HEADER_NAMES_SIZE = 512
+
+
 def headers_from_asgi(raw: list[tuple[bytes, bytes]]) -> tuple[dict[str, str], str | None]:
     """ASGI header pairs -> {lower-case name: value} plus the name of a routing header that
     appears more than once (first-copy and last-copy readers would disagree), if any."""
     headers: dict[str, str] = {}
     duplicated: str | None = None
+    names = _header_names
     for name_b, value_b in raw:
-        name = name_b.decode("latin-1").lower()
+        name = names.get(name_b)
+        if name is None:
+            name = name_b.decode("latin-1").lower()
+            if len(names) < _HEADER_NAMES_SIZE:
+                names[name_b] = name
         value = value_b.decode("latin-1")
         if name in headers:
             if name in ROUTING_HEADERS and duplicated is None:

@@ -38,10 +38,11 @@ def record_fetch(served: Served, viewer: Viewer) -> None:
     if not getattr(served, "counted", True):
         return
     key = (viewer.client_id, viewer.client_name, served.kind, served.key, served.version, served.label)
+    now = datetime.now(UTC)
     with _lock:
         _pending[key] += 1
-        _last_seen[key] = datetime.now(UTC)
-    if AUTO_FLUSH:
+        _last_seen[key] = now
+    if AUTO_FLUSH and (_flusher is None or not _flusher.is_alive()):  # checked here: no call per fetch
         _ensure_flusher()
 
 

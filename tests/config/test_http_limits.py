@@ -155,3 +155,26 @@ def test_each_path_has_its_own_body_limit(settings):
         assert body_limit(path) == FORM_BODY_BYTES
     assert body_limit("/api/v1/import/") == 40 * 1024 * 1024
     assert body_limit("/admin/registry/resourcedocument/1/change/") == 32 * 1024 * 1024
+
+
+def test_every_body_limit_follows_a_changed_setting_after_it_was_read(settings):
+    """The limits are read from the settings once, not per request; a changed setting must still
+    take effect at once, never leaving an old (larger) limit in force."""
+    assert body_limit(b"/mcp") == body_limit("/mcp") == 1024 * 1024
+    assert body_limit("/admin/") == 32 * 1024 * 1024
+    settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "MAX_BODY_BYTES": 1000}
+    settings.MAX_REQUEST_BODY_BYTES = 2000
+    settings.REGISTRY = {**settings.REGISTRY, "MAX_IMPORT_BYTES": 1500}
+    assert body_limit(b"/mcp") == body_limit("/mcp?x=1") == 1000
+    assert body_limit("/admin/") == 2000
+    assert body_limit(b"/api/v1/import/") == 3000
+
+
+async def test_the_head_counts_path_query_and_each_header_with_four_bytes_to_the_byte():
+    """path (4) + query (3) + headers: (8 + 6 + 4) + (14 + 3 + 4) = 46 bytes."""
+    headers = [(b"mcp-name", b"x" * 6), (b"content-length", b"100")]
+    scope = {**scope_with(headers), "query_string": b"a=1"}
+    start, _ = await run(RequestLimits(inner_app, head_limit=46), scope, chunks=(b"a" * 100,))
+    assert start["status"] == 200
+    start, _ = await run(RequestLimits(inner_app, head_limit=45), scope, chunks=(b"a" * 100,))
+    assert start["status"] == 431

@@ -409,3 +409,17 @@ async def test_lists_and_reads_tell_2026_clients_the_configured_cache_ttl(regist
                                ("resources/list", {}), ("server/discover", {})):
             _reply, body = await modern_call(method, params)
             assert body["result"]["ttlMs"] == ttl, (method, body["result"])
+
+
+async def test_an_anonymous_callers_identity_carries_its_own_network_on_every_request():
+    """The copy of the shared anonymous identity per network is reused between requests: each
+    caller must still get its own network, and the shared identity none."""
+    from mcp_endpoint.dispatch.dispatcher import Dispatcher
+
+    fresh = Dispatcher()
+    first = await fresh.authenticate(None, ("203.0.113.7", 5000))
+    again = await fresh.authenticate(None, ("203.0.113.7", 6000))
+    other = await fresh.authenticate(None, ("2001:db8:1:2::1", 1))
+    assert first.peer == again.peer == "203.0.113.7" and other.peer == "2001:db8:1:2::/64"
+    assert first is again and first.viewer is other.viewer is anonymous().viewer
+    assert anonymous().peer == "" and (await fresh.authenticate(None, None)).peer == ""

@@ -61,3 +61,20 @@ def test_duplicated_routing_headers_are_reported():
     assert headers["x-other"] == "1"
     _, none = headers_from_asgi([(b"accept", b"a"), (b"accept", b"b")])
     assert none is None
+
+
+@pytest.mark.parametrize(("meta", "named"), [
+    ({}, "io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities"),
+    ({"io.modelcontextprotocol/protocolVersion": "2026-07-28"}, "io.modelcontextprotocol/clientCapabilities"),
+    ({"io.modelcontextprotocol/clientCapabilities": {}}, "io.modelcontextprotocol/protocolVersion"),
+])
+def test_the_ladder_names_every_missing_meta_key_and_answers_400(meta, named):
+    from mcp_endpoint.dispatch.ladder import modern_context
+    from mcp_endpoint.wire.context import Identity
+    from mcp_endpoint.wire.jsonrpc import Message
+
+    msg = Message("request", "prompts/get", 1, {"name": "x", "_meta": meta}, {})
+    with pytest.raises(errors.InvalidParams) as caught:
+        modern_context(msg, Identity(viewer=None))
+    assert caught.value.message == "params._meta is missing required key(s): " + named
+    assert caught.value.http_status == 400
