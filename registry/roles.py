@@ -76,14 +76,17 @@ def works_everywhere(user: Any) -> bool:
     return user is None or bool(user.is_active and (user.is_superuser or user.has_perm(ANY_FOLDER_PERMISSION)))
 
 
+def _in_team(user: Any, owner: Any) -> bool:
+    """The one membership test: an active user in the owning group."""
+    return bool(user.is_active and user.groups.filter(pk=owner.group_id).exists())
+
+
 def in_owning_team(user: Any, folder: str) -> bool:
     """Whether ownership lets `user` work in `folder` (the role's permissions are checked apart)."""
     if works_everywhere(user):
         return True
     owner = folder_owner(folder)
-    if owner is None:
-        return True
-    return bool(user.is_active and user.groups.filter(pk=owner.group_id).exists())
+    return owner is None or _in_team(user, owner)
 
 
 def folder_refusal(user: Any, folders: list[str], *, deciding: bool = False) -> Any:
@@ -98,7 +101,7 @@ def folder_refusal(user: Any, folders: list[str], *, deciding: bool = False) -> 
         return None
     for folder in dict.fromkeys(folders):
         owner = folder_owner(folder)
-        if owner is None or user.groups.filter(pk=owner.group_id).exists():
+        if owner is None or _in_team(user, owner):
             continue
         params = {"user": user.get_username() or "anonymous", "folder": owner.folder, "team": owner.group.name}
         if deciding:

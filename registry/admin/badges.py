@@ -97,14 +97,17 @@ STATE_TONES = {
 }
 
 
-def entries_in_state(model: type[VersionedEntry], tone: str) -> list[int]:
-    """The primary keys of the `model` entries showing a badge of `tone` (a key of STATE_TONES).
+def entries_in_state(entries: QuerySet[VersionedEntry], tone: str) -> list[int]:
+    """The primary keys of the `entries` (a change list's queryset, as the other filters left it)
+    showing a badge of `tone` (a key of STATE_TONES).
 
     Only the entries that could show it are read (published ones for "changed"; those with an open
-    request, a scheduled release or a rollout otherwise), all at once with what their badges need,
-    in a fixed number of queries whatever their number; the badges' own rule then decides."""
-    kind = model.kind
-    entries_of = model.objects.filter
+    request, a scheduled release or a rollout otherwise), and only among `entries`, all at once
+    with what their badges need, in a fixed number of queries whatever their number; the badges'
+    own rule then decides."""
+    kind = entries.model.kind
+    narrowed = entries.model.objects.filter(pk__in=entries.values("pk"))  # without the list's own reads
+    entries_of = narrowed.filter
     pending = ReviewRequest.objects.filter(entry_kind=kind, status=ReviewStatus.PENDING).values("entry_id")
     waiting = schedules.upcoming().filter(review__entry_kind=kind).values("review__entry_id")
     candidates = {
@@ -114,9 +117,9 @@ def entries_in_state(model: type[VersionedEntry], tone: str) -> list[int]:
         "scheduled": lambda: entries_of(pk__in=waiting),
         "stale": lambda: entries_of(pk__in=pending) | entries_of(pk__in=waiting),
     }[tone]()
-    entries = list(with_badge_reads(candidates))
-    states = states_of(entries)
-    return [entry.pk for entry in entries if any(b.tone == tone for b in entry_badges(entry, states[entry.pk]))]
+    found = list(with_badge_reads(candidates))
+    states = states_of(found)
+    return [entry.pk for entry in found if any(b.tone == tone for b in entry_badges(entry, states[entry.pk]))]
 
 
 def label_versions(entry: VersionedEntry) -> dict[str, int]:

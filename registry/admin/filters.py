@@ -91,7 +91,7 @@ class StateFilter(admin.SimpleListFilter):
         value = self.value()
         if value not in STATE_TONES:
             return queryset
-        return queryset.filter(pk__in=entries_in_state(queryset.model, str(value)))
+        return queryset.filter(pk__in=entries_in_state(queryset, str(value)))
 
 
 class KindFilter(admin.SimpleListFilter):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from django.contrib import admin
 
 from registry.authoring.ownership import record_owner_change
-from registry.formats.folders import normalise_folder
 from registry.models import FolderOwner
 
 
@@ -23,7 +22,6 @@ class FolderOwnerAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # changeform_view is one transaction: the audit row commits with the row it describes.
         stored = FolderOwner.objects.select_related("group").filter(pk=obj.pk).first() if change else None
-        obj.folder = normalise_folder(obj.folder)
         super().save_model(request, obj, form, change)
         if stored is not None and stored.folder != obj.folder:
             record_owner_change(stored.folder, before=stored.group.name, after=None, acting_user=request.user)

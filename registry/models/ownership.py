@@ -7,11 +7,13 @@ everyone with the role's permissions may work there, as before folders had owner
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import Group
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from registry.formats.folders import FOLDER_MAX_LENGTH, validate_folder
+from registry.formats.folders import FOLDER_MAX_LENGTH, normalise_folder, validate_folder
 
 
 class FolderOwner(models.Model):
@@ -33,3 +35,13 @@ class FolderOwner(models.Model):
 
     def __str__(self) -> str:
         return f"{self.folder} → {self.group.name}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Every path (admin, shell, fixtures) stores the form registry.roles looks up.
+        self.folder = normalise_folder(self.folder)
+        super().save(*args, **kwargs)
+
+    def clean(self) -> None:
+        """The stored form before the uniqueness check: "Support" is the folder "support" (which
+        may be owned already), as entries' folders are."""
+        self.folder = normalise_folder(self.folder)

@@ -245,3 +245,19 @@ def test_the_commands_round_trip_the_folders(tmp_path):
     assert sorted((row.entry_key, row.changes[0]["after"]) for row in moves) == [
         ("docs://guide", "support/billing"), ("greet", "support"), ("tickets://{id}", "support")]
     assert "folder: support/billing" in again.read_text()
+
+
+def test_the_state_filter_works_only_among_the_entries_the_other_filters_left():
+    """It read and judged every entry of the kind (every published one for "changed"), whatever
+    folder or tag was chosen; now only those the list's queryset still holds."""
+    from registry.admin.badges import entries_in_state
+
+    for name, folder in (("billing-one", "support/billing"), ("sales-one", "sales")):
+        prompt = make_prompt(name=name)
+        prompt.folder = folder
+        prompt.save()
+        release(prompt, note="v1")
+        _edit(Prompt.objects.get(name=name), "new")
+    in_support = Prompt.objects.filter(folder__startswith="support")
+    assert [Prompt.objects.get(pk=pk).name for pk in entries_in_state(in_support, "changed")] == ["billing-one"]
+    assert len(entries_in_state(Prompt.objects.all(), "changed")) == 2

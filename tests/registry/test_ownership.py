@@ -251,3 +251,18 @@ def test_the_import_command_runs_as_the_user_it_is_given(tmp_path, team, editor)
     assert "Support team" in err.getvalue()
     call_command("registry_import", str(path), "--as-user", team["editor"].username, stdout=StringIO())
     assert Prompt.objects.get(name="greet").description == "changed"
+
+
+def test_an_owner_row_saved_anywhere_is_stored_as_the_rule_looks_it_up(team):
+    """Only the admin lower-cased the folder: a row made in a shell or a fixture kept "Sales", and
+    the rule, which looks up "sales", never enforced it."""
+    group = Group.objects.create(name="Sales team")
+    FolderOwner.objects.create(folder="Sales", group=group)
+    assert roles.folder_owner("sales/emea").group == group
+
+
+def test_an_owner_for_a_folder_owned_already_in_other_capitals_is_a_form_error_not_a_crash(client, team, superuser):
+    other = Group.objects.create(name="Other team")
+    response = client_for(client, superuser).post(url("folderowner_add"), {"folder": "Support", "group": other.pk})
+    assert response.status_code == 200 and FolderOwner.objects.get(folder="support").group == team["group"]
+    assert form_errors(response)
