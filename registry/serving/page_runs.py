@@ -28,7 +28,7 @@ from registry.serving.catalog import Catalog
 from registry.serving.viewer import Viewer
 
 MAX_RUN = 2000  # entries read at most at once (an IN list of this many ids, well under every database's limit)
-MAX_RUNS = 16  # runs kept at most, oldest dropped first: a few concurrent walks, a bounded memory
+MAX_RUNS = 8  # runs kept at most, oldest dropped first: a few concurrent walks, some MiB at most
 _LISTS = {"prompt": ("prompts", "name"), "resource": ("resources", "uri")}
 
 

@@ -129,3 +129,16 @@ def test_runs_are_kept_per_scope_and_dropped_once_the_catalog_is_fresh(sixty):
     whole = load_catalog("production")
     assert catalog_pages.page_catalog("production", "prompt", everyone, None, PAGE + 1) is whole
     assert page_runs.covering("production", "prompt", everyone, None, PAGE + 1) is None
+
+
+@pytest.mark.django_db(transaction=True)  # the warm-up reads in a thread of its own, on its own connection
+def test_the_warm_up_drops_the_runs_of_its_label():
+    from registry.serving import warmup
+
+    for i in range(8):
+        publish(make_prompt(f"p-{i}"))
+    changes.bump_generation()
+    catalog_pages.page_catalog("production", "prompt", Viewer(), None, PAGE + 1)
+    assert page_runs.covering("production", "prompt", Viewer(), None, PAGE + 1) is not None
+    warmup.warm("production").result(30)
+    assert page_runs.covering("production", "prompt", Viewer(), None, PAGE + 1) is None
