@@ -246,7 +246,7 @@ def profile(handler: Any, ctx: Any, connection: Any, capture: Any) -> None:
     second = page(None)
     with capture(connection) as queries:
         page(second)
-    print(f"\nqueries of one cold page: {len(queries)}")
+    print(f"\nqueries of one cold read (the run the second page starts): {len(queries)}")
     for query in queries:
         print(f"  {query['time']}s  {query['sql'][:400]}")
     profiler = cProfile.Profile()

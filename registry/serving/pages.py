@@ -3,10 +3,11 @@
 Building a label's whole catalog reads every entry it serves (about a second at 20k prompts +
 20k resources), so the first list request after a start, or after a change retired the
 catalog, would wait for it. Instead such a request is answered from the database: the entries
-of its page are found in key order (keyset: key > the cursor's last key, LIMIT page + 1) and
-the catalog code builds just those (`catalogs.read_entries`), so the label fallback, scope
-tags, rollouts and dynamic resources follow the catalog's own rules; meanwhile the whole
-catalog warms up in the background (registry/serving/warmup.py).
+of its page are found in key order (keyset: key > the cursor's last key, LIMIT page + 1, or a
+longer run when the request continues a walk, registry/serving/page_runs.py) and the catalog
+code builds just those (`catalogs.read_entries`), so the label fallback, scope tags, rollouts
+and dynamic resources follow the catalog's own rules; meanwhile the whole catalog warms up in
+the background (registry/serving/warmup.py).
 
 The order is the catalog's: the key the served version is listed under (a draft may be
 renamed), kept on each label row as `served_key` (indexed with the label name, so the first
