@@ -61,13 +61,16 @@ async def _start_hub() -> None:
 
 async def page_catalog(label: str, kind: str, viewer: Any, after: str | None) -> Any:
     """On a miss, a list page need not wait for the whole catalog: it is read from the database
-    (registry/serving/pages.py), then the catalog's build starts in the background."""
+    (registry/serving/pages.py), or from a run of the list read there before at this generation,
+    then the catalog's build starts in the background."""
     catalog = source.cached_catalog(label)
     if catalog is not None:
         return catalog
     await _start_hub()
-    catalog = await database_sync_to_async(source.page_catalog)(label, kind, viewer, after,
-                                                                mcp_settings.PAGE_SIZE + 1)
+    count = mcp_settings.PAGE_SIZE + 1
+    catalog = source.cached_page(label, kind, viewer, after, count)  # a run read before: no thread hop
+    if catalog is None:
+        catalog = await database_sync_to_async(source.page_catalog)(label, kind, viewer, after, count)
     if getattr(catalog, "partial", False):
         source.warm_catalog(label)
     return catalog

@@ -62,6 +62,11 @@ class RegistrySource:
         """Sync, queries: a catalog answering one list page (the whole one if fresh by now)."""
         return catalog_pages.page_catalog(label, kind, viewer, after, count)
 
+    def cached_page(self, label: str, kind: str, viewer: Any, after: str | None, count: int) -> Any:
+        """No query: a catalog answering one list page from what is in memory (the whole one, or a
+        run of the list read cold at this generation), or None."""
+        return catalog_pages.cached_page(label, kind, viewer, after, count)
+
     def entry_catalog(self, label: str, kind: str, key: str, viewer: Any) -> Any:
         """Sync, queries: a catalog answering a get/read of one entry, or None (use the whole one)."""
         return catalog_pages.entry_catalog(label, kind, key, viewer)

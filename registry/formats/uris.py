@@ -77,8 +77,18 @@ def normalize_uri(uri: str) -> str:
     return f"{scheme}:{rest}"
 
 
+# A URI both steps leave as it is: a lower-case scheme other than http(s) (whose ports and empty
+# paths are rewritten), a lower-case authority without userinfo, port or IP literal, and only
+# characters RFC 3986 allows as they are, no '%' among them. Stored URIs are normalised on save,
+# so nearly every URI a catalog reads is one: checking costs a regex, not the two passes.
+_AS_STORED = re.compile(r"(?!https?:)[a-z][a-z0-9+.\-]*:(?://[a-z0-9\-._~!$&'()*+,;=]*(?=[/?#]|\Z)|(?!//))"
+                        r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?#\[\]]*")
+
+
 def lookup_uri(uri: str) -> str:
     """The stored form of a URI a client sent: encoded if it was an IRI, then normalised."""
+    if _AS_STORED.fullmatch(uri):
+        return uri
     return normalize_uri(encode_uri(uri))
 
 

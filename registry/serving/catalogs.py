@@ -119,6 +119,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         reread = {kind: None if ids is None else list(ids) for kind, ids in entry_ids.items()}
     elif base is None:
         forget_shared()
+    share = not partial  # a part answers one request: its values are not worth sharing
 
     def rows(model: Any, kind: str) -> Iterable[Row]:
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
@@ -128,10 +129,10 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
             qs = qs.filter(entry_id__in=reread[kind])
         qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
         if kind != "resource":  # only resources list a date; converting 20k of them costs a quarter second
-            return (Row(entry_id, name, version_id, number, decode_listing(listing), None)
+            return (Row(entry_id, name, version_id, number, decode_listing(listing, share), None)
                     for entry_id, name, version_id, number, listing in qs.order_by(
                         "entry_id", "name").values_list(*ROW_FIELDS[:5]).iterator(chunk_size=2000))
-        return (Row(entry_id, name, version_id, number, decode_listing(listing), created_at)
+        return (Row(entry_id, name, version_id, number, decode_listing(listing, share), created_at)
                 for entry_id, name, version_id, number, listing, created_at
                 in qs.order_by("entry_id", "name").values_list(*ROW_FIELDS).iterator(chunk_size=2000))
 
@@ -146,7 +147,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     def items(kind: str, model: Any) -> Iterable[tuple[str, Any]]:
         keys = read_keys.setdefault(kind, {})
         for row in pick_served(rows(model, kind), label).values():
-            item = ITEM_BUILDERS[kind](row)
+            item = ITEM_BUILDERS[kind](row, share)
             keys[row.entry_id] = item.key
             yield item.key, item
 

@@ -141,21 +141,29 @@ def _shared(value: Any) -> Any:
     return _frozen.setdefault(value, value)
 
 
-def _suggestions(listing: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
-    return {_intern(name): _shared(tuple(values)) for name, values in (listing.get("suggestions") or {}).items()}
+def _suggestions(listing: Mapping[str, Any], share: bool) -> dict[str, tuple[str, ...]]:
+    pairs = (listing.get("suggestions") or {}).items()
+    if not share:
+        return {name: tuple(values) for name, values in pairs}
+    return {_intern(name): _shared(tuple(values)) for name, values in pairs}
 
 
-def decode_listing(text: str | None) -> dict[str, Any]:
-    """The listing column, decoded with short values shared (read as text: one fast decode per row)."""
+def decode_listing(text: str | None, share: bool = True) -> dict[str, Any]:
+    """The listing column, decoded (read as text: one fast decode per row), with short values
+    shared unless `share` is false (a part read for one request: sharing saves a long-lived
+    catalog memory, and costs a third of the decoding)."""
     if not text:
         return {}
     decoded = _loads(text)
-    return _share(decoded) if isinstance(decoded, dict) else {}
+    if not isinstance(decoded, dict):
+        return {}
+    return _share(decoded) if share else decoded
 
 
-def _tags(listing: Mapping[str, Any]) -> frozenset[str]:
+def _tags(listing: Mapping[str, Any], share: bool) -> frozenset[str]:
     """Visibility comes from the published version, never from the draft (registry.authoring.snapshots)."""
-    return _shared(frozenset(listing.get("tags") or ()))
+    tags = frozenset(listing.get("tags") or ())
+    return _shared(tags) if share else tags
 
 
 def fallback_names(label: str) -> list[str]:
@@ -193,15 +201,16 @@ def _listing_of(kind: str, row: Row) -> dict[str, Any]:
     return listing_of(kind, snapshot or {})
 
 
-def _prompt_item(row: Row) -> PromptItem:
+def _prompt_item(row: Row, share: bool = True) -> PromptItem:
     listing = _listing_of("prompt", row)
-    suggestions = _suggestions(listing)
+    suggestions = _suggestions(listing, share)
     item = listing["item"]
-    return PromptItem(item["name"], _tags(listing), row.number, row.name, item, suggestions, row.version_id,
-                      resource_arguments=_shared(frozenset(listing.get("resource_arguments") or ())))
+    resource_arguments = frozenset(listing.get("resource_arguments") or ())
+    return PromptItem(item["name"], _tags(listing, share), row.number, row.name, item, suggestions, row.version_id,
+                      resource_arguments=_shared(resource_arguments) if share else resource_arguments)
 
 
-def _resource_item(row: Row) -> ResourceItem:
+def _resource_item(row: Row, share: bool = True) -> ResourceItem:
     listing = _listing_of("resource", row)
     item = dict(listing["item"])
     item["uri"] = lookup_uri(item["uri"])  # versions published before URIs were normalised on save
@@ -209,18 +218,20 @@ def _resource_item(row: Row) -> ResourceItem:
     annotations = dict(item.get("annotations") or {})
     annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
     item["annotations"] = annotations
-    return ResourceItem(item["uri"], _tags(listing), row.number, row.name, item, listing["content"], row.version_id)
+    return ResourceItem(item["uri"], _tags(listing, share), row.number, row.name, item, listing["content"],
+                        row.version_id)
 
 
-def _template_item(row: Row) -> TemplateItem:
+def _template_item(row: Row, share: bool = True) -> TemplateItem:
     listing = _listing_of("template", row)
     item = dict(listing["item"])
     item["uriTemplate"] = normalize_uri_template(item["uriTemplate"])
-    suggestions = _suggestions(listing)
-    return TemplateItem(item["uriTemplate"], _tags(listing), row.number, row.name, item,
+    suggestions = _suggestions(listing, share)
+    return TemplateItem(item["uriTemplate"], _tags(listing, share), row.number, row.name, item,
                         UriTemplateMatcher.build(item["uriTemplate"]), item.get("mimeType", ""), suggestions,
                         row.version_id)
 
 
-ITEM_BUILDERS: dict[str, Callable[[Row], PromptItem | ResourceItem | TemplateItem]] = {
+# Each takes (row, share=True): share=False for parts read for one request (see decode_listing).
+ITEM_BUILDERS: dict[str, Callable[..., PromptItem | ResourceItem | TemplateItem]] = {
     "prompt": _prompt_item, "resource": _resource_item, "template": _template_item}

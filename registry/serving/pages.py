@@ -3,10 +3,11 @@
 Building a label's whole catalog reads every entry it serves (about a second at 20k prompts +
 20k resources), so the first list request after a start, or after a change retired the
 catalog, would wait for it. Instead such a request is answered from the database: the entries
-of its page are found in key order (keyset: key > the cursor's last key, LIMIT page + 1) and
-the catalog code builds just those (`catalogs.read_entries`), so the label fallback, scope
-tags, rollouts and dynamic resources follow the catalog's own rules; meanwhile the whole
-catalog warms up in the background (registry/serving/warmup.py).
+of its page are found in key order (keyset: key > the cursor's last key, LIMIT page + 1, or a
+longer run when the request continues a walk, registry/serving/page_runs.py) and the catalog
+code builds just those (`catalogs.read_entries`), so the label fallback, scope tags, rollouts
+and dynamic resources follow the catalog's own rules; meanwhile the whole catalog warms up in
+the background (registry/serving/warmup.py).
 
 The order is the catalog's: the key the served version is listed under (a draft may be
 renamed), kept on each label row as `served_key` (indexed with the label name, so the first
@@ -27,10 +28,12 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Collate
 
+from registry import changes
 from registry.formats.uris import lookup_uri
 from registry.kinds import KINDS
 from registry.models import PRODUCTION
 from registry.serving import catalogs, dynamic
+from registry.serving import page_runs as runs
 from registry.serving.catalog import Catalog
 from registry.serving.items import fallback_names
 from registry.serving.viewer import Viewer, served_item
@@ -49,17 +52,40 @@ _SCAN_CHUNK = 200
 
 def page_catalog(label: str, kind: str, viewer: Viewer, after: str | None, count: int) -> Catalog:
     """A catalog that answers the `kind` list page after the key `after` for `viewer`: the
-    label's whole catalog if it is fresh by now, else one holding the first `count` entries of
-    `kind` visible to `viewer` after `after` (`catalog.partial` is then true). Sync: queries."""
+    label's whole catalog if it is fresh by now, else one holding at least the first `count`
+    entries of `kind` visible to `viewer` after `after` (`catalog.partial` is then true): a run
+    read earlier at this generation if one covers the page (`cached_page`), else a new run read
+    from the database, longer when it continues one (a walk through the list). Sync: queries."""
     fresh = catalogs.cached_catalog(label)
     if fresh is not None:
+        runs.forget(label)
         return fresh
     if kind == "template":
         return catalogs.read_entries(label, {"template": None})
-    ids = first_visible(label, kind, viewer, after, count)
+    found = runs.covering(label, kind, viewer, after, count)
+    if found is not None:
+        return found
+    size = max(count, runs.next_size(label, kind, viewer, after))
+    generation = changes.generation()  # before the first read: a change committed meanwhile retires the run
+    keyed = visible_keys(label, kind, viewer, after, size)
+    ids = [entry_id for entry_id, _key in keyed]
     if kind == "resource":  # a stored resource of a dynamic resource's URI hides the dynamic one
         ids += _ids_of(_served(label, kind).filter(sort_key__in=[p.uri for p in dynamic.fixed()]))
-    return catalogs.read_entries(label, {kind: ids})
+    catalog = catalogs.read_entries(label, {kind: ids})
+    catalog.generation = generation
+    runs.add(runs.Run(label, kind, viewer.scope_tags, after, keyed[-1][1] if keyed else None, len(keyed) < size,
+                      size, catalog))
+    return catalog
+
+
+def cached_page(label: str, kind: str, viewer: Viewer, after: str | None, count: int) -> Catalog | None:
+    """Without a query (the event loop may ask): the label's fresh catalog, else a run read at
+    this generation that holds the page `page_catalog` would read, else None."""
+    fresh = catalogs.cached_catalog(label)
+    if fresh is not None:
+        runs.forget(label)
+        return fresh
+    return runs.covering(label, kind, viewer, after, count) if kind != "template" else None
 
 
 def entry_catalog(label: str, kind: str, key: str, viewer: Viewer) -> Catalog | None:
@@ -89,7 +115,14 @@ def entry_catalog(label: str, kind: str, key: str, viewer: Viewer) -> Catalog | 
 
 def first_visible(label: str, kind: str, viewer: Viewer, after: str | None, count: int) -> list[int]:
     """Entry ids of the first `count` entries of `kind` (prompt, resource) that `viewer` sees and
-    whose served key sorts after `after`, in key order; fewer when the list ends sooner.
+    whose served key sorts after `after`, in key order; fewer when the list ends sooner."""
+    return [entry_id for entry_id, _key in visible_keys(label, kind, viewer, after, count)]
+
+
+def visible_keys(label: str, kind: str, viewer: Viewer, after: str | None, count: int) -> list[tuple[int, str]]:
+    """(entry id, served key) of the first `count` entries of `kind` (prompt, resource) that
+    `viewer` sees and whose served key sorts after `after`, in key order; fewer when the list ends
+    sooner.
 
     Entries with a rollout running are left out: `catalogs.read_entries` adds every one of them
     anyway, and whether this viewer sees one depends on the version it is served (the rollout's
@@ -102,14 +135,14 @@ def first_visible(label: str, kind: str, viewer: Viewer, after: str | None, coun
         rows = rows.filter(sort_key__gt=after)
     rows = rows.order_by("sort_key", "entry_id")
     if not viewer.scope_tags:
-        return _ids_of(rows[:count])
+        return list(rows.values_list("entry_id", "sort_key")[:count])
     # Scope tags live in a JSON list: read them in key order and stop once the page is full.
     tags = Coalesce(_text(("version__listing", "tags")), _text(("version__snapshot", "tags")))
-    found: list[int] = []
-    for entry_id, text in rows.annotate(tags_text=Cast(tags, TextField())).values_list(
-            "entry_id", "tags_text").iterator(chunk_size=_SCAN_CHUNK):
+    found: list[tuple[int, str]] = []
+    for entry_id, key, text in rows.annotate(tags_text=Cast(tags, TextField())).values_list(
+            "entry_id", "sort_key", "tags_text").iterator(chunk_size=_SCAN_CHUNK):
         if viewer.sees(frozenset(_loads(text) if text else ())):
-            found.append(entry_id)
+            found.append((entry_id, key))
             if len(found) >= count:
                 break
     return found

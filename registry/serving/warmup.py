@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from django.db import connections
 
 from registry import changes
-from registry.serving import catalogs
+from registry.serving import catalogs, page_runs
 from registry.serving.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,9 @@ def warm(label: str) -> Future[Catalog]:
 
 def _build(label: str, future: Future[Catalog]) -> None:
     try:
-        future.set_result(catalogs.load_catalog(label))
+        catalog = catalogs.load_catalog(label)
+        page_runs.forget(label)  # the catalog answers its pages now: the runs read meanwhile are not needed
+        future.set_result(catalog)
     except BaseException as exc:  # the next request starts another build
         log.warning("building the catalog of label %r failed", label, exc_info=True)
         future.set_exception(exc)

@@ -68,6 +68,23 @@ async def test_database_pages_are_the_catalogs_pages_byte_for_byte(many_prompts,
     assert len(cold) == (3 if field == "prompts" else 1)
 
 
+@pytest.mark.parametrize("handler, field", LISTS[:2], ids=[f for _h, f in LISTS[:2]])
+async def test_a_cold_walk_from_one_start_is_the_catalogs_walk_byte_for_byte(many_prompts, handler, field,
+                                                                          monkeypatch):
+    """Cold only at the start, the warm-up held back: the pages after the first come from the
+    runs of the list read for earlier pages (registry/serving/page_runs.py), and are the warm pages."""
+    no_catalog()
+    monkeypatch.setattr(reads.source, "warm_catalog", lambda label: None)
+    read = []
+    real_page = reads.source.page_catalog
+    monkeypatch.setattr(reads.source, "page_catalog", lambda *a: read.append(a) or real_page(*a))
+    cold = await pages(handler, ctx(), cold=False)
+    assert catalogs.cached_catalog("production") is None  # every page was served cold
+    monkeypatch.undo()
+    assert cold == await warm_pages(handler, ctx(), "production")
+    assert 1 < len(read) < len(cold) if field == "prompts" else len(read) == len(cold) == 1
+
+
 async def test_database_pages_of_a_scoped_client_on_another_label_are_the_catalogs(many_prompts):
     _client, token = await database_sync_to_async(create_client)(name="ops-staging", label="staging",
                                                                  scope_tags="ops")

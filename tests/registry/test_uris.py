@@ -5,6 +5,7 @@ import pytest
 from registry.errors import InvalidUri
 from registry.formats.uris import (
     UriTemplateMatcher,
+    encode_uri,
     lookup_uri,
     normalize_uri,
     normalize_uri_template,
@@ -86,3 +87,24 @@ def test_template_literals_are_normalised_and_matching_meets_them_there():
     assert normalize_uri_template("DOCS://Tickets/{id}") == "docs://tickets/{id}"
     matcher = UriTemplateMatcher.build(normalize_uri_template("DOCS://Tickets/{id}"))
     assert matcher.match(lookup_uri("docs://TICKETS/%41bc")) == {"id": "Abc"}
+
+
+@pytest.mark.parametrize("uri", ["docs://Host/x", "docs:////x", "docs://h:80/x", "docs://u@h/x", "docs://[::1]/x",
+                                 "DOCS://h/x", "http://h", "https://h:443/x", "docs://h/caf%c3%a9", "docs://h/a b",
+                                 "docs://h/é", "docs://host/Path/Upper", "urn:isbn:123", "docs:", "docs://"])
+def test_the_stored_form_shortcut_answers_as_both_steps_do(uri):
+    """lookup_uri returns a URI it finds already in stored form as it is; everything else takes
+    both steps (encode, then normalise)."""
+    assert lookup_uri(uri) == normalize_uri(encode_uri(uri))
+
+
+def test_the_stored_form_shortcut_agrees_with_both_steps_on_random_uris():
+    import random
+
+    rng = random.Random(7)
+    alphabet = "aZ09-._~:/?#[]@!$&'()*+,;=%éA "
+    for _ in range(20000):
+        scheme = rng.choice(["docs", "DOCS", "http", "https", "HTTP", "a+b", "x", "urn", ""])
+        body = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        uri = (f"{scheme}://" if rng.random() < 0.5 else f"{scheme}:") + body if scheme else body
+        assert lookup_uri(uri) == normalize_uri(encode_uri(uri)), uri

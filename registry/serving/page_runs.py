@@ -1,0 +1,106 @@
+"""The runs of a list read cold, kept until the next change, so a walk through every page does
+not read the database once a page.
+
+A cold list page (registry/serving/pages.py) reads a run: the entries a viewer's scope sees
+after the cursor's key, in key order, as a partial catalog. A client that walks the whole list
+asks for the page after it next: that run already holds the start of it, and the next read
+continues with a run twice as long (up to `MAX_RUN`), so a walk of N entries reads about
+N / MAX_RUN runs instead of N / page size pages, and the pages between are answered from memory
+without a query or a thread hop.
+
+A run is trusted only while nothing changed: it carries the generation (`changes.generation()`)
+taken before its first query, and any committed change, here or caught up from another process,
+bumps it, which retires every run at once (as it retires the catalog). So a page is never older
+than a page read from the database at that moment would be. A run holds every entry of its key
+range (after, last] that its scope's viewers may be served (each with its rollout) and every
+entry with a rollout running, so each viewer's page is cut from it by the catalog's own rules.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from registry import changes
+from registry.serving.catalog import Catalog
+from registry.serving.viewer import Viewer
+
+MAX_RUN = 2000  # entries read at most at once (an IN list of this many ids, well under every database's limit)
+MAX_RUNS = 8  # runs kept at most, oldest dropped first: a few concurrent walks, some MiB at most
+_LISTS = {"prompt": ("prompts", "name"), "resource": ("resources", "uri")}
+
+
+@dataclass(frozen=True)
+class Run:
+    """Every entry of `kind` that viewers with `scope` may be served with a key in (after, last]
+    (after None: from the start; `complete`: through the end of the list), as a partial catalog;
+    `size` is how many entries it was asked for."""
+
+    label: str
+    kind: str
+    scope: frozenset[str]
+    after: str | None
+    last: str | None
+    complete: bool
+    size: int
+    catalog: Catalog
+
+    def starts_by(self, after: str | None) -> bool:
+        return self.after is None or (after is not None and self.after <= after)
+
+    def answers(self, viewer: Viewer, after: str | None, count: int) -> bool:
+        """Whether this run holds the first `count` entries `viewer` is listed after `after` (or
+        all of them, to the end): the page `pages.page_catalog` would read."""
+        if not self.starts_by(after):
+            return False
+        if self.complete:
+            return True
+        if self.last is None or (after is not None and after >= self.last):
+            return False
+        lister, key = _LISTS[self.kind]
+        listed: list[dict[str, Any]] = getattr(self.catalog, lister)(viewer)
+        start = 0 if after is None else bisect.bisect_right(listed, after, key=lambda item: item.get(key, ""))
+        end = bisect.bisect_right(listed, self.last, key=lambda item: item.get(key, ""))
+        return end - start >= count
+
+
+_lock = threading.Lock()
+_runs: list[Run] = []  # newest last
+
+
+def _current(label: str, kind: str, scope: frozenset[str]) -> list[Run]:
+    generation = changes.generation()
+    with _lock:
+        _runs[:] = [run for run in _runs if run.catalog.generation == generation]
+        return [run for run in reversed(_runs) if run.label == label and run.kind == kind and run.scope == scope]
+
+
+def covering(label: str, kind: str, viewer: Viewer, after: str | None, count: int) -> Catalog | None:
+    """The catalog of a run read at this generation that answers the page, else None. No query."""
+    for run in _current(label, kind, viewer.scope_tags):
+        if run.answers(viewer, after, count):
+            return run.catalog
+    return None
+
+
+def next_size(label: str, kind: str, viewer: Viewer, after: str | None) -> int:
+    """How many entries the next run after `after` should read: twice the run it continues (a walk),
+    up to MAX_RUN; 0 when it continues none (a first page stays as short as a page)."""
+    for run in _current(label, kind, viewer.scope_tags):
+        if not run.complete and run.starts_by(after):
+            return min(MAX_RUN, 2 * run.size)
+    return 0
+
+
+def add(run: Run) -> None:
+    with _lock:
+        _runs.append(run)
+        del _runs[:-MAX_RUNS]
+
+
+def forget(label: str | None = None) -> None:
+    """Drop the runs of `label` (its whole catalog is fresh now), or all of them."""
+    with _lock:
+        _runs[:] = [run for run in _runs if label is not None and run.label != label]
