@@ -35,7 +35,8 @@ LAYOUT_PROBLEMS = """selector => {
     const wide = [...document.querySelectorAll("body *")]
       .filter(el => el.getBoundingClientRect().right > width + 1 && el.getClientRects().length)
       .slice(-3).map(el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "")
-                           + (el.className && typeof el.className === "string" ? "." + el.className.split(" ")[0] : ""));
+                           + (typeof el.className === "string" && el.className
+                              ? "." + el.className.split(" ")[0] : ""));
     problems.push(`the page is ${pageWidth}px wide in a ${width}px window (${wide.join(", ")})`);
   }
   const name = el => ((el.value || el.innerText || "").trim()
