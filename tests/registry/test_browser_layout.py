@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from registry.models import PromptMessage, ReviewRequest
+from registry.models import EditorPreference, PromptMessage, ReviewRequest
 from registry.release import reviews
 from tests.factories import make_prompt, make_user, release
 from tests.registry.test_browser import chromium, csp_violations, log_in, screenshot  # noqa: F401  (fixture)
@@ -104,9 +104,14 @@ def pages(db):
     }
 
 
+@pytest.mark.parametrize("language", ["en", "de"])  # German labels are the longest
 @pytest.mark.parametrize("size", SIZES)
-def test_the_main_admin_pages_fit_the_window_with_whole_buttons(live_server, chromium, pages, size):  # noqa: F811
+def test_the_main_admin_pages_fit_the_window_with_whole_buttons(
+        live_server, chromium, pages, size, language):  # noqa: F811
     publisher, editor, urls = pages
+    for user in (publisher, editor):
+        EditorPreference.objects.create(user=user, language=language)
+    shot = f"{size}" if language == "en" else f"{size}-{language}"
     width, height = SIZES[size]
     page = chromium.new_context(viewport={"width": width, "height": height}).new_page()
     page.set_default_timeout(15_000)
@@ -117,7 +122,7 @@ def test_the_main_admin_pages_fit_the_window_with_whole_buttons(live_server, chr
         page.goto(live_server.url + url)
         page.wait_for_load_state("load")
         found = page.evaluate(LAYOUT_PROBLEMS, PRIMARY_BUTTONS)
-        screenshot(page, f"layout-{name}-{size}")
+        screenshot(page, f"layout-{name}-{shot}")
         for menu in page.locator(".object-tools details summary").all():  # "View ▾", "Release ▾"
             menu.click()
             found += [f"{menu.inner_text()} menu: {problem}" for problem in
@@ -131,6 +136,6 @@ def test_the_main_admin_pages_fit_the_window_with_whole_buttons(live_server, chr
     found = page.evaluate(LAYOUT_PROBLEMS, PRIMARY_BUTTONS)
     if found:
         problems["editor-home"] = found
-    screenshot(page, f"layout-editor-home-{size}")
+    screenshot(page, f"layout-editor-home-{shot}")
     assert problems == {}, problems
     assert violations == [], violations
