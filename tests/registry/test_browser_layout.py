@@ -2,7 +2,7 @@
 
 An editor who scrolls sideways to find "Save", or whose "Approve" button hides half under
 another, is stuck. Each page (home, prompt list, prompt change page with its message and
-argument inlines, compare, review and publish pages) is opened at 1280x800 and at 390x844:
+argument inlines, compare, review, publish and history pages) is opened at 1280x800 and at 390x844:
 the page must be no wider than the window, and every primary button must be whole in the
 window's width, show its whole label and overlap no other.
 """
@@ -77,7 +77,7 @@ LAYOUT_PROBLEMS = """selector => {
 
 @pytest.fixture
 def pages(db):
-    """A publisher, and the URL of each page for a prompt with two arguments, two messages, a
+    """A publisher, an editor, and the URL of each page for a prompt with two arguments, two messages, a
     production version, an edited draft and a pending review of it."""
     publisher = make_user("Publishers")
     editor = make_user("Editors")
@@ -101,6 +101,7 @@ def pages(db):
         "compare": f"{admin}/prompt/{prompt.pk}/diff/",
         "review": f"{admin}/reviewrequest/{review.pk}/change/",
         "publish": f"{admin}/prompt/{prompt.pk}/publish/",
+        "history": f"{admin}/prompt/{prompt.pk}/history/",
     }
 
 
