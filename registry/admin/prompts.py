@@ -33,7 +33,28 @@ from registry.formats.rendering import render_prompt
 from registry.models import Prompt, PromptArgument, PromptMessage, VersionedEntry
 
 
-class PromptArgumentInline(admin.StackedInline):
+class OneBasedPositionInline(admin.StackedInline):
+    """Readers (view permission only) see a row's Position as editors do, 1 for the first (the
+    form's field is 1-based); the admin's read-only display would show the stored 0."""
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
+        fieldsets = super().get_fieldsets(request, obj)
+        if self.has_change_permission(request, obj):
+            return fieldsets
+        swap = {"position": "shown_position"}
+        return [(name, {**options, "fields": [tuple(swap.get(f, f) for f in line) if isinstance(line, tuple)
+                                              else swap.get(line, line) for line in options["fields"]]})
+                for name, options in fieldsets]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [*super().get_readonly_fields(request, obj), "shown_position"]
+
+    @admin.display(description=gettext_lazy("Position"))
+    def shown_position(self, row: PromptArgument | PromptMessage) -> int:
+        return (row.position or 0) + 1
+
+
+class PromptArgumentInline(OneBasedPositionInline):
     """Stacked, not a table: an argument has fourteen fields, and a row of fourteen columns is
     wider than any window, so an editor would have to scroll sideways to find "required"."""
 
@@ -52,7 +73,7 @@ class PromptArgumentInline(admin.StackedInline):
     ]
 
 
-class PromptMessageInline(admin.StackedInline):
+class PromptMessageInline(OneBasedPositionInline):
     model = PromptMessage
     form = PromptMessageForm
     formset = PromptMessageFormSet

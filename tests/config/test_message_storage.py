@@ -34,7 +34,7 @@ def test_the_admins_save_message_links_to_the_entry_instead_of_showing_markup(cl
     data = {"name": "greet", "title": "Greeting", "description": prompt.description, "tags": "",
             "arguments-TOTAL_FORMS": 0, "arguments-INITIAL_FORMS": 0, "messages-TOTAL_FORMS": 1,
             "messages-INITIAL_FORMS": 1, "messages-0-id": prompt.messages.get().pk, "messages-0-role": "user",
-            "messages-0-kind": "text", "messages-0-text": "Tell me about it.", "messages-0-position": 0,
+            "messages-0-kind": "text", "messages-0-text": "Tell me about it.", "messages-0-position": 1,
             "messages-0-prompt": prompt.pk, "_save": "Save"}
     page = client.post(change, data, follow=True).content.decode()
     assert f'<a href="{change}">greet</a>' in page

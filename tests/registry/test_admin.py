@@ -48,6 +48,7 @@ def prompt_post(prompt: Prompt | None = None, *, arguments=None, messages=None, 
     """The POST body of the prompt change form: the prompt's current rows unless overridden.
 
     `arguments` / `messages` are lists of dicts; an existing row is kept by passing its "id".
+    A row's "position" is given as stored (0 for the first) and posted as the page shows it (1).
     """
     data: dict[str, Any] = {
         "name": prompt.name if prompt else "new-prompt",
@@ -82,6 +83,8 @@ def prompt_post(prompt: Prompt | None = None, *, arguments=None, messages=None, 
                     if value:
                         data[f"{prefix}-{i}-required"] = "on"
                     continue
+                if key == "position" and value is not None:
+                    value += 1
                 data[f"{prefix}-{i}-{key}"] = "" if value is None else value
             if prompt is not None:
                 data[f"{prefix}-{i}-prompt"] = prompt.pk
@@ -230,7 +233,7 @@ def test_declared_but_unused_argument_warns_and_still_saves(client, editor):
     prompt = make_prompt()
     data = prompt_post(prompt)
     data["arguments-TOTAL_FORMS"] = 2
-    data.update({"arguments-1-name": "tone", "arguments-1-position": 1, "arguments-1-prompt": prompt.pk})
+    data.update({"arguments-1-name": "tone", "arguments-1-position": 2, "arguments-1-prompt": prompt.pk})
     response = client_for(client, editor).post(url("prompt_change", prompt.pk), data, follow=True)
     assert response.status_code == 200
     assert sorted(a.name for a in prompt.arguments.all()) == ["tone", "topic"]
@@ -242,7 +245,7 @@ def test_duplicate_argument_names_are_rejected_in_plain_words(client, editor):
     prompt = make_prompt()
     data = prompt_post(prompt)
     data["arguments-TOTAL_FORMS"] = 2
-    data.update({"arguments-1-name": "topic", "arguments-1-position": 1, "arguments-1-prompt": prompt.pk})
+    data.update({"arguments-1-name": "topic", "arguments-1-position": 2, "arguments-1-prompt": prompt.pk})
     response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)
     assert response.status_code == 200
     errors = " ".join(response.context["inline_admin_formsets"][0].formset.non_form_errors())
@@ -255,7 +258,7 @@ def test_invalid_resource_link_uri_is_rejected_next_to_the_uri(client, editor):
     data = prompt_post(prompt)
     data["messages-TOTAL_FORMS"] = 2
     data.update({"messages-1-role": "user", "messages-1-kind": "resource_link", "messages-1-uri": "no scheme here",
-                 "messages-1-position": 1, "messages-1-prompt": prompt.pk})
+                 "messages-1-position": 2, "messages-1-prompt": prompt.pk})
     response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)
     assert response.status_code == 200
     errors = response.context["inline_admin_formsets"][1].formset.forms[1].errors
@@ -266,7 +269,7 @@ def test_image_upload_fills_the_binary_data_and_shows_a_thumbnail(client, editor
     prompt = make_prompt(arguments=[], messages=[{"kind": "text", "text": "Look at this:"}])
     data = prompt_post(prompt)
     data["messages-TOTAL_FORMS"] = 2
-    data.update({"messages-1-role": "user", "messages-1-kind": "image", "messages-1-position": 1,
+    data.update({"messages-1-role": "user", "messages-1-kind": "image", "messages-1-position": 2,
                  "messages-1-prompt": prompt.pk,
                  "messages-1-upload": SimpleUploadedFile("dot.png", PNG_1X1, content_type="image/png")})
     client_for(client, editor)
@@ -284,7 +287,7 @@ def test_upload_over_the_size_limit_is_rejected(client, editor, settings):
     prompt = make_prompt(arguments=[], messages=[{"kind": "text", "text": "Look:"}])
     data = prompt_post(prompt)
     data["messages-TOTAL_FORMS"] = 2
-    data.update({"messages-1-role": "user", "messages-1-kind": "image", "messages-1-position": 1,
+    data.update({"messages-1-role": "user", "messages-1-kind": "image", "messages-1-position": 2,
                  "messages-1-prompt": prompt.pk,
                  "messages-1-upload": SimpleUploadedFile("big.png", PNG_1X1, content_type="image/png")})
     response = client_for(client, editor).post(url("prompt_change", prompt.pk), data)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -84,7 +86,7 @@ def test_the_rollback_is_told_in_the_editors_language(client, editor, publisher,
 def _history_rows(client, user, prompt) -> dict[int, str]:
     page = client_for(client, user).get(url("prompt_history", prompt.pk)).content.decode()
     rows = page.split('<tr class="registry-version">')[1:]
-    return {int(row.split("<td>v", 1)[1].split("<", 1)[0]): row.split("</tr>", 1)[0] for row in rows}
+    return {int(re.search(r"<td[^>]*>v(\d+)<", row).group(1)): row.split("</tr>", 1)[0] for row in rows}
 
 
 def _staging_ahead():

@@ -115,3 +115,27 @@ class NewlinesMixin:
             if isinstance(value, str):
                 self.cleaned_data[name] = normalise_newlines(value)
         return cleaned
+
+
+class OneBasedPositionField(forms.IntegerField):
+    """A row's place in its inline as the editor counts it: 1 for the first, as the row's heading
+    says ("1. User, Text") and the diffs say ("Message 1"). The model keeps 0 for the first, as
+    snapshots, imports and exports always have; only what the editor sees and types is shifted.
+    Left empty, the row goes after the others (the formsets number it on save)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", forms.NumberInput(attrs={"style": "width:4em", "min": 1}))
+        super().__init__(required=False, **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        # The stored number (an int, from the instance) is shown 1-based; a posted string is
+        # shown back as typed.
+        return value + 1 if isinstance(value, int) else value
+
+    def to_python(self, value: Any) -> int | None:
+        number = super().to_python(value)
+        if number is None:
+            return None
+        if number < 1:
+            raise ValidationError(_("Positions start at 1 (the first row)."), code="min_value")
+        return number - 1

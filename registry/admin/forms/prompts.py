@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy
 
 from registry.admin.error_summary import code_spans
 from registry.admin.forms.entry import EntryForm, live_forms
-from registry.admin.forms.fields import NewlinesMixin, UploadMixin, labels_for
+from registry.admin.forms.fields import NewlinesMixin, OneBasedPositionField, UploadMixin, labels_for
 from registry.authoring.snapshots import snapshot_argument
 from registry.authoring.validation import registry_resource_exists, validate_prompt
 from registry.errors import TemplateSyntaxError
@@ -44,8 +44,7 @@ class PromptArgumentForm(NewlinesMixin, forms.ModelForm):
     """One argument row. Bounds that do not apply to the chosen type are cleared (the page
     hides them), so switching a row from enum to integer never leaves stale choices behind."""
 
-    position = forms.IntegerField(label=gettext_lazy("Position"), required=False, min_value=0,
-                                  widget=forms.NumberInput(attrs={"style": "width:4em"}))
+    position = OneBasedPositionField(label=gettext_lazy("Position"))
 
     class Meta:
         model = PromptArgument
@@ -144,8 +143,7 @@ class PromptArgumentFormSet(BaseInlineFormSet):
 
 
 class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
-    position = forms.IntegerField(label=gettext_lazy("Position"), required=False, min_value=0,
-                                  widget=forms.NumberInput(attrs={"style": "width:4em"}))
+    position = OneBasedPositionField(label=gettext_lazy("Position"))
     upload = forms.FileField(
         required=False,
         label=gettext_lazy("File"),
