@@ -11,7 +11,8 @@ being cached, so one large document never evicts everything else. Sizes are esti
 the payload (string lengths) plus a fixed cost per entry (ENTRY_OVERHEAD_BYTES: the key, the
 LRU's node, the value's wrapper). Without that cost a budget of payload bytes bounded nothing
 for small documents: every publish of a short resource is read under a new content hash, and
-64 MiB of 30-byte texts is two million entries, each costing Python about 600 bytes.
+64 MiB of 30-byte texts is some 700,000 entries, each costing Python about 380 bytes
+(key tuple, 64-character hash, text, LRU node; measured with tracemalloc).
 """
 
 from __future__ import annotations
