@@ -16,9 +16,11 @@ One daphne worker (SQLite, 1,000 prompts + 1,000 resources, CPU 0), for --minute
     notification names the publish it announces: a resource is published again only every
     --rotate s, which must exceed --deadline.
 
-Memory: the worker's RSS is sampled every --interval s from /proc; the figure is the slope (least
+Memory: the worker's RSS is sampled every --interval s from /proc; the figures are the slope (least
 squares, MiB per minute) over the samples after the first minute (warm-up: imports, catalogs,
-caches filling): flat means about 0.
+caches filling) and over the second half of the run alone, where bounded caches have filled and
+only growth with the number of publishes is left: flat means about 0. The report also tables
+RSS at each tenth of the run, so a curve that levels off is told from a line.
 
 Announcements: a listener heard publish i if an update for its resource arrived within --deadline
 s of the change-log row's `created_at` (written inside the publishing transaction, a hair before
@@ -70,6 +72,20 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def rss_curve(samples: list[dict], parts: int = 10) -> list[tuple[float, int, float]]:
+    """(minute, publishes so far, RSS MiB) at the start and at each 1/`parts` of the run."""
+    if not samples:
+        return []
+    end = samples[-1]["minute"]
+    picked: list[dict] = []
+    for i in range(parts + 1):
+        at = end * i / parts
+        nearest = min(samples, key=lambda s: abs(s["minute"] - at))
+        if not picked or nearest is not picked[-1]:
+            picked.append(nearest)
+    return [(s["minute"], s["publishes"], s["rss_mib"]) for s in picked]
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -190,9 +206,12 @@ def markdown(s: dict, started_load: str) -> str:
             f"| RSS start / after 1 min / end MiB | {s['rss_start_mib']} / {s['rss_after_warmup_mib']} / "
             f"{s['rss_end_mib']} |\n"
             f"| RSS slope after warm-up MiB/min | {s['slope_mib_per_min']} |\n"
+            f"| RSS slope over the second half MiB/min | {s['slope_second_half_mib_per_min']} |\n"
             f"| load generator req/s (errors) | {s['rps']} ({s['load_errors']}) |\n"
             f"| readers' requests, req/s (errors) | {s['reader_requests']}, {s['reader_rps']} "
-            f"({s['reader_errors']}) |\n")
+            f"({s['reader_errors']}) |\n\n"
+            f"RSS over the run:\n\n| minute | publishes | RSS MiB |\n|---|---|---|\n"
+            + "".join(f"| {m} | {n} | {r} |\n" for m, n, r in s["rss_curve"]))
 
 
 def main() -> None:
@@ -271,6 +290,7 @@ def main() -> None:
     lines = load_out.strip().splitlines() if load_out else []
     load_result = json.loads(lines[-1]) if lines else {}
     steady = [(s["minute"], s["rss_mib"]) for s in samples if s["minute"] >= 1.0]
+    second_half = [(s["minute"], s["rss_mib"]) for s in samples if s["minute"] >= samples[-1]["minute"] / 2]
     summary = {"bench": "soak", "minutes": args.minutes, "concurrency": args.concurrency,
                "listeners": listeners.ready, "readers": args.readers, "rotate": args.rotate,
                "deadline": args.deadline, "publishers": args.publishers,
@@ -279,6 +299,7 @@ def main() -> None:
                "rss_start_mib": samples[0]["rss_mib"],
                "rss_after_warmup_mib": steady[0][1] if steady else None,
                "rss_end_mib": samples[-1]["rss_mib"], "slope_mib_per_min": round(slope(steady), 3),
+               "slope_second_half_mib_per_min": round(slope(second_half), 3), "rss_curve": rss_curve(samples),
                "rps": load_result.get("rps"), "load_errors": load_result.get("errors"),
                "reader_requests": read.get("requests", 0),
                "reader_rps": round(read["requests"] / read["seconds"], 1) if read.get("seconds") else 0,

@@ -8,7 +8,11 @@ Labels that serve the same version, and resources with the same bytes, share one
 The budget is `REGISTRY["CONTENT_CACHE_BYTES"]` (64 MiB by default); least recently used
 entries go first. An entry larger than 1/`ENTRY_FRACTION` of the budget is served without
 being cached, so one large document never evicts everything else. Sizes are estimates of
-the payload (string lengths), not of Python's per-object overhead.
+the payload (string lengths) plus a fixed cost per entry (ENTRY_OVERHEAD_BYTES: the key, the
+LRU's node, the value's wrapper). Without that cost a budget of payload bytes bounded nothing
+for small documents: every publish of a short resource is read under a new content hash, and
+64 MiB of 30-byte texts is some 700,000 entries, each costing Python about 380 bytes
+(key tuple, 64-character hash, text, LRU node; measured with tracemalloc).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 from registry.conf import registry_settings
 
 ENTRY_FRACTION = 8
+# Rough cost of one entry beyond its payload estimate (as in mcp_endpoint/handlers/result_cache.py).
+ENTRY_OVERHEAD_BYTES = 256
 
 
 def budget_bytes() -> int:
@@ -53,12 +59,14 @@ class ContentCache:
             return key in self._entries
 
     def put(self, key: Hashable, value: Any, size: int) -> bool:
-        """Keep `value` (about `size` bytes) unless it is too large to cache; True when kept."""
+        """Keep `value` (about `size` bytes of payload) unless it is too large to cache; True when
+        kept. It is charged `size` + ENTRY_OVERHEAD_BYTES against the budget."""
         budget = self._budget()
         with self._lock:
             if size > budget // ENTRY_FRACTION:
                 self.uncached += 1
                 return False
+            size += ENTRY_OVERHEAD_BYTES
             old = self._entries.pop(key, None)
             if old is not None:
                 self.used -= old[1]

@@ -7,19 +7,31 @@ import pytest
 from registry.serving import catalogs
 from registry.serving.viewer import Viewer
 from registry.storage import cache as content_cache
-from registry.storage.cache import ContentCache
+from registry.storage.cache import ENTRY_OVERHEAD_BYTES, ContentCache
 from tests.factories import make_resource, release
 
 
 def test_least_recently_used_entries_are_evicted_to_stay_within_the_budget():
-    cache = ContentCache(lambda: 800)
+    budget = 8 * (100 + ENTRY_OVERHEAD_BYTES)  # eight entries of 100 bytes
+    cache = ContentCache(lambda: budget)
     for key in "abcd":
         assert cache.put(key, key * 100, 100)
     cache.get("a")  # a is now the most recent
     for key in "efghi":
         cache.put(key, key * 100, 100)
-    assert cache.used <= 800
+    assert cache.used <= budget
     assert "a" in cache and "b" not in cache and "c" in cache  # b was the least recently used
+
+
+def test_tiny_entries_are_bounded_in_number_by_their_overhead():
+    """Each publish of a short resource is read under a new content hash: however small the
+    texts, the entries kept stay within budget / ENTRY_OVERHEAD_BYTES."""
+    budget = 64 * 1024
+    cache = ContentCache(lambda: budget)
+    for n in range(5000):
+        cache.put(("bytes", f"{n:064x}", "utf-8"), f"# doc v{n}", 10 + 64)
+    assert cache.stats()["entries"] <= budget // ENTRY_OVERHEAD_BYTES
+    assert cache.used <= budget
 
 
 def test_an_entry_over_an_eighth_of_the_budget_is_served_uncached():
