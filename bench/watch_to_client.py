@@ -17,13 +17,14 @@
    each stream.
 
 Breakdown per edit: write -> the change-log row (`created_at`, written inside the round's
-transaction a hair before its commit: watchfiles' batching, QUIET_MS, and the round), write ->
-the watcher's log line (printed once the round returned), and change-log row -> notification
-(how the server learns of another process's commit: the channel layer when REDIS_URL is set,
-else the change-log catch-up every CHANGE_POLL_SECONDS; then the hub's catalog work and the
-frame). --redis URL runs the same with channels_redis on both processes. --baseline runs the
-embedded case once more with the watcher of a baseline checkout (default: a detached `git
-worktree` of `main`, removed afterwards), the same run's comparison.
+transaction when its kind is written: resources before prompts, so a resource's row comes before
+the prompts' digest compare), write -> the watcher's log line (printed once the round committed:
+watchfiles' batching, QUIET_MS, and the round), and log line -> notification (how the server
+learns of another process's commit: the channel layer when REDIS_URL is set, else the change-log
+catch-up every CHANGE_POLL_SECONDS; then the hub's catalog work and the frame). --redis URL runs
+the same with channels_redis on both processes. --baseline runs the embedded case once more with
+the watcher of a baseline checkout (default: a detached `git worktree` of `main`, removed
+afterwards), the same run's comparison.
 
 Nothing else should run beside it; the load average is reported with the figures.
 Usage: .venv/bin/python bench/watch_to_client.py [--n 5000] [--edits 10] [--gap 2] [--redis URL]
@@ -306,27 +307,27 @@ def ms(a: float | None, b: float | None) -> float | None:
 
 
 def report(rows: list[dict[str, Any]], args: argparse.Namespace, title: str) -> list[str]:
+    """Per edit: write -> change row -> watcher's log line (the round committed) -> each stream."""
     out = [f"\n## {title}\n",
-           "| edit | kind | write -> change row ms | write -> watcher log ms | row -> listen ms | "
-           "row -> session ms | write -> listen ms | write -> session ms | load |",
+           "| edit | kind | write -> change row ms | write -> watcher log ms | log -> listen ms | "
+           "log -> session ms | write -> listen ms | write -> session ms | load |",
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['edit']} | {r['kind']} | {ms(r['written'], r['commit'])} | {ms(r['written'], r['logged'])} | "
-                   f"{ms(r['commit'], r['listen_at'])} | {ms(r['commit'], r['session_at'])} | "
+                   f"{ms(r['logged'], r['listen_at'])} | {ms(r['logged'], r['session_at'])} | "
                    f"{ms(r['written'], r['listen_at'])} | {ms(r['written'], r['session_at'])} | {r['load']} |")
+
+    def p50_max(values: list[float | None]) -> str:
+        got = [v for v in values if v is not None]
+        return f"p50 {statistics.median(got):.0f} ms, max {max(got):.0f} ms" if got else "none"
+
+    committed = [ms(r["written"], r["logged"]) for r in rows]
+    out.append(f"\nwrite -> watcher log (the round committed): {p50_max(committed)}")
     for name in ("listen", "session"):
-        total = [ms(r["written"], r[f"{name}_at"]) for r in rows]
-        pickup = [ms(r["commit"], r[f"{name}_at"]) for r in rows]
-        round_ = [ms(r["written"], r["commit"]) for r in rows]
-        missing = sum(1 for t in total if t is None)
-        total_ok = [t for t in total if t is not None]
-        if total_ok:
-            out.append(f"\n{name}: write -> notification p50 {statistics.median(total_ok):.0f} ms, "
-                       f"max {max(total_ok):.0f} ms"
-                       f" ({len(total_ok)} edits, {missing} not notified within 30 s); write -> change row p50 "
-                       f"{statistics.median([x for x in round_ if x is not None]):.0f} ms; change row -> notification "
-                       f"p50 {statistics.median([x for x in pickup if x is not None]):.0f} ms, "
-                       f"max {max(x for x in pickup if x is not None):.0f} ms")
+        missing = sum(1 for r in rows if r[f"{name}_at"] is None)
+        out.append(f"{name}: write -> notification {p50_max([ms(r['written'], r[f'{name}_at']) for r in rows])} "
+                   f"({len(rows) - missing} edits, {missing} not notified within 30 s); watcher log -> notification "
+                   f"{p50_max([ms(r['logged'], r[f'{name}_at']) for r in rows])}")
     return out
 
 
