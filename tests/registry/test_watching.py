@@ -1,7 +1,9 @@
 """Watched folders: one import per burst of file changes; a broken round saves nothing; folders import as one."""
 
+import gc
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -189,3 +191,66 @@ def test_a_watched_round_moves_protected_labels_as_the_command_line_operator(tmp
     override = AuditEntry.objects.get(action="override")
     assert (override.label, override.note, override.actor_name) == (
         "production", "command line (operator)", "registry_import")
+
+
+def test_the_heap_is_settled_after_each_round_is_logged_not_before(tmp_path):
+    """The full collection runs off the path from a save to the announcement: once per round,
+    after its commit and its log line."""
+    (tmp_path / "a.yaml").write_text(resource_yaml("docs://a"))
+    lines, settled, stop = [], [], threading.Event()
+
+    def run_round():
+        if len(lines) == 1:
+            stop.set()
+        return watching.Round(problems=("counted",), side_files=frozenset())
+
+    thread = threading.Thread(target=watching.watch_imports, kwargs={
+        "path": tmp_path, "publish": False, "note": "", "log": lines.append, "stop": stop, "run_round": run_round,
+        "after_round": lambda: settled.append(len(lines))})
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # the native watcher is set up right after the first round
+        (tmp_path / "a.yaml").write_text(resource_yaml("docs://a", text="edited"))
+        thread.join(10)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert len(lines) == 2, lines
+    assert settled == [1, 2]  # each time, the round's line was already written
+
+
+def test_settling_the_heap_freezes_survivors_and_still_collects_what_died_since():
+    """Frozen objects are left out of collections; the next settling unfreezes first, so a cycle
+    that became garbage after one round (a changed file's old entries) is not kept for good."""
+
+    class Node:
+        pass
+
+    node = Node()
+    node.self = node  # a cycle: only the cyclic collector frees it
+    alive = weakref.ref(node)
+    try:
+        watching.settle_heap()
+        assert gc.get_freeze_count() > 0
+        del node
+        gc.collect()
+        assert alive() is not None  # frozen: not collected meanwhile
+        watching.settle_heap()
+        assert alive() is None
+    finally:
+        gc.unfreeze()
+
+
+def test_the_watch_command_settles_the_heap_after_its_rounds(tmp_path, monkeypatch):
+    from django.core.management import call_command
+
+    from registry.management.commands import registry_import
+
+    seen = {}
+    monkeypatch.setattr(registry_import, "watch_imports", lambda path, **kwargs: seen.update(kwargs))
+    (tmp_path / "a.yaml").write_text(resource_yaml("docs://a"))
+    call_command("registry_import", str(tmp_path), watch=True, verbosity=0)
+    assert seen["after_round"] is watching.settle_heap

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from registry.errors import StorageUnavailable
 from registry.portable.importer import ImportFailed, ImportReport, import_documents
-from registry.portable.watching import watch_imports
+from registry.portable.watching import settle_heap, watch_imports
 
 MAX_VALUE = 120
 
@@ -85,7 +85,8 @@ class Command(BaseCommand):
 
         try:
             self.stdout.write(f"watching {path.resolve()} (Ctrl-C to stop)")
-            watch_imports(path, publish=publish, note=note, stop=stop, log=log, acting_user=acting_user)
+            watch_imports(path, publish=publish, note=note, stop=stop, log=log, acting_user=acting_user,
+                          after_round=settle_heap)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
