@@ -36,6 +36,7 @@ from registry.authoring import drafts, integrity
 from registry.authoring.snapshots import snapshot_of
 from registry.errors import PublishPermissionDenied
 from registry.models import PRODUCTION, ReviewRequest, VersionedEntry
+from registry.refusals import record_refusal
 from registry.release import reviews, services
 
 
@@ -235,8 +236,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
                 if obj.versions.exists():
                     messages.error(request, self._archive_hint(obj))
                     continue
-                refusal = roles.folder_refusal(request.user, [obj.folder])
+                refusal = roles.folder_refusal(request.user, [obj.folder], entry=obj, attempted="delete")
                 if refusal is not None:  # delete_model would refuse it (drafts.record_deletion): say so instead
+                    record_refusal(refusal)
                     messages.error(request, refusal.message)
                     continue
                 self.delete_model(request, obj)
