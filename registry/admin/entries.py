@@ -34,6 +34,7 @@ from registry.admin.views.restore import RestorePageMixin
 from registry.admin.views.rollout import RolloutPageMixin
 from registry.authoring import drafts, integrity
 from registry.authoring.snapshots import snapshot_of
+from registry.changes import service_scope
 from registry.errors import PublishPermissionDenied
 from registry.models import PRODUCTION, ReviewRequest, VersionedEntry
 from registry.refusals import record_refusal
@@ -194,7 +195,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         obj._registry_before = snapshot_of(stored) if stored is not None else None
         obj._registry_folder_before = stored.folder if stored is not None else ""
         obj.updated_by = request.user.get_username()
-        super().save_model(request, obj, form, change)
+        with service_scope():  # save_related audits the edit and the move (the receivers would audit the move again)
+            super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
