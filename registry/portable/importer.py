@@ -434,6 +434,7 @@ def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User,
             return None
     outcome = EntryOutcome(spec.kind, spec.key, status)
     bulk = writer is not None and writer.takes(entry, spec.labels)
+    left_folder = entry.folder if entry is not None and status != "unchanged" and not wanted.get("folder") else ""
     if entry is None:
         entry = kind.entry_model()
     if status != "unchanged" and bulk:
@@ -449,6 +450,9 @@ def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User,
     if entry.archived_at is not None:
         outcome.warnings.append(f"{spec.location}: the entry is archived; it stays unserved until it is "
                                 "restored in the admin.")
+    if left_folder:  # the file is the whole truth, folder too: say so when that empties a folder
+        outcome.warnings.append(f"{spec.location}: moved from the folder '{left_folder}' to the top level, as the "
+                                f"file gives it no folder; add 'folder: {left_folder}' to keep it there.")
     if not publish:
         outcome.warnings = [f"{p} (blocks publishing)" for p in entry_problems] + outcome.warnings
         return outcome, entry
