@@ -44,9 +44,9 @@ def unsaved(kind: str, data: Any) -> Any:
 
 
 def _subject(entry: Any, folder: str) -> Any:
-    """What write_audit reads of an entry: the entry itself once saved, else its kind and key
-    (a refused creation has no pk), else the folder (a refusal about no one entry)."""
-    if entry is not None and getattr(entry, "key", ""):
+    """What write_audit reads of an entry: its kind, key and pk (None for a refused creation),
+    else the folder (a refusal about no one entry)."""
+    if entry is not None and entry.key:
         return SimpleNamespace(kind=entry.kind, key=entry.key, pk=entry.pk)
     return SimpleNamespace(kind="folder", key=folder, pk=None)
 

@@ -90,6 +90,16 @@ def test_the_admin_form_refusal_is_audited(client, team, editor):
     assert row.entry_key == "outside" and changes_of(row)["attempted"] == "move" and row.actor == editor
 
 
+def test_the_admin_publish_page_audits_an_outsider_publishers_post_not_a_visit(client, team, publisher):
+    prompt = make_prompt("inside", folder="support")
+    client_for(client, publisher)
+    assert client.get(url("prompt_publish", prompt.pk)).status_code == 403
+    assert refused_rows() == []  # opening the page tries nothing
+    assert client.post(url("prompt_publish", prompt.pk), {"note": "ship it"}).status_code == 403
+    [row] = refused_rows()
+    assert row.actor == publisher and changes_of(row)["attempted"] == "decide"
+
+
 def test_the_api_refusal_is_audited_after_the_views_transaction(team, editor):
     make_prompt("inside", folder="support")
     response = api_client_for(editor).patch("/api/v1/prompts/inside/", {"description": "x"}, format="json")
