@@ -66,6 +66,7 @@ def test_an_outsider_sees_an_owned_entry_read_only_a_member_edits_it_and_the_fol
         drafts.save_draft(owned, {"description": "mine"}, acting_user=outsider)
     admin_user = make_user(None)
     log_in(page, live_server.url, admin_user.username)
+    page.set_viewport_size({"width": 1700, "height": 900})  # the audit list's columns, the change among them
     page.goto(f"{live_server.url}/admin/registry/auditentry/?action__exact=refused")
     assert ("Refused: tried to change the draft in the folder “support” of the team “Support team”."
             in page.inner_text("#result_list"))
