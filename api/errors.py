@@ -22,6 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from registry import errors
+from registry.refusals import record_refusal
 from registry.storage.outages import Outage, outage_of
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(outage_body(outage), status=status.HTTP_503_SERVICE_UNAVAILABLE,
                         headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     if isinstance(exc, errors.RegistryError):
+        record_refusal(exc)  # a refused change is audited; the view's own transaction has rolled back
         return registry_error_response(exc)
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

@@ -170,12 +170,20 @@ def service_scope(*, durable: bool = False) -> Any:
 
 def service_transaction(func: F) -> F:
     """Run a service in its own recording scope: receivers leave auditing to it, its changes are
-    announced together after commit."""
+    announced together after commit. A refusal leaving it (registry.refusals) is audited
+    here once its block has rolled back (again by the path's boundary if an outer block rolls back too)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with recording(service=True):
-            return func(*args, **kwargs)
+        try:
+            with recording(service=True):
+                return func(*args, **kwargs)
+        except Exception as exc:
+            if getattr(exc, "audit", None) is not None:
+                from registry.refusals import record_refusal
+
+                record_refusal(exc)
+            raise
 
     return wrapper  # type: ignore[return-value]
 

@@ -7,6 +7,7 @@ problem and the place; mapping to HTTP or JSON-RPC codes happens outside the reg
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 class RegistryError(Exception):
@@ -89,6 +90,7 @@ class FolderOwnershipDenied(PublishPermissionDenied):
     def __init__(self, message: str, folder: str = "") -> None:
         super().__init__(message)
         self.folder = folder
+        self.audit: dict[str, Any] | None = None  # what its `refused` audit row names (registry.refusals)
 
 
 class InvalidEntry(RegistryError):

@@ -89,12 +89,16 @@ def in_owning_team(user: Any, folder: str) -> bool:
     return owner is None or _in_team(user, owner)
 
 
-def folder_refusal(user: Any, folders: list[str], *, deciding: bool = False) -> Any:
+def folder_refusal(user: Any, folders: list[str], *, deciding: bool = False, entry: Any = None,
+                   attempted: str = "") -> Any:
     """A FolderOwnershipDenied for the first of `folders` whose owning team `user` is not in, else None.
 
-    `folders` are the folders a change touches: an entry's old and new folder when it moves."""
+    `folders` are the folders a change touches: an entry's old and new folder when it moves.
+    `entry` and `attempted` (a word of registry.refusals.ATTEMPTS) are what the
+    refusal's audit row names, once a path records it (registry.refusals)."""
     from django.utils.translation import gettext as _
 
+    from registry import refusals
     from registry.errors import FolderOwnershipDenied
 
     if works_everywhere(user):
@@ -111,12 +115,14 @@ def folder_refusal(user: Any, folders: list[str], *, deciding: bool = False) -> 
             text = _("%(user)s may not change drafts in the folder “%(folder)s”: it belongs to the team “%(team)s”, "
                      "and only its editors (or someone allowed in every folder) create, edit or move entries "
                      "there.")
-        return FolderOwnershipDenied(text % params, folder=owner.folder)
+        return refusals.attach(FolderOwnershipDenied(text % params, folder=owner.folder), user=user, entry=entry,
+                               attempted=attempted or ("decide" if deciding else "edit"), team=owner.group.name)
     return None
 
 
-def require_folder_editor(user: Any, entry: Any, *, before_folder: str | None = None) -> None:
+def require_folder_editor(user: Any, entry: Any, *, before_folder: str | None = None, attempted: str = "edit") -> None:
     """Raise FolderOwnershipDenied unless `user` may change `entry`'s draft where it was and where it goes."""
-    refusal = folder_refusal(user, [f for f in (before_folder, entry.folder) if f is not None])
+    refusal = folder_refusal(user, [f for f in (before_folder, entry.folder) if f is not None], entry=entry,
+                             attempted=attempted)
     if refusal is not None:
         raise refusal

@@ -21,7 +21,7 @@ REGISTRY_LAYERS = (
     ("errors", "signals", "conf", "formats"),
     ("storage",),
     ("models",),
-    ("kinds", "audit", "changes", "roles", "outbox"),
+    ("kinds", "audit", "changes", "roles", "outbox", "refusals"),
     ("authoring",),
     ("serving",),
     ("release",),

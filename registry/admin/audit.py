@@ -49,6 +49,16 @@ def folder_move_text(changes: list[dict[str, Any]]) -> str:
     return _("Moved from the folder “%(before)s” to “%(after)s”.") % {"before": before, "after": after}
 
 
+def refusal_text(changes: list[dict[str, Any]]) -> str:
+    """A refused row in words: what was tried and which team's folder stopped it (the note says why)."""
+    from registry.refusals import ATTEMPTS
+
+    after = {c.get("field"): c.get("after") for c in changes if isinstance(c, dict)}
+    attempted = ATTEMPTS.get(after.get("attempted") or "", after.get("attempted") or "")
+    return _("Refused: tried to %(attempted)s in the folder “%(folder)s” of the team “%(team)s”.") % {
+        "attempted": attempted, "folder": after.get("folder") or "", "team": after.get("team") or ""}
+
+
 def _version(number: int | None) -> str:
     return _("v%(number)s") % {"number": number} if number is not None else _("nothing")
 
@@ -94,6 +104,8 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
         """One readable line per entry, e.g. "Message 2 text changed; Title changed"."""
         if obj.action == AuditAction.FOLDER_MOVED:
             return folder_move_text(obj.changes)
+        if obj.action == AuditAction.REFUSED:
+            return refusal_text(obj.changes)
         return recorded.change_summary(obj.entry_kind, obj.changes)
 
     @admin.display(description=gettext_lazy("what changed"))
@@ -102,6 +114,8 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.ModelA
             return _("No field changes recorded.")
         if obj.action == AuditAction.FOLDER_MOVED:
             return folder_move_text(obj.changes)
+        if obj.action == AuditAction.REFUSED:
+            return refusal_text(obj.changes)
         diff = recorded.from_changes(obj.entry_kind, obj.changes, before_name=_("before"), after_name=_("after"),
                                      load=diff_loader())
         return render_to_string("admin/registry/_diff.html", {"diff": diff})

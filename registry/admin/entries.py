@@ -34,8 +34,10 @@ from registry.admin.views.restore import RestorePageMixin
 from registry.admin.views.rollout import RolloutPageMixin
 from registry.authoring import drafts, integrity
 from registry.authoring.snapshots import snapshot_of
+from registry.changes import service_scope
 from registry.errors import PublishPermissionDenied
 from registry.models import PRODUCTION, ReviewRequest, VersionedEntry
+from registry.refusals import record_refusal
 from registry.release import reviews, services
 
 
@@ -193,7 +195,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         obj._registry_before = snapshot_of(stored) if stored is not None else None
         obj._registry_folder_before = stored.folder if stored is not None else ""
         obj.updated_by = request.user.get_username()
-        super().save_model(request, obj, form, change)
+        with service_scope():  # save_related audits the edit and the move (the receivers would audit the move again)
+            super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
@@ -235,8 +238,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
                 if obj.versions.exists():
                     messages.error(request, self._archive_hint(obj))
                     continue
-                refusal = roles.folder_refusal(request.user, [obj.folder])
+                refusal = roles.folder_refusal(request.user, [obj.folder], entry=obj, attempted="delete")
                 if refusal is not None:  # delete_model would refuse it (drafts.record_deletion): say so instead
+                    record_refusal(refusal)
                     messages.error(request, refusal.message)
                     continue
                 self.delete_model(request, obj)

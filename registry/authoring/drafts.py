@@ -32,7 +32,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry import roles
+from registry import refusals, roles
 from registry.audit import User, actor_name, write_audit
 from registry.authoring.snapshots import diff_snapshots, snapshot_of
 from registry.changes import service_transaction
@@ -356,7 +356,10 @@ def save_draft(
         before_snapshot, before_folder = snapshot_of(entry), entry.folder
     # Team ownership: the folder it leaves (if it exists) and the one it is in afterwards.
     after_folder = normalise_folder(data["folder"]) if "folder" in data else entry.folder
-    refusal = roles.folder_refusal(acting_user, [f for f in (before_folder, after_folder) if f is not None])
+    attempted = "create" if entry.pk is None else "move" if before_folder != after_folder else "edit"
+    refusal = roles.folder_refusal(acting_user, [f for f in (before_folder, after_folder) if f is not None],
+                                   entry=entry if entry.pk is not None else refusals.unsaved(entry.kind, data),
+                                   attempted=attempted)
     if refusal is not None:
         raise refusal
     entry.updated_by = actor or actor_name(acting_user)
@@ -476,7 +479,7 @@ def restore_draft(entry: VersionedEntry, version_number: int, *, acting_user: An
     if version is None:
         raise RegistryError(f"{entry.key} has no version {version_number}.")
     lock_draft(entry)
-    roles.require_folder_editor(acting_user, entry)
+    roles.require_folder_editor(acting_user, entry, attempted="restore")
     before = snapshot_of(entry)
     entry.updated_by = actor_name(acting_user)
     apply_snapshot(entry, version.snapshot)
@@ -537,7 +540,7 @@ def record_deletion(entry: VersionedEntry, *, snapshot: dict[str, Any], acting_u
                     note: str = "") -> AuditEntry:
     """Audit the deletion of a never-published entry (published ones are archived instead); refused
     (FolderOwnershipDenied) in a folder owned by a team `acting_user` is not in."""
-    roles.require_folder_editor(acting_user, entry)
+    roles.require_folder_editor(acting_user, entry, attempted="delete")
     return write_audit(entry=entry, action=AuditAction.DELETE, acting_user=acting_user, note=note,
                        changes=diff_snapshots(snapshot, None))
 

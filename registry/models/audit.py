@@ -49,6 +49,7 @@ class AuditAction(models.TextChoices):
     RELEASE_FAILED = "release_failed", _("A scheduled release failed")
     FOLDER_MOVED = "folder_moved", _("Moved to another folder")
     FOLDER_OWNER_CHANGED = "folder_owner", _("Set, changed or removed the team owning a folder")
+    REFUSED = "refused", _("Refused: the change was not allowed")
 
 
 class AppendOnlyQuerySet(models.QuerySet):

@@ -43,8 +43,19 @@ class ServedQuerySet(models.QuerySet):
     """
 
     served_fields: frozenset[str] = frozenset()
+    # Fields that decide who may change a row (team ownership, registry.roles): refused too, since
+    # update() would skip the ownership check and the audit row a move writes.
+    governed_fields: frozenset[str] = frozenset()
 
     def update(self, **kwargs):
+        governed = sorted(f for f in kwargs if f in self.governed_fields)
+        if governed:
+            raise BulkUpdateRefused(
+                f"{self.model.__name__}: QuerySet.update() of {', '.join(governed)} is refused because moving "
+                "entries to another folder changes which team may edit them, and update() would skip the "
+                "ownership check and the audit row. Save each entry with .save() or drafts.save_draft "
+                "(the admin, the API and the importer do) so the move is checked and recorded."
+            )
         guarded = sorted(f for f in kwargs if f in self.served_fields or f.removesuffix("_id") in self.served_fields)
         if guarded:
             raise BulkUpdateRefused(
@@ -64,6 +75,7 @@ class ServedQuerySet(models.QuerySet):
 
 class EntryQuerySet(ServedQuerySet):
     served_fields = frozenset({"archived_at"})  # the rest is the draft; clients see versions
+    governed_fields = frozenset({"folder"})  # who may edit it (registry.roles); in no snapshot, so no review goes stale
 
 
 class LabelQuerySet(ServedQuerySet):

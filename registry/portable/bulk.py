@@ -202,7 +202,8 @@ class BulkWriter:
         created = entry.pk is None
         before, before_folder = (None, "") if created else (snapshot_of(entry), entry.folder)
         after_folder = normalise_folder(data["folder"]) if "folder" in data else entry.folder
-        refusal = roles.folder_refusal(self.acting_user, [after_folder] if created else [before_folder, after_folder])
+        refusal = roles.folder_refusal(self.acting_user, [after_folder] if created else [before_folder, after_folder],
+                                       entry=entry, attempted="import")
         if refusal is not None:  # as drafts.save_draft (the importer asks first and reports a problem)
             raise refusal
         entry.updated_by = self.actor

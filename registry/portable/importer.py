@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from django.db.models import Max, Prefetch
@@ -40,6 +41,7 @@ from registry.portable.format import SECTIONS, FormatError
 from registry.portable.parse import Loaded, load_file, load_path, yaml_files
 from registry.portable.recorded import Noted, recall, remember
 from registry.portable.unchanged import record, unchanged_keys
+from registry.refusals import record_refusal
 from registry.release import services
 
 ACTOR = "registry_import"
@@ -268,6 +270,7 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
     if publish and not note:
         raise ImportFailed(["A change note is required to publish: say what changed and why."])
     report = ImportReport(label, dry_run, publish, side_files=side_files)
+    refused: list[Any] = []  # team-ownership refusals, audited once the import has rolled back
     try:
         with recording(durable=True):  # one announcement for the whole import, after commit
             problems: list[str] = []
@@ -289,7 +292,8 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
                         continue
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
                                             source=spec.source, problems=problems,
-                                            override_reason=override_reason, known=known, writer=writer, seen=seen)
+                                            override_reason=override_reason, known=known, writer=writer, seen=seen,
+                                            refused=refused)
                     if outcome is not None:
                         report.outcomes.append(outcome)
                 if writer is not None:
@@ -304,6 +308,11 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
                 raise _DryRun(report)
     except _DryRun:
         pass
+    except ImportFailed:
+        if not dry_run:  # a dry run tried nothing; a real import was refused, and an auditor sees it
+            for refusal in refused:
+                record_refusal(refusal)
+        raise
     return report
 
 
@@ -378,12 +387,14 @@ class _Known:
 def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
                   problems: list[str], override_reason: str | None = None,
                   known: _Known | None = None, writer: BulkWriter | None = None,
-                  seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = None) -> EntryOutcome | None:
+                  seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = None,
+                  refused: list[Any] | None = None) -> EntryOutcome | None:
     """Make the entry's draft what `spec` says (and publish it); `seen` collects (spec, entry, found
     unchanged without warnings) for registry.portable.unchanged.record once its writes are flushed.
     Only an entry compared equal is recorded as equal: one just written is compared on the next import."""
     outcome = _import_one(spec, publish=publish, note=note, acting_user=acting_user, source=source,
-                          problems=problems, override_reason=override_reason, known=known, writer=writer)
+                          problems=problems, override_reason=override_reason, known=known, writer=writer,
+                          refused=refused)
     if outcome is not None and seen is not None:
         seen.append((spec, outcome[1], not outcome[0].changed and not outcome[0].warnings))
     return outcome[0] if outcome is not None else None
@@ -391,7 +402,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
 
 def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
                 problems: list[str], override_reason: str | None,
-                known: _Known | None, writer: BulkWriter | None) -> tuple[EntryOutcome, VersionedEntry] | None:
+                known: _Known | None, writer: BulkWriter | None,
+                refused: list[Any] | None = None) -> tuple[EntryOutcome, VersionedEntry] | None:
     kind = KINDS[spec.kind]
     if known is None:
         known = _Known.read(spec.kind, [spec])
@@ -412,12 +424,17 @@ def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User,
         status = "updated"
     if status != "unchanged":  # team ownership: a problem naming the entry, not an error half-way through
         refusal = roles.folder_refusal(acting_user, [*([entry.folder] if entry is not None else []),
-                                                     wanted.get("folder", entry.folder if entry is not None else "")])
+                                                     wanted.get("folder", entry.folder if entry is not None else "")],
+                                       entry=entry or SimpleNamespace(kind=spec.kind, key=spec.key, pk=None),
+                                       attempted="import")
         if refusal is not None:
             problems.append(f"{spec.location}: {refusal.message}")
+            if refused is not None:
+                refused.append(refusal)
             return None
     outcome = EntryOutcome(spec.kind, spec.key, status)
     bulk = writer is not None and writer.takes(entry, spec.labels)
+    left_folder = entry.folder if entry is not None and status != "unchanged" and not wanted.get("folder") else ""
     if entry is None:
         entry = kind.entry_model()
     if status != "unchanged" and bulk:
@@ -433,6 +450,9 @@ def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User,
     if entry.archived_at is not None:
         outcome.warnings.append(f"{spec.location}: the entry is archived; it stays unserved until it is "
                                 "restored in the admin.")
+    if left_folder:  # the file is the whole truth, folder too: say so when that empties a folder
+        outcome.warnings.append(f"{spec.location}: moved from the folder '{left_folder}' to the top level, as the "
+                                f"file gives it no folder; add 'folder: {left_folder}' to keep it there.")
     if not publish:
         outcome.warnings = [f"{p} (blocks publishing)" for p in entry_problems] + outcome.warnings
         return outcome, entry

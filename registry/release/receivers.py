@@ -230,7 +230,7 @@ def rollouts_bulk_created(sender: Any, objs: list[Rollout], **kwargs: Any) -> No
 def entry_saving(sender: Any, instance: VersionedEntry, raw: bool = False, update_fields: Any = None,
                  **kwargs: Any) -> None:
     if not raw:
-        setattr(instance, BEFORE, _stored(sender, instance, ("archived_at",), update_fields))
+        setattr(instance, BEFORE, _stored(sender, instance, ("archived_at", "folder"), update_fields))
 
 
 @_together
@@ -240,6 +240,9 @@ def entry_saved(sender: Any, instance: VersionedEntry, created: bool, raw: bool 
     stored = None if raw else getattr(instance, BEFORE, None)
     if stored is None:
         return  # a new entry is served only once a label points at it
+    if stored["folder"] != instance.folder:  # who may edit it changed (registry.roles): audited as a service's move
+        _audit(instance.kind, instance.key, instance.pk, AuditAction.FOLDER_MOVED,
+               changes=[{"field": "folder", "before": stored["folder"], "after": instance.folder}])
     if (stored["archived_at"] is None) == (instance.archived_at is None):
         return  # a draft edit: clients see it only once it is published
     record_change(kind=instance.kind, key=instance.key, list_changed=True)

@@ -196,7 +196,8 @@ def request_publication(
     A draft identical to the newest version becomes a request for that version. `previous` is an
     earlier request this one asks again (its discussion is shown with this one).
     """
-    refusal = roles.folder_refusal(acting_user, [entry.folder]) if acting_user is not None else None
+    refusal = (roles.folder_refusal(acting_user, [entry.folder], entry=entry, attempted="request_review")
+               if acting_user is not None else None)
     if refusal is not None:
         raise refusal
     if not can_request(acting_user, entry):

@@ -99,7 +99,7 @@ def publishers_of(entry: VersionedEntry) -> list[Any]:
 
 def require_publisher(user: User, entry: VersionedEntry) -> None:
     if user is not None and user.is_active and user.has_perm(kind_of(entry).publish_permission):
-        refusal = roles.folder_refusal(user, [entry.folder], deciding=True)
+        refusal = roles.folder_refusal(user, [entry.folder], deciding=True, entry=entry)
         if refusal is not None:
             raise refusal
     if not can_publish(user, entry):

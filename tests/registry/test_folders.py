@@ -15,7 +15,6 @@ from django.core.management import call_command
 from django.utils import timezone, translation
 
 from registry.admin.badges import entry_badges
-from registry.authoring import drafts
 from registry.authoring.snapshots import content_hash, snapshot_of
 from registry.formats.folders import folder_and_parents, validate_folder
 from registry.models import AuditAction, AuditEntry, Prompt
@@ -225,8 +224,7 @@ def test_templates_carry_folders_too(client, editor):
 def test_the_audit_log_says_where_an_entry_was_moved_in_the_readers_language(client, superuser):
     prompt = make_prompt(name="p")
     prompt.folder = "support"
-    prompt.save()
-    drafts.record_folder_change(prompt, before="", acting_user=superuser)
+    prompt.save()  # a move outside the services is audited too (actor "database")
     row = AuditEntry.objects.get(action=AuditAction.FOLDER_MOVED)
     client_for(client, superuser)
     page = client.get(url("auditentry_changelist")).content.decode()
@@ -261,3 +259,29 @@ def test_the_state_filter_works_only_among_the_entries_the_other_filters_left():
     in_support = Prompt.objects.filter(folder__startswith="support")
     assert [Prompt.objects.get(pk=pk).name for pk in entries_in_state(in_support, "changed")] == ["billing-one"]
     assert len(entries_in_state(Prompt.objects.all(), "changed")) == 2
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_file_without_folder_moves_the_entry_to_the_top_level_and_says_so(tmp_path, bulk):
+    make_prompt("greet", folder="support/billing")
+    path = tmp_path / "registry.yaml"
+    path.write_text("prompts:\n  - name: greet\n    description: changed\n"
+                    "    messages:\n      - {role: user, text: Hello}\n")
+    report = import_documents(path, bulk=bulk)
+    assert Prompt.objects.get(name="greet").folder == ""  # the file is the whole truth, as for every key
+    [outcome] = report.outcomes
+    assert any("moved from the folder 'support/billing' to the top level" in w and "folder: support/billing" in w
+               for w in outcome.warnings), outcome.warnings
+    row = AuditEntry.objects.filter(action=AuditAction.FOLDER_MOVED, entry_key="greet").latest("id")
+    assert row.changes == [{"field": "folder", "before": "support/billing", "after": ""}]
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_file_naming_the_folder_moves_nothing_and_warns_of_nothing(tmp_path, bulk):
+    make_prompt("greet", folder="support")
+    path = tmp_path / "registry.yaml"
+    path.write_text("prompts:\n  - name: greet\n    folder: support\n    description: changed\n"
+                    "    messages:\n      - {role: user, text: Hello}\n")
+    [outcome] = import_documents(path, bulk=bulk).outcomes
+    assert outcome.status == "updated" and not any("top level" in w for w in outcome.warnings)
+    assert Prompt.objects.get(name="greet").folder == "support"

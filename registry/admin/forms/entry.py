@@ -65,16 +65,22 @@ class EntryForm(NewlinesMixin, DraftRevisionMixin, forms.ModelForm):
 
     def check_folder_owner(self, cleaned: dict[str, Any]) -> None:
         """Refuse, in the form, a draft the user may not change where it is or where it would go
-        (registry.roles.folder_refusal; the save path checks the same rule again)."""
+        (registry.roles.folder_refusal; the save path checks the same rule again), and audit the
+        refusal: an invalid form saves nothing, so the admin's transaction commits the row."""
         from registry import roles
         from registry.formats.folders import normalise_folder
+        from registry.refusals import record_refusal, unsaved
 
         if self.registry_user is None:
             return
         after = normalise_folder(cleaned.get("folder", self.instance.folder))
-        refusal = roles.folder_refusal(self.registry_user, [*([self.instance.folder] if self.instance.pk else []),
-                                                            after])
+        before = self.instance.folder if self.instance.pk else None
+        attempted = "create" if before is None else "move" if before != after else "edit"
+        entry = self.instance if self.instance.pk else unsaved(self.instance.kind, cleaned)
+        refusal = roles.folder_refusal(self.registry_user, [*([before] if before is not None else []), after],
+                                       entry=entry, attempted=attempted)
         if refusal is not None:
+            record_refusal(refusal)
             self.add_error("folder" if "folder" in self.fields else None,
                            ValidationError(refusal.message, code="folder_owner"))
 

@@ -19,6 +19,7 @@ from registry.authoring.snapshots import Payloads, diff_loader, snapshot_of
 from registry.authoring.validation import validate_entry
 from registry.errors import PublishPermissionDenied, RegistryError
 from registry.models import EntryVersion, ReviewRequest, VersionedEntry
+from registry.refusals import record_refusal
 from registry.release import reviews, services
 
 
@@ -28,6 +29,11 @@ class PublishPageMixin(EntryPageMixin):
     def publish_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         obj = self._entry(request, object_id)
         if not services.can_publish(request.user, obj):
+            if request.method == "POST":  # an attempt: a refusal by team ownership is audited (registry.refusals)
+                try:
+                    services.require_publisher(request.user, obj)
+                except PublishPermissionDenied as exc:
+                    record_refusal(exc)
             return self._denied(request, obj, _("You may edit drafts but not publish them. Ask a publisher."))
         label_names = [label.name for label in obj.labels.all()]
         protected = [label.name for label in obj.labels.all() if label.protected]
