@@ -161,7 +161,8 @@ async def _received_after(receiving: asyncio.Future, what: str) -> tuple[float, 
         return await asyncio.wait_for(asyncio.shield(receiving), RECEIPT_BOUND)
     except TimeoutError:
         receiving.cancel()
-        raise AssertionError(f"{what}: no notification on both streams within {RECEIPT_BOUND} s of the commit") from None
+        raise AssertionError(
+            f"{what}: no notification on both streams within {RECEIPT_BOUND} s of the commit") from None
 
 
 async def test_two_workers_share_sessions_and_deliver_publishes_across_redis(postgres_database, redis_url, tmp_path):
