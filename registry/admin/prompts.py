@@ -38,10 +38,10 @@ class OneBasedPositionInline(admin.StackedInline):
     form's field is 1-based); the admin's read-only display would show the stored 0."""
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> list[Any]:
-        fieldsets = super().get_fieldsets(request, obj)
+        fieldsets: list[Any] = list(super().get_fieldsets(request, obj))
         if self.has_change_permission(request, obj):
             return fieldsets
-        swap = {"position": "shown_position"}
+        swap: dict[Any, Any] = {"position": "shown_position"}
         return [(name, {**options, "fields": [tuple(swap.get(f, f) for f in line) if isinstance(line, tuple)
                                               else swap.get(line, line) for line in options["fields"]]})
                 for name, options in fieldsets]
