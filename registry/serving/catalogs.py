@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from django.db.models import Q, TextField
@@ -20,6 +22,7 @@ from registry import changes
 from registry.kinds import KINDS
 from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.serving.catalog import Catalog
+from registry.serving.heap import release_freed_memory
 from registry.serving.items import (
     ITEM_BUILDERS,
     ROW_FIELDS,
@@ -80,6 +83,8 @@ def _build(label: str, base: Catalog | None, changed: list[tuple[str, str]] | No
         _cache[label] = catalog
     finally:
         _building.discard(label)
+    if base is None:
+        release_freed_memory()
     return catalog
 
 
@@ -145,11 +150,16 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     read_keys: dict[str, dict[int, str]] = {}  # kind -> entry id -> the key its item is served under
 
     def items(kind: str, model: Any) -> Iterable[tuple[str, Any]]:
+        # Rows come ordered by entry, so the rule picks among one entry's rows at a time and its
+        # item is built at once: the decoded rows it does not keep are freed before the next
+        # entry's are read, and their memory is reused instead of left as holes between the
+        # items kept (holding every row first left about a third of the catalog's size free).
         keys = read_keys.setdefault(kind, {})
-        for row in pick_served(rows(model, kind), label).values():
-            item = ITEM_BUILDERS[kind](row, share)
-            keys[row.entry_id] = item.key
-            yield item.key, item
+        for _entry_id, entry_rows in groupby(rows(model, kind), key=attrgetter("entry_id")):
+            for row in pick_served(entry_rows, label).values():
+                item = ITEM_BUILDERS[kind](row, share)
+                keys[row.entry_id] = item.key
+                yield item.key, item
 
     if reads("prompt"):
         for key in wanted.get("prompt", ()):

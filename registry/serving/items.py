@@ -39,7 +39,7 @@ class Served:
     counted: bool = True  # computed resources are not versions a client could be counted as fetching
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ItemRollout:
     """A running percentage rollout: `candidate` (an item like its owner) for `percent`% of clients."""
 
@@ -47,7 +47,7 @@ class ItemRollout:
     candidate: Any  # PromptItem | ResourceItem | TemplateItem
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PromptItem:
     name: str
     tags: frozenset[str]
@@ -64,7 +64,7 @@ class PromptItem:
         return self.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResourceItem:
     uri: str
     tags: frozenset[str]
@@ -80,7 +80,7 @@ class ResourceItem:
         return self.uri
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TemplateItem:
     uri_template: str
     tags: frozenset[str]
@@ -129,12 +129,42 @@ def _share(listing: dict[str, Any]) -> dict[str, Any]:
     return listing
 
 
+class _Unshareable(Exception):
+    pass
+
+
+def _frozen_key(value: Any) -> Any:
+    """A hashable stand-in for a decoded JSON value, telling types apart (True, 1 and 1.0 are
+    equal in Python but not in JSON)."""
+    if isinstance(value, dict):
+        return ("{}", tuple((k, _frozen_key(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("[]" if isinstance(value, list) else "()", tuple(_frozen_key(v) for v in value))
+    if isinstance(value, str | int | float | bool) or value is None:
+        return (type(value), value)
+    raise _Unshareable
+
+
+def _shared_value(value: Any) -> Any:
+    """One object for equal argument lists and suggestion mappings across a build's items (many
+    prompts take the same arguments): items never change what they hold, so sharing is safe.
+    Kept by the hash of the value's key alone, so a value no other item repeats costs an int."""
+    try:
+        key = _frozen_key(value)
+    except _Unshareable:
+        return value
+    found = _by_hash.setdefault(hash(key), value)
+    return found if found is value or _frozen_key(found) == key else value
+
+
 _frozen: dict[Any, Any] = {}  # equal tuples/frozensets of one build share one object (cleared per full build)
+_by_hash: dict[int, Any] = {}  # equal argument lists and suggestion mappings, by their key's hash (the same)
 
 
 def forget_shared() -> None:
     """Start sharing afresh (a full build: values of the previous catalog are not kept alive)."""
     _frozen.clear()
+    _by_hash.clear()
 
 
 def _shared(value: Any) -> Any:
@@ -145,7 +175,7 @@ def _suggestions(listing: Mapping[str, Any], share: bool) -> dict[str, tuple[str
     pairs = (listing.get("suggestions") or {}).items()
     if not share:
         return {name: tuple(values) for name, values in pairs}
-    return {_intern(name): _shared(tuple(values)) for name, values in pairs}
+    return _shared_value({_intern(name): _shared(tuple(values)) for name, values in pairs})
 
 
 def decode_listing(text: str | None, share: bool = True) -> dict[str, Any]:
@@ -206,19 +236,24 @@ def _prompt_item(row: Row, share: bool = True) -> PromptItem:
     suggestions = _suggestions(listing, share)
     item = listing["item"]
     resource_arguments = frozenset(listing.get("resource_arguments") or ())
-    return PromptItem(item["name"], _tags(listing, share), row.number, row.name, item, suggestions, row.version_id,
-                      resource_arguments=_shared(resource_arguments) if share else resource_arguments)
+    if not share:
+        return PromptItem(item["name"], _tags(listing, share), row.number, row.name, item, suggestions,
+                          row.version_id, resource_arguments=resource_arguments)
+    if "arguments" in item:
+        item["arguments"] = _shared_value(item["arguments"])
+    return PromptItem(item["name"], _tags(listing, share), row.number, _intern(row.name), item, suggestions,
+                      row.version_id, resource_arguments=_shared(resource_arguments))
 
 
 def _resource_item(row: Row, share: bool = True) -> ResourceItem:
     listing = _listing_of("resource", row)
-    item = dict(listing["item"])
-    item["uri"] = lookup_uri(item["uri"])  # versions published before URIs were normalised on save
-    listing["content"]["uri"] = item["uri"]  # one string for both
-    annotations = dict(item.get("annotations") or {})
+    item = listing["item"]  # decoded for this item alone: completed in place, nothing copied
+    uri = lookup_uri(item["uri"])  # versions published before URIs were normalised on save
+    item["uri"] = listing["content"]["uri"] = uri if uri != item["uri"] else item["uri"]  # one string for all
+    annotations = item.get("annotations") or {}
     annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
     item["annotations"] = annotations
-    return ResourceItem(item["uri"], _tags(listing, share), row.number, row.name, item, listing["content"],
+    return ResourceItem(item["uri"], _tags(listing, share), row.number, _intern(row.name), item, listing["content"],
                         row.version_id)
 
 
@@ -227,7 +262,7 @@ def _template_item(row: Row, share: bool = True) -> TemplateItem:
     item = dict(listing["item"])
     item["uriTemplate"] = normalize_uri_template(item["uriTemplate"])
     suggestions = _suggestions(listing, share)
-    return TemplateItem(item["uriTemplate"], _tags(listing, share), row.number, row.name, item,
+    return TemplateItem(item["uriTemplate"], _tags(listing, share), row.number, _intern(row.name), item,
                         UriTemplateMatcher.build(item["uriTemplate"]), item.get("mimeType", ""), suggestions,
                         row.version_id)
 
