@@ -100,6 +100,17 @@ def test_the_admin_publish_page_audits_an_outsider_publishers_post_not_a_visit(c
     assert row.actor == publisher and changes_of(row)["attempted"] == "decide"
 
 
+def test_the_admin_publish_page_tells_an_outsider_publisher_whose_folder_it_is(client, team, publisher, editor):
+    prompt = make_prompt("inside", folder="support")
+    client_for(client, publisher)
+    page = client.get(url("prompt_publish", prompt.pk)).content.decode()
+    assert "belongs to the team" in page and "Support team" in page
+    assert "Ask a publisher" not in page  # they are one: asking another would not help
+    client_for(client, editor)  # no publisher at all: the usual answer
+    page = client.get(url("prompt_publish", prompt.pk)).content.decode()
+    assert "Ask a publisher" in page
+
+
 def test_the_api_refusal_is_audited_after_the_views_transaction(team, editor):
     make_prompt("inside", folder="support")
     response = api_client_for(editor).patch("/api/v1/prompts/inside/", {"description": "x"}, format="json")

@@ -17,7 +17,7 @@ from registry.admin.forms.releases import PublishForm
 from registry.admin.views.entry_page import EntryPageMixin, add_refusal
 from registry.authoring.snapshots import Payloads, diff_loader, snapshot_of
 from registry.authoring.validation import validate_entry
-from registry.errors import PublishPermissionDenied, RegistryError
+from registry.errors import FolderOwnershipDenied, PublishPermissionDenied, RegistryError
 from registry.models import EntryVersion, ReviewRequest, VersionedEntry
 from registry.refusals import record_refusal
 from registry.release import reviews, services
@@ -29,12 +29,16 @@ class PublishPageMixin(EntryPageMixin):
     def publish_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         obj = self._entry(request, object_id)
         if not services.can_publish(request.user, obj):
-            if request.method == "POST":  # an attempt: a refusal by team ownership is audited (registry.refusals)
-                try:
-                    services.require_publisher(request.user, obj)
-                except PublishPermissionDenied as exc:
+            reason = _("You may edit drafts but not publish them. Ask a publisher.")
+            try:
+                services.require_publisher(request.user, obj)
+            except FolderOwnershipDenied as exc:  # a publisher, but of another team: say so, not "ask a publisher"
+                reason = exc.message
+                if request.method == "POST":  # an attempt: a refusal by team ownership is audited (registry.refusals)
                     record_refusal(exc)
-            return self._denied(request, obj, _("You may edit drafts but not publish them. Ask a publisher."))
+            except PublishPermissionDenied:
+                pass
+            return self._denied(request, obj, reason)
         label_names = [label.name for label in obj.labels.all()]
         protected = [label.name for label in obj.labels.all() if label.protected]
         protected += [name for name in services.protected_label_names() if name not in label_names]
