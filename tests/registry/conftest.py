@@ -1,4 +1,5 @@
-"""The e-mail tests' SMTP server: a real one on loopback (aiosmtpd), started and stopped by the test."""
+"""Fixtures of the registry tests: the e-mail tests' SMTP server (a real one on loopback, aiosmtpd,
+started and stopped by the test) and the team that owns a folder (the ownership tests)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,19 @@ def smtp(settings):
     settings.REGISTRY = {**settings.REGISTRY, "PUBLIC_URL": PUBLIC_URL}
     yield server
     server.stop()
+
+
+@pytest.fixture
+def team(db):
+    """The support team owns `support`: one editor and one publisher in it."""
+    from django.contrib.auth.models import Group
+
+    from registry.authoring.ownership import set_folder_owner
+    from tests.factories import make_user
+
+    group = Group.objects.create(name="Support team")
+    editor, publisher = make_user("Editors"), make_user("Publishers")
+    for user in (editor, publisher):
+        user.groups.add(group)
+    set_folder_owner("support", group, acting_user=None)
+    return {"group": group, "editor": editor, "publisher": publisher}

@@ -5,10 +5,8 @@ and an open review of the entry stays valid (not stale) while its deciders follo
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
 
 from registry.authoring import drafts
-from registry.authoring.ownership import set_folder_owner
 from registry.errors import BulkUpdateRefused, FolderOwnershipDenied
 from registry.models import AuditAction, AuditEntry, Prompt, ReviewStatus
 from registry.release import reviews
@@ -16,15 +14,6 @@ from tests.factories import make_prompt, make_user
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def team():
-    group = Group.objects.create(name="Support team")
-    editor, publisher = make_user("Editors"), make_user("Publishers")
-    for user in (editor, publisher):
-        user.groups.add(group)
-    set_folder_owner("support", group, acting_user=None)
-    return {"editor": editor, "publisher": publisher}
 
 
 def test_a_bulk_update_of_the_folder_is_refused_with_a_pointer_to_save(team):

@@ -28,16 +28,6 @@ from tests.registry.test_admin import client_for, form_errors, prompt_post, url
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def team():
-    """The support team owns `support`: one editor and one publisher in it."""
-    group = Group.objects.create(name="Support team")
-    editor, publisher = make_user("Editors"), make_user("Publishers")
-    for user in (editor, publisher):
-        user.groups.add(group)
-    set_folder_owner("support", group, acting_user=None)
-    return {"group": group, "editor": editor, "publisher": publisher}
-
 
 def _review(prompt, requester):
     return reviews.request_publication(prompt, acting_user=requester, note="please", label="production")

@@ -6,31 +6,20 @@ the refused change; the admin audit list says it in words."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
 from django.db import transaction
 
 from registry.authoring import drafts
-from registry.authoring.ownership import set_folder_owner
 from registry.errors import FolderOwnershipDenied
 from registry.models import AuditAction, AuditEntry, Prompt
 from registry.portable.importer import ImportFailed, import_documents
 from registry.refusals import record_refusal
 from registry.release import reviews
 from tests.api.conftest import client_for as api_client_for
-from tests.factories import make_prompt, make_user
+from tests.factories import make_prompt
 from tests.registry.test_admin import client_for, prompt_post, url
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def team():
-    group = Group.objects.create(name="Support team")
-    editor, publisher = make_user("Editors"), make_user("Publishers")
-    for user in (editor, publisher):
-        user.groups.add(group)
-    set_folder_owner("support", group, acting_user=None)
-    return {"group": group, "editor": editor, "publisher": publisher}
 
 
 def refused_rows():
