@@ -1,4 +1,4 @@
-"""The three kinds of registry entry and the models that make up each one's pipeline."""
+"""The four kinds of registry entry and the models that make up each one's pipeline."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ from registry.models import (
     ResourceTemplateLabel,
     ResourceTemplateVersion,
     ResourceVersion,
+    Snippet,
+    SnippetLabel,
+    SnippetVersion,
     VersionedEntry,
 )
 
 
 @dataclass(frozen=True)
 class EntryKind:
-    name: str  # "prompt", "resource", "template"
+    name: str  # "prompt", "resource", "template", "snippet"
     # The kind's concrete models. Any: their managers and fields (`objects`, `entry`, `version`) are
     # each concrete model's own, which neither type[Model] nor the abstract bases carry.
     entry_model: type[Any]
@@ -29,7 +32,7 @@ class EntryKind:
     label_model: type[Any]
     key_field: str
     publish_permission: str
-    list_kind: str  # which MCP list it belongs to: "prompts" or "resources"
+    list_kind: str  # which MCP list it belongs to: "prompts" or "resources" ("" for snippets: none)
 
 
 KINDS: dict[str, EntryKind] = {
@@ -41,7 +44,12 @@ KINDS: dict[str, EntryKind] = {
         "template", ResourceTemplate, ResourceTemplateVersion, ResourceTemplateLabel, "uri_template",
         "registry.publish_resourcetemplate", "resources",
     ),
+    # Served to no client on its own: what it changes is the text of the entries that include it.
+    "snippet": EntryKind(
+        "snippet", Snippet, SnippetVersion, SnippetLabel, "name", "registry.publish_snippet", "",
+    ),
 }
+SERVED_KINDS = ("prompt", "resource", "template")  # the kinds MCP clients list and read
 
 
 def kind_name(kind: str) -> Any:

@@ -10,17 +10,20 @@ from typing import Any
 
 from django.apps import apps as global_apps
 
-EDIT_MODELS = ["prompt", "promptargument", "promptmessage", "resource", "resourcetemplate", "templatevariable"]
+EDIT_MODELS = ["prompt", "promptargument", "promptmessage", "resource", "resourcetemplate", "templatevariable",
+               "snippet", "snippetargument"]
 READ_MODELS = [
     "promptversion", "promptlabel", "resourceversion", "resourcelabel", "resourcetemplateversion",
-    "resourcetemplatelabel", "fetchcounter", "mcpclient", "auditentry", "reviewrequest", "rollout",
+    "resourcetemplatelabel", "snippetversion", "snippetlabel", "fetchcounter", "mcpclient", "auditentry",
+    "reviewrequest", "rollout",
 ]
 _EDIT = [f"{action}_{model}" for model in EDIT_MODELS for action in ("add", "change", "delete", "view")]
 ROLES: dict[str, list[str]] = {
     "Editors": _EDIT + [f"view_{model}" for model in READ_MODELS if model not in ("mcpclient", "auditentry")],
     "Publishers": _EDIT
     + [f"view_{model}" for model in READ_MODELS]
-    + ["publish_prompt", "publish_resource", "publish_resourcetemplate", "add_mcpclient", "change_mcpclient"],
+    + ["publish_prompt", "publish_resource", "publish_resourcetemplate", "publish_snippet", "add_mcpclient",
+       "change_mcpclient"],
     "Auditors": [f"view_{model}" for model in EDIT_MODELS + READ_MODELS] + ["export_auditentry"],
 }
 

@@ -9,7 +9,16 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from registry.models import Prompt, PromptArgument, PromptMessage, Resource, ResourceTemplate, TemplateVariable
+from registry.models import (
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    Resource,
+    ResourceTemplate,
+    Snippet,
+    SnippetArgument,
+    TemplateVariable,
+)
 from registry.roles import ensure_role_groups
 
 PNG_1X1 = base64.b64decode(
@@ -81,6 +90,15 @@ def make_template(
     return template
 
 
+def make_snippet(name: str | None = None, *, text: str = "Answer briefly and politely.",
+                 arguments: list[dict[str, Any]] | None = None, **fields: Any) -> Snippet:
+    """A draft snippet; `arguments` like [{"name": "topic"}] for the placeholders its text uses."""
+    snippet = Snippet.objects.create(name=name or f"snippet-{next(_counter)}", text=text, **fields)
+    for position, arg in enumerate(arguments or []):
+        SnippetArgument.objects.create(snippet=snippet, position=position, **arg)
+    return snippet
+
+
 def release(entry, *, note: str = "first release", labels=("production",)):
     """Publish the draft to `labels` as the operator at the command line would (production is
     protected; the command line is an audited override). For setting up what clients are served."""
@@ -125,10 +143,15 @@ def make_complete_entries() -> dict[str, list[Any]]:
     A prompt with typed arguments (every type, with choices, length bounds, a pattern, number
     bounds, defaults and suggestions) and a message of every content type (text, image, audio,
     an embedded text and a binary document, an embedded and a linked registry resource, an inline
-    link); a text and a binary resource; a template with annotations and variables. The snapshot
+    link); a text and a binary resource; a template with annotations and variables; two snippets, one
+    including the other, that the prompt, the text resource and the template include. The snapshot
     schema's test walks their snapshots; the portable format's test exports and imports them.
     """
-    guide = make_resource("docs://guide", text="Write plainly.\nShort sentences.\n", name="guide",
+    signature = make_snippet("signature", text="Regards, the team.")
+    house_style = make_snippet("house-style", description="How we write", tags="style",
+                               text="Use {{ tone }} words.\n{{> signature@1 }}\n",
+                               arguments=[{"name": "tone", "description": "The tone", "type": "enum"}])
+    guide = make_resource("docs://guide", text="Write plainly.\nShort sentences.\n{{> signature }}\n", name="guide",
                           title="Style guide", description="How we write", tags="docs, style",
                           audience="user,assistant", priority=0.5, mime_type="text/markdown")
     logo = make_resource("docs://logo", text="", name="logo", title="Logo", description="The logo",
@@ -152,7 +175,8 @@ def make_complete_entries() -> dict[str, list[Any]]:
         "complete", title="Complete", description="Every field set", tags="support, billing", arguments=arguments,
         messages=[
             {"role": "user", "kind": "text",
-             "text": "{{ tone }} {{ count }} {{ ratio }} {{ short }} {{ code }} {{ doc }} {{ topic }}"},
+             "text": "{{ tone }} {{ count }} {{ ratio }} {{ short }} {{ code }} {{ doc }} {{ topic }}\n"
+                     "{{> house-style }}"},
             {"role": "user", "kind": "image", "mime_type": "image/png", "data": PNG_1X1},
             {"role": "assistant", "kind": "audio", "mime_type": "audio/wav", "data": b"RIFF0000WAVE"},
             {"role": "user", "kind": "resource", "uri": "docs://inline", "mime_type": "text/plain",
@@ -165,14 +189,15 @@ def make_complete_entries() -> dict[str, list[Any]]:
             {"role": "assistant", "kind": "resource_link", "resource": guide},
         ],
     )
-    template = make_template("tickets://{project}/{id}", body="Ticket {{ id }} of {{ project }}\n", name="ticket",
+    template = make_template("tickets://{project}/{id}", body="Ticket {{ id }} of {{ project }}\n{{> signature }}",
+                             name="ticket",
                              title="Ticket", description="One ticket", tags="support", audience="assistant",
                              priority=0.25, mime_type="text/markdown")
     TemplateVariable.objects.create(template=template, name="id", description="The ticket number",
                                     suggestions="1\n2")
     TemplateVariable.objects.create(template=template, name="project", description="The project",
                                     suggestions="web\napi")
-    return {"prompt": [prompt], "resource": [guide, logo], "template": [template]}
+    return {"prompt": [prompt], "resource": [guide, logo], "template": [template], "snippet": [house_style, signature]}
 
 
 # Prompts-as-code with texts that begin or end with spaces or newlines, and a title with a line

@@ -12,6 +12,10 @@ Which snapshot keys an item carries is the snapshot schema's `listed` (registry/
                "content": {uri, mimeType, sha256, size, encoding}}
     template: {"item": {uriTemplate, name, title, description, mimeType, annotations},
                "suggestions": {variable: [value, ...]}}
+    snippet:  {"item": {name, description}, "tags": [...]} (never listed to clients)
+
+Every kind's listing also carries `includes` (the snippets its texts reference, 'name' or
+'name@3') when there are any: the catalog resolves them per label (registry/serving/items.py).
 """
 
 from __future__ import annotations
@@ -91,9 +95,18 @@ def template_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     return {"v": LISTING_VERSION, "item": item, "suggestions": suggestions, "tags": _tags(snapshot)}
 
 
-_BY_KIND = {"prompt": prompt_listing, "resource": resource_listing, "template": template_listing}
+def snippet_listing(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    item = _pick(snapshot, schema_of("snippet").listed)
+    return {"v": LISTING_VERSION, "item": item, "tags": _tags(snapshot)}
+
+
+_BY_KIND = {"prompt": prompt_listing, "resource": resource_listing, "template": template_listing,
+            "snippet": snippet_listing}
 
 
 def listing_of(kind: str, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    """The listing column of a version of `kind` ("prompt", "resource", "template")."""
-    return _BY_KIND[kind](snapshot)
+    """The listing column of a version of `kind` ("prompt", "resource", "template", "snippet")."""
+    listing = _BY_KIND[kind](snapshot)
+    if snapshot.get("includes"):
+        listing["includes"] = list(snapshot["includes"])
+    return listing

@@ -153,6 +153,9 @@ _ANNOTATIONS = (
 # Keys of the format, not of a snapshot: the labels to point, the released versions (export), the folder
 # (organisational, nothing a client is served: registry/formats/folders.py).
 _FORMAT_ONLY = ("labels", "released", "folder")
+# The snippets an entry's texts reference: derived from the texts (registry/authoring/snapshots.py), so
+# it has no key of its own in the prompts-as-code YAML; shown in diffs as what a release brings in.
+_INCLUDES = Field("includes", label=gettext_noop("Snippets included"), shows=LIST)
 
 PROMPT = Schema(
     kind="prompt",
@@ -161,6 +164,7 @@ PROMPT = Schema(
         Field("title", "PromptForm.title", portable=("title",)),
         Field("description", "PromptForm.description", shows=TEXT, portable=("description",)),
         Field("tags", "PromptForm.tags", shows=LIST, portable=("tags",)),
+        _INCLUDES,
     ),
     tables=(Table(
         "arguments", gettext_noop("Arguments"), gettext_noop("Argument"), portable="arguments",
@@ -214,6 +218,7 @@ RESOURCE = Schema(
         Field("", "ResourceForm.text", shows=DOCUMENT, binary_form="ResourceForm.upload",
               parts=("sha256", "size", "encoding", "text", "blob"), portable=("text", "base64", "file")),
         *_ANNOTATIONS,
+        _INCLUDES,
     ),
     listed=("uri", "name", "title", "description", "mimeType", "size", "annotations"),
     portable_extra=_FORMAT_ONLY,
@@ -226,6 +231,7 @@ TEMPLATE = Schema(
         *_DESCRIBED,
         Field("body", "ResourceTemplateForm.body", shows=TEXT, portable=("body",)),
         *_ANNOTATIONS,
+        _INCLUDES,
     ),
     tables=(Table(
         "variables", gettext_noop("Variables"), gettext_noop("Variable"), portable="variables",
@@ -239,11 +245,33 @@ TEMPLATE = Schema(
     portable_extra=_FORMAT_ONLY,
 )
 
-SCHEMAS: dict[str, Schema] = {schema.kind: schema for schema in (PROMPT, RESOURCE, TEMPLATE)}
+SNIPPET = Schema(
+    kind="snippet",
+    fields=(
+        Field("name", label=gettext_noop("Name"), portable=("name",)),
+        Field("description", label=gettext_noop("Description"), shows=TEXT, portable=("description",)),
+        Field("tags", label=gettext_noop("Tags"), shows=LIST, portable=("tags",)),
+        Field("text", label=gettext_noop("Text"), shows=TEXT, portable=("text",)),
+        _INCLUDES,
+    ),
+    tables=(Table(
+        "arguments", gettext_noop("Arguments"), gettext_noop("Argument"), portable="arguments",
+        columns=(
+            Field("name", label=gettext_noop("Name"), portable=("name",)),
+            Field("description", label=gettext_noop("Description"), shows=TEXT, portable=("description",)),
+            Field("type", label=gettext_noop("Type"), shows=CHOICE, choices="argument_type", default="text",
+                  portable=("type",)),
+        ),
+    ),),
+    listed=("name", "description"),
+    portable_extra=_FORMAT_ONLY,
+)
+
+SCHEMAS: dict[str, Schema] = {schema.kind: schema for schema in (PROMPT, RESOURCE, TEMPLATE, SNIPPET)}
 
 
 def schema_of(kind: str) -> Schema:
-    """The schema of snapshots of `kind` ("prompt", "resource", "template")."""
+    """The schema of snapshots of `kind` ("prompt", "resource", "template", "snippet")."""
     return SCHEMAS[kind]
 
 

@@ -22,9 +22,18 @@ from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
-from registry.errors import ContentMissing
+from registry.errors import ContentMissing, TemplateSyntaxError
 from registry.formats import argtypes
-from registry.models import Prompt, PromptMessage, Resource, ResourceTemplate, ResourceVersion, VersionedEntry
+from registry.formats.references import spelled_references
+from registry.models import (
+    Prompt,
+    PromptMessage,
+    Resource,
+    ResourceTemplate,
+    ResourceVersion,
+    Snippet,
+    VersionedEntry,
+)
 from registry.storage import blobs as content
 from registry.storage.cache import ContentCache
 
@@ -227,6 +236,20 @@ def snapshot_argument(arg: Any) -> dict[str, Any]:
     return item
 
 
+def _includes(texts: Any) -> list[str]:
+    """The snippets `texts` reference (registry/formats/references.py), as a snapshot's `includes`:
+    derived from the texts, so it changes only when they do, and left out when there are none (a
+    snapshot without references, and so its content hash, is what it was before snippets). A draft
+    with a malformed reference lists the well-formed ones; validation refuses to publish it."""
+    spelled: set[str] = set()
+    for text in texts:
+        try:
+            spelled.update(spelled_references([text]))
+        except TemplateSyntaxError:
+            continue
+    return sorted(spelled)
+
+
 def snapshot_prompt(prompt: Prompt, payloads: Payloads | None = None, *, arguments: Any = None,
                     messages: Any = None) -> dict[str, Any]:
     """The prompt's snapshot; `arguments` / `messages` (ordered rows) stand in for the saved ones.
@@ -236,10 +259,11 @@ def snapshot_prompt(prompt: Prompt, payloads: Payloads | None = None, *, argumen
     items = [snapshot_argument(arg) for arg in (prompt.arguments.all() if arguments is None else arguments)]
     rows = _messages(prompt) if messages is None else messages
     blocks = [{"role": m.role, "content": _message_block(m, payloads)} for m in rows]
+    includes = _includes(m.text for m in rows if m.kind == "text")
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
-         "arguments": items, "messages": blocks, "tags": _tag_list(prompt)},
-        "title", "tags",
+         "arguments": items, "messages": blocks, "tags": _tag_list(prompt), "includes": includes},
+        "title", "tags", "includes",
     )
 
 
@@ -248,9 +272,10 @@ def snapshot_resource(resource: Resource, payloads: Payloads | None = None) -> d
         "uri": resource.uri, "name": resource.name, "title": resource.title,
         "description": resource.description, "mimeType": resource.mime_type,
         "annotations": _annotations(resource), "size": resource.size, "tags": _tag_list(resource),
+        "includes": [] if resource.data_sha256 else _includes([resource.text]),
     }
     snap.update(_bytes_ref(resource, payloads) if resource.data_sha256 else _text_ref(resource.text, payloads))
-    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "tags")
+    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "tags", "includes")
 
 
 def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
@@ -263,9 +288,20 @@ def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
         "uriTemplate": template.uri_template, "name": template.name, "title": template.title,
         "description": template.description, "mimeType": template.mime_type,
         "annotations": _annotations(template), "body": template.body, "variables": variables,
-        "tags": _tag_list(template),
+        "tags": _tag_list(template), "includes": _includes([template.body]),
     }
-    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables", "tags")
+    return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables", "tags", "includes")
+
+
+def snapshot_snippet(snippet: Snippet, *, arguments: Any = None) -> dict[str, Any]:
+    """A snippet's snapshot: its text (inline: snippets are short and read with the including
+    entry's version), the arguments it uses, and the snippets it includes in turn."""
+    rows = snippet.arguments.all() if arguments is None else arguments
+    declared = [_omit_empty({"name": a.name, "description": a.description, "type": a.type or argtypes.TEXT},
+                            "description") for a in rows]
+    snap = {"name": snippet.name, "description": snippet.description, "text": snippet.text,
+            "arguments": declared, "tags": _tag_list(snippet), "includes": _includes([snippet.text])}
+    return _omit_empty(snap, "description", "arguments", "tags", "includes")
 
 
 def for_snapshots(queryset: QuerySet[Any]) -> QuerySet[Any]:
@@ -280,6 +316,8 @@ def for_snapshots(queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.prefetch_related("arguments", Prefetch("messages", queryset=messages))
     if issubclass(model, ResourceTemplate):
         return queryset.prefetch_related("variables")
+    if issubclass(model, Snippet):
+        return queryset.prefetch_related("arguments")
     return queryset
 
 
@@ -291,6 +329,8 @@ def snapshot_of(entry: VersionedEntry, payloads: Payloads | None = None) -> dict
         return snapshot_resource(entry, payloads)
     if isinstance(entry, ResourceTemplate):
         return snapshot_template(entry)
+    if isinstance(entry, Snippet):
+        return snapshot_snippet(entry)
     raise TypeError(f"not a registry entry: {entry!r}")
 
 

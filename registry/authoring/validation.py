@@ -17,9 +17,10 @@ from registry.authoring.snapshots import snapshot_argument
 from registry.conf import max_upload_bytes
 from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.formats.argtypes import spec_problems
+from registry.formats.references import references_in, without_references
 from registry.formats.rendering import placeholders_in
 from registry.formats.uris import template_variable_names, validate_uri
-from registry.models import Prompt, Resource, ResourceTemplate, VersionedEntry
+from registry.models import Prompt, Resource, ResourceTemplate, Snippet, VersionedEntry
 
 
 class Problem(str):
@@ -73,8 +74,10 @@ def check_size(size: int, where: str, report: DraftReport, what: str = "file", *
 
 def template_placeholders(text: str, where: str, report: DraftReport, *, place: str = "",
                           code: str = "template_syntax") -> list[str]:
+    """The placeholders of `text` (its snippet references aside: registry/formats/references.py)."""
     try:
-        return placeholders_in(text)
+        references_in(text)
+        return placeholders_in(without_references(text))
     except TemplateSyntaxError as exc:
         detail = _("Line %(line)s: %(problem)s") % {"line": exc.line, "problem": exc.detail}
         report.errors.append(_at(place, where, detail, code))
@@ -191,6 +194,20 @@ def validate_template(template: ResourceTemplate, variables: list[Any] | None = 
     return report
 
 
+def validate_snippet(snippet: Snippet, arguments: list[Any] | None = None) -> DraftReport:
+    """A snippet's placeholders must be arguments it declares (the including prompt fills them)."""
+    report = DraftReport()
+    arguments = list(snippet.arguments.all()) if arguments is None else arguments
+    declared = {arg.name for arg in arguments}
+    if not snippet.text.strip():
+        report.errors.append(Problem(_("The snippet's text is empty."), code="empty_text", where="text"))
+    used = set(template_placeholders(snippet.text, _("Text"), report, place="text"))
+    for name in sorted(used - declared):
+        report.errors.append(Problem(_("The placeholder {{ %(name)s }} is not a declared argument; add it or fix "
+                                       "the spelling.") % {"name": name}, code="undeclared_placeholder", name=name))
+    return report
+
+
 def validate_entry(entry: VersionedEntry) -> DraftReport:
     if isinstance(entry, Prompt):
         return validate_prompt(entry)
@@ -198,4 +215,6 @@ def validate_entry(entry: VersionedEntry) -> DraftReport:
         return validate_resource(entry)
     if isinstance(entry, ResourceTemplate):
         return validate_template(entry)
+    if isinstance(entry, Snippet):
+        return validate_snippet(entry)
     raise TypeError(f"not a registry entry: {entry!r}")

@@ -30,6 +30,7 @@ from registry.models.resources import (
 )
 from registry.models.reviews import OPEN_STATUSES, ReviewRequest, ReviewStatus, Rollout
 from registry.models.schedules import ScheduledRelease, ScheduleStatus
+from registry.models.snippets import EntryUse, Snippet, SnippetArgument, SnippetLabel, SnippetVersion
 from registry.storage.objects import ContentObject
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "ContentKind",
     "ContentObject",
     "EditorPreference",
+    "EntryUse",
     "EntryVersion",
     "FetchCounter",
     "FolderOwner",
@@ -72,6 +74,10 @@ __all__ = [
     "Rollout",
     "ScheduleStatus",
     "ScheduledRelease",
+    "Snippet",
+    "SnippetArgument",
+    "SnippetLabel",
+    "SnippetVersion",
     "TemplateVariable",
     "VersionedEntry",
 ]

@@ -58,19 +58,24 @@ from registry.models import (
     ResourceTemplateVersion,
     ResourceVersion,
     Rollout,
+    Snippet,
+    SnippetArgument,
+    SnippetLabel,
+    SnippetVersion,
     TemplateVariable,
     VersionedEntry,
 )
 from registry.models.reviews import rollout_diff
 from registry.release import stale
+from registry.release.uses import record_uses
 from registry.serving.credentials import served_changed
 from registry.signals import served_rows_bulk_created
 
 DATABASE_ACTOR = "database"
 OUTSIDE_NOTE = "Saved outside the registry services (shell, script or direct database write)."
-ENTRIES = (Prompt, Resource, ResourceTemplate)
-LABELS = (PromptLabel, ResourceLabel, ResourceTemplateLabel)
-VERSIONS = (PromptVersion, ResourceVersion, ResourceTemplateVersion)
+ENTRIES = (Prompt, Resource, ResourceTemplate, Snippet)
+LABELS = (PromptLabel, ResourceLabel, ResourceTemplateLabel, SnippetLabel)
+VERSIONS = (PromptVersion, ResourceVersion, ResourceTemplateVersion, SnippetVersion)
 BEFORE = "_registry_stored"  # instance attribute: the stored row's relevant values, read in pre_save
 
 
@@ -167,7 +172,10 @@ def labels_bulk_created(sender: Any, objs: list[ReleaseLabel], **kwargs: Any) ->
 # --------------------------------------------------------------------------------------- versions
 @_together
 def version_saved(sender: Any, instance: Any, created: bool, raw: bool = False, **kwargs: Any) -> None:
-    if raw or not created or in_service():
+    if raw or not created:
+        return
+    record_uses(instance.entry.kind, instance)  # who uses what (registry/release/uses.py), on every path
+    if in_service():
         return  # the publishing service records the labels it moves
     entry = instance.entry
     record_change(kind=entry.kind, key=entry.key)
@@ -257,7 +265,7 @@ def entry_deleted(sender: Any, instance: VersionedEntry, **kwargs: Any) -> None:
 
 # ----------------------------------------------------------------------------------------- drafts
 CHILD_ROWS = ((PromptArgument, "prompt", "prompt_id"), (PromptMessage, "prompt", "prompt_id"),
-              (TemplateVariable, "template", "template_id"))
+              (TemplateVariable, "template", "template_id"), (SnippetArgument, "snippet", "snippet_id"))
 
 
 def _draft_changed(kind: str, entry_id: int | None) -> None:

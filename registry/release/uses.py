@@ -1,0 +1,127 @@
+"""Who uses what: the `EntryUse` index of snippet references and embedded resources, and what it answers.
+
+Rows are written once, when a version is inserted (`record_uses`, from the version models'
+post_save in registry/release/receivers.py: every path that publishes passes there), from the
+version's own snapshot: its `includes` (snippet references, registry/formats/references.py) and,
+for prompts, the resources its messages embed or link. Versions never change, so neither do
+their rows. Three readers share them: "used by" on snippet and resource pages and in the API
+(`used_by`), the dependents a snippet release changes (`dependents`, recorded in the change log
+and announced), and the refusal to archive a snippet that served entries use (`served_users`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from registry.formats.references import MAX_DEPTH, parse_spelled
+from registry.formats.uris import lookup_uri
+from registry.kinds import KINDS, SERVED_KINDS
+from registry.models import PRODUCTION, EntryUse
+
+
+def _uses_of(kind: str, snapshot: dict[str, Any]) -> list[tuple[str, str, int | None]]:
+    """(used kind, used key, pinned) of one snapshot, each once."""
+    found: dict[tuple[str, str, int | None], None] = {}
+    for spelled in snapshot.get("includes") or ():
+        ref = parse_spelled(spelled)
+        found[("snippet", ref.name, ref.pinned)] = None
+    if kind == "prompt":
+        for message in snapshot.get("messages") or ():
+            block = message.get("content") or {}
+            uri = (block.get("resource") or {}).get("uri") if block.get("type") == "resource" else (
+                block.get("uri") if block.get("type") == "resource_link" else None)
+            if uri and "{{" not in uri:
+                found[("resource", lookup_uri(uri), None)] = None
+    return list(found)
+
+
+def record_uses(kind: str, version: Any) -> None:
+    """Index a just-inserted version's uses (nothing for a version that uses nothing)."""
+    rows = [EntryUse(user_kind=kind, user_entry_id=version.entry_id, user_version_id=version.pk,
+                     user_version_number=version.number, used_kind=used_kind, used_key=key[:2048], pinned=pinned)
+            for used_kind, key, pinned in _uses_of(kind, version.snapshot or {})]
+    if rows:
+        EntryUse.objects.bulk_create(rows)
+
+
+@dataclass
+class Use:
+    """One version of one entry using the snippet or resource asked about."""
+
+    kind: str
+    key: str
+    entry_id: int
+    version: int
+    pinned: int | None
+    labels: list[str] = field(default_factory=list)  # the labels serving this version now
+
+
+def used_by(used_kind: str, used_key: str, *, limit: int | None = None) -> list[Use]:
+    """Every version that uses `used_key` (a snippet name or a resource URI), newest first per entry,
+    with the labels that serve it now: what "used by" shows. A handful of queries whatever the size."""
+    if used_kind == "resource":
+        used_key = lookup_uri(used_key)
+    rows = list(EntryUse.objects.filter(used_kind=used_kind, used_key=used_key).order_by(
+        "user_kind", "user_entry_id", "-user_version_number").values_list(
+        "user_kind", "user_entry_id", "user_version_id", "user_version_number", "pinned"))
+    by_kind: dict[str, list[tuple[int, int, int, int | None]]] = {}
+    for kind, entry_id, version_id, number, pinned in rows:
+        by_kind.setdefault(kind, []).append((entry_id, version_id, number, pinned))
+    out: list[Use] = []
+    for kind, uses in sorted(by_kind.items()):
+        spec = KINDS[kind]
+        keys = dict(spec.entry_model.objects.filter(pk__in={u[0] for u in uses}).values_list("pk", spec.key_field))
+        labels: dict[int, list[str]] = {}
+        for version_id, name in spec.label_model.objects.filter(version_id__in={u[1] for u in uses}).values_list(
+                "version_id", "name").order_by("name"):
+            labels.setdefault(version_id, []).append(name)
+        out += [Use(kind, keys.get(entry_id, ""), entry_id, number, pinned, labels.get(version_id, []))
+                for entry_id, version_id, number, pinned in uses]
+    return out[:limit] if limit is not None else out
+
+
+def including_snippets(names: Iterable[str]) -> set[str]:
+    """`names` and every snippet whose published versions include one of them following a label,
+    transitively (at most MAX_DEPTH levels, as expansion allows)."""
+    found = set(names)
+    frontier = set(found)
+    for _level in range(MAX_DEPTH):
+        if not frontier:
+            break
+        entry_ids = set(EntryUse.objects.filter(used_kind="snippet", used_key__in=sorted(frontier), user_kind="snippet",
+                                                pinned__isnull=True).values_list("user_entry_id", flat=True))
+        more = set(KINDS["snippet"].entry_model.objects.filter(pk__in=entry_ids).values_list("name", flat=True))
+        frontier = more - found
+        found |= more
+    return found
+
+
+def dependents(snippet_name: str, label: str) -> list[tuple[str, str, str]]:
+    """(kind, key, label name) of every served label row whose version follows `snippet_name` (directly
+    or through snippets that include it) and that a move of the snippet's `label` can change:
+    rows of `label` itself, or for production every row (an entry served from another label falls
+    back to the snippet's production version where the snippet has no label of that name).
+    Over-approximates on purpose: the hub announces only what a listener is served differently."""
+    names = including_snippets([snippet_name])
+    out: dict[tuple[str, str, str], None] = {}
+    versions: dict[str, set[int]] = {}
+    for kind, version_id in EntryUse.objects.filter(used_kind="snippet", used_key__in=sorted(names),
+                                                    pinned__isnull=True, user_kind__in=SERVED_KINDS).values_list(
+            "user_kind", "user_version_id"):
+        versions.setdefault(kind, set()).add(version_id)
+    for kind, ids in sorted(versions.items()):
+        spec = KINDS[kind]
+        rows = spec.label_model.objects.filter(version_id__in=sorted(ids), entry__archived_at__isnull=True)
+        if label != PRODUCTION:
+            rows = rows.filter(name=label)
+        for key, name in rows.values_list(f"entry__{spec.key_field}", "name").order_by(f"entry__{spec.key_field}",
+                                                                                       "name"):
+            out[(kind, key, name)] = None
+    return list(out)
+
+
+def served_users(snippet_name: str) -> list[Use]:
+    """The uses of `snippet_name` by versions some label serves now (what archiving it would break)."""
+    return [use for use in used_by("snippet", snippet_name) if use.labels]
