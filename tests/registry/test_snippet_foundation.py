@@ -44,7 +44,8 @@ def test_publishing_indexes_the_snippets_and_resources_a_version_uses():
     release(style)
     doc = make_resource("docs://guide", text="Guide. {{> style }}")
     release(doc)
-    prompt = make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "{{> style }} {{> style@1 }} {{ topic }}"},
+    text = "{{> style }} {{> style@1 }} {{ topic }}"
+    prompt = make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": text},
                                             {"role": "user", "kind": "resource", "resource": doc}])
     version = release(prompt)
     assert version.snapshot["includes"] == ["style", "style@1"]
