@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from registry.models import PRODUCTION, Prompt, ReviewRequest, Snippet
+from registry.models import PRODUCTION, EditorPreference, Prompt, ReviewRequest, Snippet
 from registry.release import reviews
 from tests.factories import make_prompt, make_resource, make_snippet, release
 from tests.registry.test_admin import client_for, url
@@ -210,3 +210,15 @@ def test_the_review_of_a_prompt_shows_no_downstream_list(client, editor, publish
     client_for(client, publisher)
     assert 'id="registry-downstream"' not in client.get(url("reviewrequest_change", review.pk)).content.decode()
     assert ReviewRequest.objects.count() == 1
+
+
+@pytest.mark.parametrize(("language", "heading", "kind"), [("de", "Einträge, die sich dadurch auf „production“ ändern",
+                                                            "Baustein-Versionen"),
+                                                           ("zh-hans", "此更改在“production”上影响的条目", "片段版本")])
+def test_the_downstream_list_speaks_the_readers_language(client, editor, publisher, language, heading, kind):
+    house = _house_with_dependents("greeting")
+    review = reviews.request_publication(house, acting_user=editor, note="shorter", label=PRODUCTION)
+    EditorPreference.objects.create(user=publisher, language=language)
+    client_for(client, publisher)
+    assert heading in client.get(url("reviewrequest_change", review.pk)).content.decode()
+    assert kind in client.get("/admin/registry/").content.decode()
