@@ -222,3 +222,31 @@ def test_the_downstream_list_speaks_the_readers_language(client, editor, publish
     client_for(client, publisher)
     assert heading in client.get(url("reviewrequest_change", review.pk)).content.decode()
     assert kind in client.get("/admin/registry/").content.decode()
+
+
+# ------------------------------------------------------------------------- releasing in the admin
+
+
+def test_a_snippet_is_published_moved_to_a_label_and_archived_from_the_admin(client, publisher):
+    house = make_snippet("house", text="Be kind.")
+    client_for(client, publisher)
+    response = client.post(url("snippet_publish", house.pk), {"note": "first", "labels": ["staging"]})
+    assert response.status_code == 302
+    assert house.versions.get().number == 1
+    response = client.post(url("snippet_label", house.pk), {"label": "canary", "version": "1", "note": "try"})
+    assert response.status_code == 302
+    assert sorted(house.labels.values_list("name", flat=True)) == ["canary", "staging"]
+    response = client.post(url("snippet_changelist"), {"action": "archive_selected", "_selected_action": [house.pk]})
+    assert response.status_code == 302
+    house.refresh_from_db()
+    assert house.archived_at is not None
+
+
+def test_a_snippet_draft_is_restored_from_a_published_version(client, editor):
+    house = _house_with_dependents()
+    client_for(client, editor)
+    assert client.get(url("snippet_restore", house.pk), {"version": "1"}).status_code == 200
+    response = client.post(url("snippet_restore", house.pk), {"version": "1", "note": "back"})
+    assert response.status_code == 302
+    house.refresh_from_db()
+    assert house.text == "Be kind."
