@@ -1,6 +1,7 @@
 """A reviewer of a snippet sees its downstream effect in a real browser: a publisher opens the review
 request of a snippet's draft and reads, for the prompt that includes it, the text its clients are
-served now and the text they would be served after approval, under the site's CSP."""
+served now and the text they would be served after approval, under the site's CSP; the review page
+and the snippet's change page (with its "Used by" panel) have no serious axe-core finding."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from registry.models import PRODUCTION
 from registry.release import reviews
 from tests.factories import make_prompt, make_snippet, make_user, release
 from tests.registry.test_browser import chromium, csp_violations, log_in  # noqa: F401  (fixture)
+from tests.registry.test_browser_axe import serious_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -37,6 +39,12 @@ def test_a_publisher_reviewing_a_snippet_sees_the_dependent_prompt_before_and_af
     assert bubble.locator("del").inner_text() == "kindly"
     assert bubble.locator("ins").inner_text() == "briefly"
     assert page.locator("button[value=approve]").count() == 1
-    dependent.locator("summary a", has_text="support-reply").click()
+    assert serious_violations(page, "snippet review") == []
+    dependent.locator("h4 a", has_text="support-reply").click()
     page.wait_for_url(f"**/admin/registry/prompt/{prompt.pk}/change/")
-    assert violations == []
+
+    page.goto(f"{live_server.url}/admin/registry/snippet/{house.pk}/change/")
+    used_by = page.inner_text("#registry-used-by")
+    assert "support-reply" in used_by and "production" in used_by
+    assert violations == []  # checked before axe-core, which injects styles of its own
+    assert serious_violations(page, "snippet change page") == []
