@@ -16,6 +16,7 @@ from registry.models import PRODUCTION, EditorPreference, Prompt, ReviewRequest,
 from registry.release import reviews
 from tests.factories import make_prompt, make_resource, make_snippet, release
 from tests.registry.test_admin import client_for, url
+from tests.registry.test_admin_list_queries import FILTERS
 
 pytestmark = pytest.mark.django_db
 
@@ -88,30 +89,38 @@ def test_the_home_page_lists_snippets_with_the_other_kinds_to_write(client, edit
     assert url("snippet_changelist") in page
 
 
-def test_the_snippet_change_list_runs_the_same_queries_for_5_rows_as_for_50(client, editor):
+def test_the_snippet_change_list_runs_the_same_queries_for_5_rows_as_for_50_with_any_filter(client, editor):
     client_for(client, editor)
 
     def busy(index: int) -> None:
-        snippet = make_snippet(f"s-{index:03}", text=f"Part {{{{ topic }}}} {index}",
-                               arguments=[{"name": "topic"}], tags="shared")
+        folder = ("support/billing", "support", "")[index % 3]
+        snippet = make_snippet(f"s-{index:03}", text=f"Part {{{{ topic }}}} {index}", arguments=[{"name": "topic"}],
+                               tags="faq" if index % 2 else "other", folder=folder)
         release(snippet, note="v1")
         if index % 2:
             snippet.text = f"Part {{{{ topic }}}} changed {index}"
             snippet.save()
+            release(snippet, note="v2", labels=("staging",))
         if index % 3 == 0:
+            snippet.text = f"Part {{{{ topic }}}} again {index}"
+            snippet.save()
             reviews.request_publication(snippet, acting_user=editor, note="please", label="staging")
 
-    def queries() -> int:
+    def queries(params: dict[str, str]) -> int:
         with CaptureQueriesContext(connection) as captured:
-            assert client.get(url("snippet_changelist")).status_code == 200
+            response = client.get(url("snippet_changelist"), params)
+        assert response.status_code == 200
         return len(captured)
 
+    filters = [{}, *FILTERS]
     for index in range(5):
         busy(index)
-    few = queries()
+    few = [queries(params) for params in filters]
     for index in range(5, 50):
         busy(index)
-    assert queries() == few
+    page = client.get(url("snippet_changelist")).content.decode()
+    assert "draft changed since v" in page and "in review #" in page
+    assert [queries(params) for params in filters] == few
 
 
 # ------------------------------------------------------------------------------------- used by
