@@ -104,6 +104,10 @@ def downstream(snippet: Snippet, label: str, candidate: int | str | None, *, lim
     served = _served_versions(shown)
     own_labels = set(snippet.labels.values_list("name", flat=True))
     groups: dict[str, LabelGroup] = {}
+    # One resolver per label served from, before and after: each caches what it reads, so the
+    # snippet versions are read once per label, not once per dependent.
+    before_of: dict[str, Resolver] = {}
+    after_of: dict[str, Resolver] = {}
     for kind, key, served_label in shown:
         row = served.get((kind, key, served_label))
         item = Dependent(kind, str(kind_name(kind)), key, served_label,
@@ -116,9 +120,14 @@ def downstream(snippet: Snippet, label: str, candidate: int | str | None, *, lim
         # want of a snippet label of its own name.
         reached = served_label == label or (label == PRODUCTION and served_label not in own_labels)
         try:
-            before = expand_snapshot(kind, row.version.snapshot, db_resolver(served_label))
-            after = before if candidate is None or not reached else expand_snapshot(
-                kind, row.version.snapshot, _after_resolver(served_label, snippet.name, candidate))
+            before = expand_snapshot(kind, row.version.snapshot,
+                                     before_of.setdefault(served_label, db_resolver(served_label)))
+            if candidate is None or not reached:
+                after = before
+            else:
+                if served_label not in after_of:
+                    after_of[served_label] = _after_resolver(served_label, snippet.name, candidate)
+                after = expand_snapshot(kind, row.version.snapshot, after_of[served_label])
         except ExpansionError as exc:
             item.error = str(exc)
             continue

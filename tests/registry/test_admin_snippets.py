@@ -259,3 +259,20 @@ def test_a_snippet_draft_is_restored_from_a_published_version(client, editor):
     assert response.status_code == 302
     house.refresh_from_db()
     assert house.text == "Be kind."
+
+
+def test_the_review_page_of_a_snippet_reads_a_fixed_number_of_queries_for_2_or_20_dependents(client, editor,
+                                                                                             publisher):
+    house = _house_with_dependents(*[f"user-{i:02}" for i in range(2)])
+    review = reviews.request_publication(house, acting_user=editor, note="shorter", label=PRODUCTION)
+    client_for(client, publisher)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url("reviewrequest_change", review.pk)).status_code == 200
+        return len(captured)
+
+    few = queries()
+    for i in range(2, 20):
+        release(_includer(f"user-{i:02}"), note="uses house")
+    assert queries() == few
