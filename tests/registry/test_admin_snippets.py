@@ -276,3 +276,24 @@ def test_the_review_page_of_a_snippet_reads_a_fixed_number_of_queries_for_2_or_2
     for i in range(2, 20):
         release(_includer(f"user-{i:02}"), note="uses house")
     assert queries() == few
+
+
+def test_comparing_a_snippet_version_with_production_shows_what_it_would_change_downstream(client, publisher):
+    house = _house_with_dependents("greeting")
+    release(house, note="v2", labels=("staging",))
+    client_for(client, publisher)
+    for b in ("v2", "label:staging"):
+        text = client.get(url("snippet_diff", house.pk), {"a": "label:production", "b": b}).content.decode()
+        assert _changed_text(text[text.index('id="registry-downstream"'):]), b
+    text = client.get(url("snippet_diff", house.pk), {"a": "label:production", "b": "v1"}).content.decode()
+    assert "Be <del>" not in text[text.index('id="registry-downstream"'):]  # v1 is what production serves
+
+
+def test_a_resource_including_a_snippet_is_listed_downstream_with_its_text(client, editor, publisher):
+    house = _house_with_dependents()
+    release(make_resource("docs://style", text="{{> house }} Thanks."))
+    review = reviews.request_publication(house, acting_user=editor, note="shorter", label=PRODUCTION)
+    client_for(client, publisher)
+    page = client.get(url("reviewrequest_change", review.pk)).content.decode()
+    panel = page[page.index('id="registry-downstream"'):]
+    assert "docs://style" in panel and "Be <del>kind</del><ins>brief</ins>. Thanks." in panel
