@@ -297,3 +297,12 @@ def test_a_resource_including_a_snippet_is_listed_downstream_with_its_text(clien
     page = client.get(url("reviewrequest_change", review.pk)).content.decode()
     panel = page[page.index('id="registry-downstream"'):]
     assert "docs://style" in panel and "Be <del>kind</del><ins>brief</ins>. Thanks." in panel
+
+
+def test_an_auditor_reads_a_snippet_and_its_arguments_with_positions_counted_from_1(client, auditor):
+    house = make_snippet("house", text="Write {{ tone }}.", arguments=[{"name": "tone", "type": "enum"}])
+    client_for(client, auditor)
+    page = client.get(url("snippet_change", house.pk))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Write {{ tone }}." in text and "field-shown_position" in text
