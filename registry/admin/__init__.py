@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
-from registry.admin import audit, clients, mail, owners, preferences, prompts, resources, reviews, versions  # noqa: F401  (registers the ModelAdmins)
+from registry.admin import audit, clients, mail, owners, preferences, prompts, resources, reviews, snippets, versions  # noqa: F401  (registers the ModelAdmins)
 
 admin.site.site_header = _("MCP Registry")
 admin.site.site_title = _("MCP Registry")

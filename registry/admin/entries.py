@@ -24,6 +24,7 @@ from registry.admin.error_summary import error_summary
 from registry.admin.filters import ENTRY_FILTERS
 from registry.admin.lookups import DeclaredFiltersOnlyMixin
 from registry.admin.served_now import rollbacks_of
+from registry.admin.used_by import used_by_panel
 from registry.admin.views.compare import ComparePageMixin
 from registry.admin.views.history import HistoryPageMixin
 from registry.admin.views.label import LabelPageMixin, can_roll_back
@@ -75,7 +76,7 @@ class EntryChangeList(ChangeList):
 class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePageMixin, HistoryPageMixin,
                           PublishPageMixin, ReleaseRequestPageMixin, RolloutPageMixin, LabelPageMixin,
                           RestorePageMixin, admin.ModelAdmin):
-    """Base ModelAdmin for Prompt, Resource and ResourceTemplate."""
+    """Base ModelAdmin for Prompt, Resource, ResourceTemplate and Snippet."""
 
     key_field = "name"
     change_form_template = "admin/registry/entry_change_form.html"
@@ -150,6 +151,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
             context["registry_draft_reviews"] = [r for r in pending if r.version_number is None and not stale[r.pk]]
             context["registry_stale_reviews"] = [stale[r.pk] for r in pending if stale[r.pk]]
             context["registry_rollbacks"] = rollbacks_of(obj)
+            if obj.kind in ("snippet", "resource"):
+                context["registry_used_by"] = used_by_panel(obj)
         context["registry_has_versions"] = bool(obj is not None and obj.pk and obj.versions.exists())
         context["registry_can_roll_back"] = bool(obj is not None and obj.pk and can_roll_back(obj))
         if obj is not None and obj.pk:

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
 
 TASKS: list[tuple[str, StrOrPromise, list[str]]] = [
-    ("write", gettext_lazy("Write"), ["registry.prompt", "registry.resource", "registry.resourcetemplate"]),
+    ("write", gettext_lazy("Write"), ["registry.prompt", "registry.resource", "registry.resourcetemplate",
+                                      "registry.snippet"]),
     ("release", gettext_lazy("Review and release"), ["registry.reviewrequest", "registry.rollout"]),
     ("clients", gettext_lazy("Clients and notifications"), ["registry.mcpclient", "webhooks.webhook"]),
     ("audit", gettext_lazy("Audit"), ["registry.auditentry"]),

@@ -21,12 +21,13 @@ from django.utils.translation import gettext, gettext_lazy
 from registry.admin.access import InternalsMixin, ReadOnlyAdminMixin
 from registry.admin.badges import when_text
 from registry.admin.diff.sections import build
+from registry.admin.downstream import downstream
 from registry.admin.forms.releases import ReviewDecisionForm
 from registry.admin.lookups import DeclaredFiltersOnlyMixin, EntryKindFilter
 from registry.authoring.snapshots import diff_loader
 from registry.errors import InvalidEntry, RegistryError
 from registry.kinds import KINDS, kind_name
-from registry.models import ReviewRequest, ReviewStatus, Rollout
+from registry.models import ReviewRequest, ReviewStatus, Rollout, Snippet
 from registry.release import discussion, reviews, schedules
 
 _ = gettext
@@ -238,8 +239,15 @@ class ReviewRequestAdmin(ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, admin.Mod
         schedule = review.schedules.order_by("-created_at", "-id").first()
         base_name = (_("%(label)s now (v%(number)s)") % {"label": review.label, "number": review.base_version}
                      if review.base_version else _("nothing"))
+        downstream_ = None
+        if isinstance(entry, Snippet):
+            # A version asked for is a published number; a draft asked for is the text it froze.
+            candidate = review.version_number if review.version_number is not None else (
+                (review.snapshot or {}).get("text", ""))
+            downstream_ = downstream(entry, review.label, candidate)
         return {
             **self.admin_site.each_context(request),
+            "downstream": downstream_,
             "title": _("Review #%(pk)s: %(key)s → %(label)s") % {"pk": review.pk, "key": review.entry_key,
                                                                   "label": review.label},
             "opts": self.opts,

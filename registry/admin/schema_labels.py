@@ -13,6 +13,7 @@ from django.utils.translation import get_language, gettext
 
 from registry.admin.forms.prompts import PromptArgumentForm, PromptForm, PromptMessageForm
 from registry.admin.forms.resources import ResourceForm, ResourceTemplateForm, TemplateVariableForm
+from registry.admin.forms.snippets import SnippetArgumentForm, SnippetForm
 from registry.authoring.schema import Field
 from registry.models import ArgumentType
 from registry.models.prompts import ContentKind, MessageRole
@@ -20,7 +21,8 @@ from registry.models.resources import Audience
 
 # The edit forms whose field labels a schema field names ("PromptForm.description"), by class name.
 _EDIT_FORMS = {form.__name__: form for form in (PromptForm, PromptArgumentForm, PromptMessageForm,
-                                                ResourceForm, ResourceTemplateForm, TemplateVariableForm)}
+                                                ResourceForm, ResourceTemplateForm, TemplateVariableForm,
+                                                SnippetForm, SnippetArgumentForm)}
 
 
 def label_text(field: Field) -> str:

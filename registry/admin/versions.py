@@ -18,6 +18,8 @@ from registry.models import (
     ResourceTemplateLabel,
     ResourceTemplateVersion,
     ResourceVersion,
+    SnippetLabel,
+    SnippetVersion,
 )
 
 
@@ -62,7 +64,7 @@ class LabelAdmin(InternalsMixin, ReadOnlyAdminMixin, DeclaredFiltersOnlyMixin, a
         return ListOnlyChangeList
 
 
-for version_model in (PromptVersion, ResourceVersion, ResourceTemplateVersion):
+for version_model in (PromptVersion, ResourceVersion, ResourceTemplateVersion, SnippetVersion):
     admin.site.register(version_model, VersionAdmin)
-for label_model in (PromptLabel, ResourceLabel, ResourceTemplateLabel):
+for label_model in (PromptLabel, ResourceLabel, ResourceTemplateLabel, SnippetLabel):
     admin.site.register(label_model, LabelAdmin)

@@ -248,18 +248,18 @@ TEMPLATE = Schema(
 SNIPPET = Schema(
     kind="snippet",
     fields=(
-        Field("name", label=gettext_noop("Name"), portable=("name",)),
-        Field("description", label=gettext_noop("Description"), shows=TEXT, portable=("description",)),
-        Field("tags", label=gettext_noop("Tags"), shows=LIST, portable=("tags",)),
-        Field("text", label=gettext_noop("Text"), shows=TEXT, portable=("text",)),
+        Field("name", "SnippetForm.name", portable=("name",)),
+        Field("description", "SnippetForm.description", shows=TEXT, portable=("description",)),
+        Field("tags", "SnippetForm.tags", shows=LIST, portable=("tags",)),
+        Field("text", "SnippetForm.text", shows=TEXT, portable=("text",)),
         _INCLUDES,
     ),
     tables=(Table(
         "arguments", gettext_noop("Arguments"), gettext_noop("Argument"), portable="arguments",
         columns=(
-            Field("name", label=gettext_noop("Name"), portable=("name",)),
-            Field("description", label=gettext_noop("Description"), shows=TEXT, portable=("description",)),
-            Field("type", label=gettext_noop("Type"), shows=CHOICE, choices="argument_type", default="text",
+            Field("name", "SnippetArgumentForm.name", portable=("name",)),
+            Field("description", "SnippetArgumentForm.description", shows=TEXT, portable=("description",)),
+            Field("type", "SnippetArgumentForm.type", shows=CHOICE, choices="argument_type", default="text",
                   portable=("type",)),
         ),
     ),),

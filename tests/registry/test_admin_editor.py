@@ -362,7 +362,7 @@ def _home_models(client, user) -> set[str]:
 
 
 def test_editor_home_lists_only_what_editors_work_on(client, editor):
-    assert _home_models(client, editor) == {"Prompt", "Resource", "ResourceTemplate", "ReviewRequest"}
+    assert _home_models(client, editor) == {"Prompt", "Resource", "ResourceTemplate", "Snippet", "ReviewRequest"}
 
 
 def test_publisher_and_auditor_homes_keep_the_internals(client, publisher, auditor):

@@ -11,5 +11,6 @@ Its modules, by kind of form:
 - `entry`      the base of an entry's edit form (draft revision check) and what inline formsets share
 - `prompts`    a prompt, its arguments and its messages
 - `resources`  a resource, a resource template and its variables
+- `snippets`   a snippet and its arguments
 - `releases`   publishing, label moves, review requests and decisions, rollouts
 """

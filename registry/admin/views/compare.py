@@ -10,9 +10,10 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext as _
 
 from registry.admin.diff.sections import build
+from registry.admin.downstream import Downstream, downstream
 from registry.admin.views.entry_page import EntryPageMixin
 from registry.authoring.snapshots import Payloads, diff_loader, snapshot_of
-from registry.models import PRODUCTION, VersionedEntry
+from registry.models import PRODUCTION, Snippet, VersionedEntry
 from registry.models.base import label_name_validator
 
 
@@ -40,6 +41,20 @@ class ComparePageMixin(EntryPageMixin):
             raise Http404(_("%(key)s has no version %(version)s.") % {"key": obj.key, "version": ref})
         return f"v{version.number}", version.snapshot
 
+    @staticmethod
+    def _downstream(obj: Snippet, a: str, b: str, b_snap: dict[str, Any] | None) -> Downstream:
+        """What releasing side b on the label of side a (production unless a is a label) changes downstream:
+        a version by its number, the draft by its text (`_side` has refused any other reference)."""
+        label = a.split(":", 1)[1] if a.startswith("label:") else PRODUCTION
+        candidate: int | str | None
+        if b_snap is None or b == "draft":
+            candidate = None if b_snap is None else b_snap.get("text", "")
+        elif b.startswith("label:"):
+            candidate = obj.labels.select_related("version").get(name=b.split(":", 1)[1]).version.number
+        else:
+            candidate = int(b.lstrip("v"))
+        return downstream(obj, label, candidate)
+
     def diff_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         obj = self._entry(request, object_id)
         a = request.GET.get("a") or f"label:{PRODUCTION}"
@@ -58,6 +73,7 @@ class ComparePageMixin(EntryPageMixin):
         context = self._context(
             request, obj, _("Compare %(a)s with %(b)s") % {"a": a_name, "b": b_name},
             a=a, b=b, a_name=a_name, b_name=b_name, choices=choices,
+            downstream=self._downstream(obj, a, b, b_snap) if isinstance(obj, Snippet) else None,
             diff=build(obj.kind, a_snap, b_snap, before_name=a_name, after_name=b_name,
                        load=diff_loader(payloads)),
         )

@@ -13,12 +13,13 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.diff.sections import build
+from registry.admin.downstream import downstream
 from registry.admin.forms.releases import PublishForm
 from registry.admin.views.entry_page import EntryPageMixin, add_refusal
 from registry.authoring.snapshots import Payloads, diff_loader, snapshot_of
 from registry.authoring.validation import validate_entry
 from registry.errors import FolderOwnershipDenied, PublishPermissionDenied, RegistryError
-from registry.models import EntryVersion, ReviewRequest, VersionedEntry
+from registry.models import PRODUCTION, EntryVersion, ReviewRequest, Snippet, VersionedEntry
 from registry.refusals import record_refusal
 from registry.release import reviews, services
 
@@ -64,6 +65,8 @@ class PublishPageMixin(EntryPageMixin):
             diff=build(obj.kind, latest.snapshot if latest else None, draft,
                        before_name=f"v{latest.number}" if latest else _("nothing published"),
                        after_name=_("draft"), load=diff_loader(payloads)),
+            # A snippet's publish moves production by default: what that changes in the entries including it.
+            downstream=downstream(obj, PRODUCTION, draft.get("text", "")) if isinstance(obj, Snippet) else None,
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
 

@@ -1,0 +1,57 @@
+"""Snippets: shared parts of text that prompts, resources and templates include with {{> name }}.
+
+The snippet's pages are the generic entry pages (registry/admin/entries.py); what is its own is
+the argument inline, the preview (its text with the snippets it includes in turn expanded, as an
+including entry served from production gets it) and the "Used by" panel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.utils.translation import gettext_lazy
+
+from registry.admin.entries import VersionedEntryAdmin
+from registry.admin.forms.snippets import SnippetArgumentForm, SnippetArgumentFormSet, SnippetForm
+from registry.admin.prompts import OneBasedPositionInline
+from registry.authoring.composition import db_resolver
+from registry.authoring.snapshots import snapshot_of
+from registry.formats.references import ExpansionError, expand
+from registry.models import PRODUCTION, Snippet, SnippetArgument
+
+
+class SnippetArgumentInline(OneBasedPositionInline):
+    model = SnippetArgument
+    form = SnippetArgumentForm
+    formset = SnippetArgumentFormSet
+    extra = 0
+    ordering = ["position", "id"]
+    fields = [("position", "name", "type"), "description"]
+
+
+@admin.register(Snippet)
+class SnippetAdmin(VersionedEntryAdmin):
+    form = SnippetForm
+    inlines = [SnippetArgumentInline]
+    key_field = "name"
+    preview_template = "admin/registry/snippet/preview.html"
+    list_display = ["name", "description", "folder", "production_version", "updated_at"]
+    search_fields = ["name", "description", "text", "tags"]
+    fieldsets = [
+        (None, {"fields": ["name", "description", "folder", "tags", "published_versions", "draft_revision"]}),
+        (gettext_lazy("Text"), {
+            "fields": ["text"],
+            "description": gettext_lazy("Texts include this snippet with {{> name }} (the version on the label "
+                                        "they are served from) or {{> name@3 }} (always version 3)."),
+        }),
+    ]
+
+    def preview_context(self, request, obj: Snippet) -> dict[str, Any]:
+        snapshot = snapshot_of(obj)
+        context: dict[str, Any] = {"arguments": snapshot.get("arguments", []), "includes": snapshot.get("includes")}
+        try:
+            context["text"] = expand(snapshot.get("text", ""), db_resolver(PRODUCTION))
+        except ExpansionError as exc:
+            context["error"] = str(exc)
+        return context
