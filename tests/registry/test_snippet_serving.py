@@ -4,6 +4,8 @@ item that follows it; what a client is served is the fully expanded text."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from registry import changes
@@ -216,3 +218,16 @@ def test_a_plain_orm_label_save_of_a_snippet_records_its_dependents_too(style):
     label.save()
     rows = set(ChangeLogEntry.objects.filter(pk__gt=after).values_list("entry_kind", "entry_key", "label"))
     assert ("prompt", "reply", "staging") in rows and ("snippet", "style", "staging") in rows
+
+
+def test_recent_changes_list_the_dependents_a_snippet_release_changed_for_the_viewer_alone(style):
+    composed_prompt("reply", "{{> style }} {{ topic }}", tags="support")
+    composed_prompt("sales-reply", "{{> style }} {{ topic }}", tags="sales")
+    composed_prompt("pinned", "{{> style@1 }} {{ topic }}", tags="support")
+    services.move_label(style, label="production", version_number=2, acting_user=None)
+    support = Viewer(scope_tags=frozenset({"support"}))
+    served = reload().read_resource(support, "registry://changes/recent")
+    changes = json.loads(served.result["contents"][1]["text"])["changes"]
+    assert [(c["kind"], c["entry"], c["label"], c.get("snippet")) for c in changes if c.get("snippet")] == [
+        ("prompt", "reply", "production", "style")]
+    assert not any(c["kind"] == "snippet" for c in changes)
