@@ -42,7 +42,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from registry.audit import write_audit
 from registry.authoring.listing import list_changed
 from registry.authoring.snapshots import diff_snapshots
-from registry.changes import in_service, record_change, record_changes, recording
+from registry.changes import in_service, record_change, recording
 from registry.models import (
     PRODUCTION,
     AuditAction,
@@ -69,7 +69,7 @@ from registry.models import (
 )
 from registry.models.reviews import rollout_diff
 from registry.release import stale
-from registry.release.uses import dependents, record_uses
+from registry.release.uses import record_dependent_changes, record_uses
 from registry.serving.credentials import served_changed
 from registry.signals import served_rows_bulk_created
 
@@ -154,17 +154,9 @@ def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = 
 
 
 def _record_dependents(entry: Any, *labels: str | None) -> None:
-    """A snippet's label moved (or went, or the snippet was archived or restored): one change row per
-    entry label row that follows it there (registry/release/uses.py `dependents`), so that every
-    process re-reads what they serve and the hub announces those whose served text changed."""
-    if entry.kind != "snippet":
-        return
-    rows: dict[tuple[str, str, str, bool], None] = {}
-    for label in labels:
-        if label:
-            rows.update(((kind, key, name, False), None) for kind, key, name in dependents(entry.key, label))
-    if rows:
-        record_changes(list(rows))
+    """A snippet's label moved (or went, or the snippet was archived or restored): its dependents' changes."""
+    if entry.kind == "snippet":
+        record_dependent_changes(entry.key, *labels)
 
 
 @_together
@@ -181,6 +173,9 @@ def label_deleted(sender: Any, instance: ReleaseLabel, **kwargs: Any) -> None:
 def labels_bulk_created(sender: Any, objs: list[ReleaseLabel], **kwargs: Any) -> None:
     """bulk_create sends no post_save: record one change per label name, for every entry of the kind."""
     kind = sender._meta.get_field("entry").related_model.kind
+    if kind == "snippet":
+        for label in objs:
+            _record_dependents(label.entry, label.name)
     for name, count in sorted(Counter(o.name for o in objs).items()):
         record_change(kind=kind, key="*", label=name, list_changed=True)
         _audit(kind, f"* ({count} entries)", None, AuditAction.LABEL_MOVE, label=name,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from registry import changes
-from registry.models import ChangeLogEntry, Prompt, PromptMessage, Snippet
+from registry.models import ChangeLogEntry, Prompt, PromptMessage, Snippet, SnippetLabel
 from registry.release import services
 from registry.release.rollouts import set_rollout
 from registry.serving.catalogs import catalog_for, entry_item, load_catalog, read_entries, refresh_catalog
@@ -231,3 +231,11 @@ def test_recent_changes_list_the_dependents_a_snippet_release_changed_for_the_vi
     assert [(c["kind"], c["entry"], c["label"], c.get("snippet")) for c in changes if c.get("snippet")] == [
         ("prompt", "reply", "production", "style")]
     assert not any(c["kind"] == "snippet" for c in changes)
+
+
+def test_snippet_labels_created_in_bulk_record_their_dependents(style):
+    composed_prompt("reply", "{{> style }} {{ topic }}", labels=("production", "qa"))
+    after = ChangeLogEntry.objects.order_by("-pk").values_list("pk", flat=True).first()
+    SnippetLabel.objects.bulk_create([SnippetLabel(entry=style, name="qa", version=style.versions.get(number=2))])
+    rows = set(ChangeLogEntry.objects.filter(pk__gt=after).values_list("entry_kind", "entry_key", "label"))
+    assert ("prompt", "reply", "qa") in rows and ("snippet", "*", "qa") in rows
