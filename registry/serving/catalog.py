@@ -13,6 +13,12 @@ cached catalog; the next request rebuilds it (in the background, registry/servin
 read from the database meanwhile, registry/serving/pages.py). The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
 
+Composed entries (texts with `{{> snippet }}` references, registry/serving/composed.py) are served
+fully expanded: an item with includes carries its `parts` (the snippet versions its following
+references resolve to on the label it is served from), and its compiled prompt, template body or
+expanded resource text is cached by version and parts, so a snippet release is a new cache entry
+and a plain entry's key is as before.
+
 Percentage rollouts (registry/release/rollouts.py): an item whose label runs a rollout carries it
 (`item.rollout`: percent + the candidate's own item). A viewer with a client identity whose
 stable bucket for the entry is below the percentage is served the candidate; anonymous viewers
