@@ -14,6 +14,7 @@ from .reads import (
     InvalidArguments,
     InvalidUri,
     MissingArguments,
+    SnippetUnavailable,
     UnknownPrompt,
     UnknownResource,
     outage_of,
@@ -41,6 +42,8 @@ def translate_domain_error(exc: BaseException) -> errors.McpError | None:
         return errors.InvalidParams(exc.message, data={"uri": exc.uri})
     if isinstance(exc, InvalidArguments):
         return errors.InvalidParams(exc.message)
+    if isinstance(exc, SnippetUnavailable):  # a snippet it includes has no version to serve: not the client's fault
+        return errors.InternalError(exc.message)
     if isinstance(exc, ContentMissing):
         return errors.InternalError(exc.message, data={"sha256": exc.sha256})
     return None

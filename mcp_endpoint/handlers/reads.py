@@ -20,6 +20,7 @@ from registry.formats.argtypes import PATTERN_VALUE_MAX_LENGTH
 from registry.formats.argtypes import form_schema
 from registry.formats.argtypes import from_form
 from registry.serving.catalog import ContentNotLoaded
+from registry.serving.composed import SnippetUnavailable
 from registry.serving.viewer import Viewer
 from registry.serving.clients import TOKEN_PREFIX
 from registry.serving.clients import hash_token
@@ -40,8 +41,8 @@ from registry.formats.uris import lookup_uri
 __all__ = [
     "PATTERN_VALUE_MAX_LENGTH", "PRODUCTION", "TOKEN_PREFIX", "ArgumentErrors", "ContentMissing",
     "ContentNotLoaded", "InvalidArguments", "InvalidUri", "MissingArguments", "RegistryError",
-    "RegistrySource", "UnknownPrompt", "UnknownResource", "form_schema", "from_form", "hash_token",
-    "lookup_uri", "outage_of", "source", "still_serves",
+    "RegistrySource", "SnippetUnavailable", "UnknownPrompt", "UnknownResource", "form_schema", "from_form",
+    "hash_token", "lookup_uri", "outage_of", "source", "still_serves",
 ]
 
 

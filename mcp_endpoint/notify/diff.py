@@ -33,18 +33,19 @@ def _state(item: Any) -> tuple | None:
     if item is None:
         return None
     rollout = getattr(item, "rollout", None)
-    running = (rollout.percent, rollout.candidate.version) if rollout is not None else None
-    return (item.version, item.label, item.tags, running)
+    running = (rollout.percent, rollout.candidate.version, rollout.candidate.parts) if rollout is not None else None
+    return (item.version, item.label, item.tags, running, item.parts)
 
 
 def _served_changed(old: Any, new: Any, viewer: Viewer) -> tuple[Any, Any] | None:
     """(old, new) served items if what this viewer receives differs, else None (served_item: the
-    version a viewer gets, rollouts and the served version's own tags included)."""
+    version a viewer gets, rollouts and the served version's own tags included; `parts`: the
+    snippet versions a composed entry's text is expanded with, registry/serving/composed.py)."""
     before, after = served_item(old, viewer), served_item(new, viewer)
     if before is None and after is None:
         return None
     if before is not None and after is not None and before.version == after.version \
-            and before.tags == after.tags:
+            and before.tags == after.tags and before.parts == after.parts:
         return None
     return before, after
 

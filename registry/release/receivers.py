@@ -5,7 +5,8 @@ that decide what clients receive is recorded here, in the same transaction, whoe
 services, the admin, an operator in `manage.py shell` with `label.version = v1; label.save()`, a
 script); the services audit their own changes, and these receivers audit the rest:
 
-- release labels: created, moved (version changed) or deleted;
+- release labels: created, moved (version changed) or deleted; a snippet's also records a change of
+  every entry label row that follows it there (its dependents: what they serve changes with it);
 - versions: inserted outside a service (a hand-made publish; nothing is served until a label
   points at it, so it is audited, and announced so caches re-read);
 - percentage rollouts: started, changed or ended;
@@ -43,6 +44,7 @@ from registry.authoring.listing import list_changed
 from registry.authoring.snapshots import diff_snapshots
 from registry.changes import in_service, record_change, recording
 from registry.models import (
+    PRODUCTION,
     AuditAction,
     McpClient,
     Prompt,
@@ -67,7 +69,7 @@ from registry.models import (
 )
 from registry.models.reviews import rollout_diff
 from registry.release import stale
-from registry.release.uses import record_uses
+from registry.release.uses import record_dependent_changes, record_uses
 from registry.serving.credentials import served_changed
 from registry.signals import served_rows_bulk_created
 
@@ -138,6 +140,7 @@ def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = 
                from_version=version.number, note=f"Renamed the label '{renamed_from}' to '{instance.name}'. "
                + OUTSIDE_NOTE)
         before_id = None
+    _record_dependents(entry, instance.name, renamed_from)
     before_number = stored["version__number"] if stored and before_id else None
     before_snapshot = stored["version__snapshot"] if stored and before_id else None
     record_change(kind=entry.kind, key=entry.key, label=instance.name,
@@ -150,10 +153,17 @@ def label_saved(sender: Any, instance: ReleaseLabel, created: bool, raw: bool = 
            changes=diff_snapshots(before_snapshot, version.snapshot))
 
 
+def _record_dependents(entry: Any, *labels: str | None) -> None:
+    """A snippet's label moved (or went, or the snippet was archived or restored): its dependents' changes."""
+    if entry.kind == "snippet":
+        record_dependent_changes(entry.key, *labels)
+
+
 @_together
 def label_deleted(sender: Any, instance: ReleaseLabel, **kwargs: Any) -> None:
     entry = instance.entry
     record_change(kind=entry.kind, key=entry.key, label=instance.name, list_changed=True)
+    _record_dependents(entry, instance.name)
     _audit(entry.kind, entry.key, entry.pk, AuditAction.DELETE, label=instance.name,
            from_version=instance.version.number,
            note=f"Deleted the label '{instance.name}'. {OUTSIDE_NOTE}")
@@ -163,6 +173,9 @@ def label_deleted(sender: Any, instance: ReleaseLabel, **kwargs: Any) -> None:
 def labels_bulk_created(sender: Any, objs: list[ReleaseLabel], **kwargs: Any) -> None:
     """bulk_create sends no post_save: record one change per label name, for every entry of the kind."""
     kind = sender._meta.get_field("entry").related_model.kind
+    if kind == "snippet":
+        for label in objs:
+            _record_dependents(label.entry, label.name)
     for name, count in sorted(Counter(o.name for o in objs).items()):
         record_change(kind=kind, key="*", label=name, list_changed=True)
         _audit(kind, f"* ({count} entries)", None, AuditAction.LABEL_MOVE, label=name,
@@ -254,6 +267,7 @@ def entry_saved(sender: Any, instance: VersionedEntry, created: bool, raw: bool 
     if (stored["archived_at"] is None) == (instance.archived_at is None):
         return  # a draft edit: clients see it only once it is published
     record_change(kind=instance.kind, key=instance.key, list_changed=True)
+    _record_dependents(instance, PRODUCTION)  # a snippet's dependents on every label
     _audit(instance.kind, instance.key, instance.pk,
            AuditAction.ARCHIVE if instance.archived_at else AuditAction.UNARCHIVE)
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from registry.changes import Change, record_changes
 from registry.formats.references import MAX_DEPTH, parse_spelled
 from registry.formats.uris import lookup_uri
 from registry.kinds import KINDS, SERVED_KINDS
@@ -120,6 +121,19 @@ def dependents(snippet_name: str, label: str) -> list[tuple[str, str, str]]:
                                                                                        "name"):
             out[(kind, key, name)] = None
     return list(out)
+
+
+def record_dependent_changes(snippet_name: str, *labels: str | None) -> list[Change]:
+    """A change-log row per entry label row that follows `snippet_name` on one of `labels` (its
+    dependents: what they serve changes with the snippet's label there), in the caller's
+    transaction, so that every process re-reads them and the hub announces those whose served
+    text changed. Every path that moves a snippet's label calls it: the label receivers
+    (registry/release/receivers.py) and whoever writes labels around the models."""
+    rows: dict[tuple[str, str, str, bool], None] = {}
+    for label in labels:
+        if label:
+            rows.update(((kind, key, name, False), None) for kind, key, name in dependents(snippet_name, label))
+    return record_changes(list(rows)) if rows else []
 
 
 def served_users(snippet_name: str) -> list[Use]:

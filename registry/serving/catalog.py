@@ -13,6 +13,12 @@ cached catalog; the next request rebuilds it (in the background, registry/servin
 read from the database meanwhile, registry/serving/pages.py). The catalog for label L serves L's version of
 each entry and falls back to `production` where an entry has no L label.
 
+Composed entries (texts with `{{> snippet }}` references, registry/serving/composed.py) are served
+fully expanded: an item with includes carries its `parts` (the snippet versions its following
+references resolve to on the label it is served from), and its compiled prompt, template body or
+expanded resource text is cached by version and parts, so a snippet release is a new cache entry
+and a plain entry's key is as before.
+
 Percentage rollouts (registry/release/rollouts.py): an item whose label runs a rollout carries it
 (`item.rollout`: percent + the candidate's own item). A viewer with a client identity whose
 stable bucket for the entry is below the percentage is served the candidate; anonymous viewers
@@ -35,6 +41,7 @@ from registry.formats.rendering import CompiledPrompt, Template, compile_prompt,
 from registry.formats.uris import lookup_uri, normalize_uri_template, validate_uri
 from registry.kinds import KINDS
 from registry.serving import dynamic
+from registry.serving.composed import Parts, expanded, expanded_messages, resolver, snippet_text
 from registry.serving.items import PromptItem, ResourceItem, Served, TemplateItem
 from registry.serving.viewer import Viewer, in_bucket, may_differ_by_client, served_item
 from registry.storage import cache as content_cache
@@ -77,14 +84,57 @@ def _snapshot(kind: str, version_id: int) -> dict[str, Any]:
     return snapshot
 
 
-def _load_compiled(version_id: int) -> tuple[CompiledPrompt, int]:
+def _load_compiled(version_id: int, parts: Parts | None = None) -> tuple[CompiledPrompt, int]:
     snapshot = _snapshot("prompt", version_id)
+    if parts is not None:  # references expanded before placeholders are parsed: one pass for arguments
+        snapshot = expanded_messages(snapshot, _resolver(parts))
     return compile_prompt(snapshot), len(canonical_json(snapshot))
 
 
-def _load_body(version_id: int) -> tuple[Template, int]:
+def _load_body(version_id: int, parts: Parts | None = None) -> tuple[Template, int]:
     body = _snapshot("template", version_id).get("body", "")
+    if parts is not None:
+        body = expanded(body, _resolver(parts))
     return parse_template(body), len(body) + 64
+
+
+def _snippet_text(name: str, number: int) -> str | None:
+    """A snippet version's text, from the content cache (a one-tuple, so that 'no such version' is kept too)."""
+    found = _cached(("snippet", name, number), lambda: ((snippet_text(name, number),), 64 + len(name) * 2))
+    return found[0]
+
+
+def _resolver(parts: Parts) -> Any:
+    return resolver(parts, _snippet_text)
+
+
+def _compiled(item: PromptItem) -> CompiledPrompt:
+    """The item's compiled version; a composed item's is keyed by its parts too (what it expands to)."""
+    if not item.composed:
+        return _cached(("prompt", item.version_id), lambda: _load_compiled(item.version_id))
+    return _cached(("prompt", item.version_id, item.parts), lambda: _load_compiled(item.version_id, item.parts))
+
+
+def _body(template: TemplateItem) -> Template:
+    if not template.composed:
+        return _cached(("template", template.version_id), functools.partial(_load_body, template.version_id))
+    return _cached(("template", template.version_id, template.parts),
+                   functools.partial(_load_body, template.version_id, template.parts))
+
+
+def _resource_content(item: ResourceItem) -> dict[str, Any]:
+    """What `resources/read` returns of a stored resource: a composed text resource's text expanded
+    (kept in the content cache by version and parts)."""
+    if not item.composed:
+        return materialise(item.ref, _load_stored)
+
+    def load() -> tuple[dict[str, Any], int]:
+        content = materialise(item.ref, _load_stored)
+        if "text" in content:
+            content["text"] = expanded(content["text"], _resolver(item.parts))
+        return content, len(content.get("text") or content.get("blob") or "") + 64
+
+    return dict(_cached(("resource", item.version_id, item.parts), load))
 
 
 def _load_stored(sha256: str, encoding: str) -> str:
@@ -119,6 +169,7 @@ class Catalog:
     _lists: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = field(default_factory=dict)
     rolled_out: tuple[Any, ...] = ()  # the items with a running rollout
     partial: bool = False  # holds only some entries (read_entries): answers one list page, never cached
+    snippets: Any = None  # the SnippetMaps its composed items were resolved from (None: none read)
 
     # ---------------------------------------------------------------- rollouts
     def personalised(self, viewer: Viewer) -> bool:
@@ -197,7 +248,7 @@ class Catalog:
         item = self.prompt(viewer, name)
         if arguments is not None and not isinstance(arguments, Mapping):
             raise InvalidArguments("Prompt arguments must be an object mapping names to strings.")
-        compiled = _cached(("prompt", item.version_id), lambda: _load_compiled(item.version_id))
+        compiled = _compiled(item)
         is_resource = (lambda uri: self.readable(viewer, uri)) if item.resource_arguments else None
         return Served(render_compiled(compiled, arguments, _fill, is_resource), "prompt", item.name, item.version,
                       item.label)
@@ -205,7 +256,7 @@ class Catalog:
     def argument_specs(self, viewer: Viewer, name: str) -> tuple[Mapping[str, Any], ...]:
         """The served version's argument specs (types, bounds): what an input-required form asks for."""
         item = self.prompt(viewer, name)
-        return tuple(_cached(("prompt", item.version_id), lambda: _load_compiled(item.version_id)).arguments)
+        return tuple(_compiled(item).arguments)
 
     def readable(self, viewer: Viewer, uri: str) -> bool:
         """Whether `resources/read` of `uri` would succeed for this viewer (a resource or a template
@@ -240,7 +291,7 @@ class Catalog:
             item = self.resource_items.get(uri)
         item = served_item(item, viewer)
         if item is not None:
-            return Served({"contents": [materialise(item.ref, _load_stored)]}, "resource", uri, item.version,
+            return Served({"contents": [_resource_content(item)]}, "resource", uri, item.version,
                           item.label)
         validate_uri(uri)
         found = self._dynamic(uri)
@@ -256,7 +307,7 @@ class Catalog:
             content: dict[str, Any] = {"uri": uri}
             if template.mime_type:
                 content["mimeType"] = template.mime_type
-            body = _cached(("template", template.version_id), functools.partial(_load_body, template.version_id))
+            body = _body(template)
             content["text"] = body.render(variables)
             return Served({"contents": [content]}, "template", template.uri_template, template.version, template.label)
         raise UnknownResource(uri)

@@ -9,7 +9,7 @@ catalog.py says what a catalog answers; registry/serving/items.py what it holds)
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from itertools import groupby
 from operator import attrgetter
@@ -22,6 +22,7 @@ from registry import changes
 from registry.kinds import KINDS
 from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.serving.catalog import Catalog
+from registry.serving.composed import SnippetMaps, read_snippet_maps, uses_any
 from registry.serving.heap import release_freed_memory
 from registry.serving.items import (
     ITEM_BUILDERS,
@@ -33,6 +34,7 @@ from registry.serving.items import (
     forget_shared,
     pick_served,
     rollout_applies,
+    with_parts,
 )
 
 _cache: dict[str, Catalog] = {}
@@ -141,6 +143,17 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
                 for entry_id, name, version_id, number, listing, created_at
                 in qs.order_by("entry_id", "name").values_list(*ROW_FIELDS).iterator(chunk_size=2000))
 
+    # Snippet rows are read once, when the first item with includes needs them; a refresh keeps the
+    # base's unless a snippet changed (then every item following it is re-resolved, below).
+    snippet_names = {key for kind, key in changed or () if kind == "snippet"}
+    maps_found: list[SnippetMaps | None] = [base.snippets if base is not None and not snippet_names else None]
+
+    def maps() -> SnippetMaps:
+        found = maps_found[0]
+        if found is None:
+            found = maps_found[0] = read_snippet_maps(label)
+        return found
+
     def reads(kind: str) -> bool:
         return kind in reread if partial else base is None or kind in wanted
 
@@ -157,7 +170,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         keys = read_keys.setdefault(kind, {})
         for _entry_id, entry_rows in groupby(rows(model, kind), key=attrgetter("entry_id")):
             for row in pick_served(entry_rows, label).values():
-                item = ITEM_BUILDERS[kind](row, share)
+                item = compose(ITEM_BUILDERS[kind](row, share), row.listing, maps)
                 keys[row.entry_id] = item.key
                 yield item.key, item
 
@@ -173,12 +186,44 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         for key in wanted.get("template", ()):
             templates.pop(key, None)
         templates.update(items("template", ResourceTemplateLabel))
+    if snippet_names and base is not None:
+        _resolve_again(snippet_names, maps, read_keys, prompts, resources, templates)
     if base is None or wanted:
-        _attach_rollouts(names, read_keys, base is not None, prompts, resources, templates)
+        _attach_rollouts(names, read_keys, base is not None, maps, prompts, resources, templates)
     rolled_out = tuple(item for pool in (prompts, resources, templates) for item in pool.values()
                        if item.rollout is not None)
     return Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template),
-                   rolled_out=rolled_out, partial=partial)
+                   rolled_out=rolled_out, partial=partial, snippets=maps_found[0])
+
+
+def compose(item: Any, listing: Mapping[str, Any], maps: Callable[[], SnippetMaps]) -> Any:
+    """`item` with its parts resolved when its listing includes snippets (else `item` itself)."""
+    includes = (listing or {}).get("includes")
+    if not includes:
+        return item
+    includes = tuple(includes)
+    return with_parts(item, maps().parts(item.label, includes), includes)
+
+
+def _resolve_again(names: set[str], maps: Callable[[], SnippetMaps], read_keys: dict[str, dict[int, str]],
+                   *pools: dict[str, Any]) -> None:
+    """After a change of the snippets `names`: every item not just re-read that follows one of them
+    (directly or through another snippet), and its rollout's candidate, gets its parts again."""
+
+    def again(item: Any) -> Any:
+        if item.composed:
+            item = with_parts(item, maps().parts(item.label, item.includes))
+        if item.rollout is not None and item.rollout.candidate.composed:
+            candidate = item.rollout.candidate
+            item = replace(item, rollout=ItemRollout(item.rollout.percent, with_parts(
+                candidate, maps().parts(candidate.label, candidate.includes))))
+        return item
+
+    for kind, pool in zip(("prompt", "resource", "template"), pools, strict=True):
+        fresh = set(read_keys.get(kind, {}).values())
+        for key, item in list(pool.items()):
+            if key not in fresh and uses_any(item, names):
+                pool[key] = again(item)
 
 
 def rollout_entries(names: list[str]) -> dict[str, set[int]]:
@@ -190,7 +235,7 @@ def rollout_entries(names: list[str]) -> dict[str, set[int]]:
 
 
 def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], only_read: bool,
-                     *pools: dict[str, Any]) -> None:
+                     maps: Callable[[], SnippetMaps], *pools: dict[str, Any]) -> None:
     """Give each item just read the rollout running on the label it is served from; one query if none run.
 
     Matched by entry id: a rollout row names the entry by its draft key when the rollout began, which
@@ -219,8 +264,8 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
         if found is None:
             continue
         entry_id, version_id, number, listing, created_at = found
-        candidate = ITEM_BUILDERS[rollout.entry_kind](Row(entry_id, rollout.label, version_id, number, listing,
-                                                            created_at))
+        candidate = compose(ITEM_BUILDERS[rollout.entry_kind](Row(entry_id, rollout.label, version_id, number,
+                                                                    listing, created_at)), listing, maps)
         pool[key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
 
 

@@ -6,6 +6,11 @@ its catalog stale for good. This module reads, per label, only the few columns t
 what is served (which version of each entry, from which label row, and any running rollout;
 a version's content, tags included, never changes) and compares them with a catalog's items:
 any difference means "rebuild".
+
+Not compared: the parts of composed items (the snippet versions their references resolve to,
+registry/serving/composed.py). Checking them would mean reading the snippet rows and every
+composed version's includes and resolving them again, the catalog's own work; a snippet change
+that never reached a process leaves its dependents' texts stale until its next full build.
 """
 
 from __future__ import annotations

@@ -251,8 +251,18 @@ def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: st
                 change["author"] = actor
             changes.append(change)
 
+    composed: dict[str, list[tuple[str, Any]]] | None = None
     for row in rows.iterator(chunk_size=_CHUNK):
         kind, _entry_id, key, action, label, number, _actor, _created = row
+        if kind == "snippet":  # served to no one itself: what it changed is the entries following it
+            if composed is None:
+                composed = _following(catalog, viewer)
+            take(chunk)
+            chunk = []
+            changes.extend(_dependent_changes(composed, row)[:RECENT_CHANGES - len(changes)])
+            if len(changes) >= RECENT_CHANGES:
+                break
+            continue
         now = served.get((kind, key))
         if now is None or label != now["label"] or number is None:
             continue
@@ -271,6 +281,36 @@ def recent_changes(catalog: Any, viewer: Any, params: Mapping[str, str], uri: st
                              + ([c["author"]] if names_shown() else []) + [c["note"]] for c in changes])
     markdown = "# Recent published changes\n\n" + (table if changes else "No published changes yet.") + "\n"
     return _both(uri, markdown, {"changes": changes})
+
+
+def _following(catalog: Any, viewer: Any) -> dict[str, list[tuple[str, Any]]]:
+    """Snippet name -> (kind, served item) of the composed entries the viewer is served that follow it."""
+    out: dict[str, list[tuple[str, Any]]] = {}
+    for kind, items in (("prompt", catalog.prompt_items.values()), ("resource", catalog.resource_items.values()),
+                        ("template", catalog.template_items)):
+        for item in items:
+            served = served_item(item, viewer)
+            for name, _number in getattr(served, "parts", ()):
+                out.setdefault(name, []).append((kind, served))
+    return out
+
+
+def _dependent_changes(following: Mapping[str, list[tuple[str, Any]]], row: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """The changes a snippet's label move made to what the viewer is served: one per entry that
+    follows the snippet and is served now with the version the move put on that label (from that
+    label row, or from any row when production moved: entries served from another label fall back
+    to production's snippet where it has none there)."""
+    _kind, _entry_id, name, action, label, number, actor, created_at = row
+    out = []
+    for kind, item in following.get(name, ()):
+        if (name, number) not in item.parts or (label != "production" and item.label != label):
+            continue
+        change = {"kind": kind, "entry": item.key, "action": action, "version": item.version, "label": item.label,
+                  "note": f"Uses snippet {name} v{number}.", "time": _when(created_at), "snippet": name}
+        if names_shown():
+            change["author"] = actor
+        out.append(change)
+    return sorted(out, key=lambda c: (c["kind"], c["entry"]))
 
 
 def _changelog_affected(params: Mapping[str, str], kind: str, key: str) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, NamedTuple
 
 from registry.authoring.listing import listing_of
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template
@@ -58,6 +58,8 @@ class PromptItem:
     version_id: int = 0  # the version row: what the compiled body is cached and loaded by
     rollout: ItemRollout | None = None
     resource_arguments: frozenset[str] = frozenset()  # arguments whose values are registry resource URIs
+    parts: ClassVar[tuple[tuple[str, int], ...]] = ()  # see ComposedPromptItem
+    composed: ClassVar[bool] = False
 
     @property
     def key(self) -> str:
@@ -74,6 +76,8 @@ class ResourceItem:
     ref: Mapping[str, Any]  # {uri, mimeType, sha256, size, encoding}: where the bytes are, not the bytes
     version_id: int = 0
     rollout: ItemRollout | None = None
+    parts: ClassVar[tuple[tuple[str, int], ...]] = ()
+    composed: ClassVar[bool] = False
 
     @property
     def key(self) -> str:
@@ -92,10 +96,48 @@ class TemplateItem:
     suggestions: Mapping[str, tuple[str, ...]]
     version_id: int = 0
     rollout: ItemRollout | None = None
+    parts: ClassVar[tuple[tuple[str, int], ...]] = ()
+    composed: ClassVar[bool] = False
 
     @property
     def key(self) -> str:
         return self.uri_template
+
+
+# Items whose texts include snippets (their listing has `includes`): the same records plus `parts`,
+# the (snippet name, version number) their following references resolve to on the label they are
+# served from (registry/serving/composed.py). A subclass, so items without snippets cost nothing more.
+@dataclass(frozen=True, slots=True)
+class ComposedPromptItem(PromptItem):
+    parts: tuple[tuple[str, int], ...] = ()  # type: ignore[misc]  # an instance field where the base has ()
+    includes: tuple[str, ...] = ()  # the listing's `includes`: what the parts are resolved from
+    composed: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True)
+class ComposedResourceItem(ResourceItem):
+    parts: tuple[tuple[str, int], ...] = ()  # type: ignore[misc]
+    includes: tuple[str, ...] = ()
+    composed: ClassVar[bool] = True
+
+
+@dataclass(frozen=True, slots=True)
+class ComposedTemplateItem(TemplateItem):
+    parts: tuple[tuple[str, int], ...] = ()  # type: ignore[misc]
+    includes: tuple[str, ...] = ()
+    composed: ClassVar[bool] = True
+
+
+_COMPOSED: dict[type, type] = {PromptItem: ComposedPromptItem, ResourceItem: ComposedResourceItem,
+                               TemplateItem: ComposedTemplateItem}
+
+
+def with_parts(item: Any, parts: tuple[tuple[str, int], ...], includes: tuple[str, ...] = ()) -> Any:
+    """`item` as a composed item with these parts (of a composed one: the same with new parts)."""
+    if item.composed:
+        return item if item.parts == parts else replace(item, parts=parts)
+    base = type(item)
+    return _COMPOSED[base](*(getattr(item, f.name) for f in fields(base)), parts=parts, includes=includes)
 
 
 class Row(NamedTuple):
