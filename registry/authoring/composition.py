@@ -11,10 +11,10 @@ snippet (what a release would serve) without publishing anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from registry.authoring.snapshots import Loader, read_content, with_content
+from registry.authoring.snapshots import Loader, materialise, read_content, with_content
 from registry.formats.references import Resolver, expand
 from registry.models import PRODUCTION, SnippetLabel, SnippetVersion
 
@@ -49,18 +49,39 @@ def db_resolver(label: str, overrides: Mapping[str, int] | None = None) -> Resol
     return resolve
 
 
+def expanded_messages(messages: Iterable[Mapping[str, Any]], expand_text: Callable[[str], str],
+                      load: Loader) -> list[dict[str, Any]]:
+    """A prompt snapshot's messages as a client is served their texts: each text block's text, and
+    the text of each embedded registry resource whose version includes snippets (its block's
+    `includes`, registry/authoring/snapshots.py), through `expand_text`; such a resource block is
+    inlined (its text read with `load`), every other block is as stored. The one rule of which
+    texts of a prompt are expanded, for serving (registry/serving/composed.py) and for the pages
+    that show what a client is served (`expand_snapshot`)."""
+    out = []
+    for message in messages:
+        block = message.get("content") or {}
+        if block.get("type") == "text":
+            message = {**message, "content": {**block, "text": expand_text(block.get("text", ""))}}
+        elif block.get("type") == "resource" and block.get("includes"):
+            resource = materialise(block["resource"], load)
+            if isinstance(resource.get("text"), str):
+                resource["text"] = expand_text(resource["text"])
+            message = {**message, "content": {"type": "resource", "resource": resource}}
+        out.append(dict(message))
+    return out
+
+
 def expand_snapshot(kind: str, snapshot: Mapping[str, Any], resolve: Resolver,
                     load: Loader = read_content) -> dict[str, Any]:
     """`snapshot` with its documents inlined (with_content) and every text's references expanded:
     what a client is served of it, placeholders still unrendered. Raises ExpansionError."""
+    if kind == "prompt" and snapshot.get("includes"):
+        snapshot = {**snapshot, "messages": expanded_messages(snapshot.get("messages") or (),
+                                                              lambda text: expand(text, resolve), load)}
     out = with_content(dict(snapshot), load)
-    if not snapshot.get("includes"):
+    if not snapshot.get("includes") or kind == "prompt":
         return out
-    if kind == "prompt":
-        out["messages"] = [
-            {**m, "content": {**m["content"], "text": expand(m["content"]["text"], resolve)}}
-            if m.get("content", {}).get("type") == "text" else m for m in out.get("messages", [])]
-    elif kind == "template":
+    if kind == "template":
         out["body"] = expand(out.get("body", ""), resolve)
     elif kind in ("resource", "snippet") and isinstance(out.get("text"), str):
         out["text"] = expand(out["text"], resolve)

@@ -205,6 +205,8 @@ PROMPT = Schema(
         Field("content.resource.mimeType", "PromptMessageForm.mime_type"),
         Field("content.resource", "PromptMessageForm.text", shows=DOCUMENT, binary_form="PromptMessageForm.upload",
               parts=("sha256", "size", "encoding", "text", "blob")),
+        # the snippets an embedded registry resource's version includes (expanded where it is served)
+        Field("content.includes", label=gettext_noop("Snippets included"), shows=LIST),
     )),
     listed=("name", "title", "description"),
     portable_extra=_FORMAT_ONLY,

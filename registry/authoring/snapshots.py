@@ -186,14 +186,17 @@ def _message_block(message: Any, payloads: Payloads | None = None) -> dict[str, 
             else:
                 published = linked.versions.order_by("-number").first()
             source = published.snapshot if published else snapshot_resource(linked, payloads)
-            return {"type": "resource", "resource": resource_content(source)}
+            block: dict[str, Any] = {"type": "resource", "resource": resource_content(source)}
+            if source.get("includes"):  # expanded where it is served: what that needs, frozen with the prompt
+                block["includes"] = list(source["includes"])
+            return block
         resource: dict[str, Any] = {"uri": message.uri}
         if message.mime_type:
             resource["mimeType"] = message.mime_type
         resource.update(_bytes_ref(message, payloads) if message.data_sha256 else _text_ref(message.text, payloads))
         return {"type": "resource", "resource": resource}
     # resource_link
-    block: dict[str, Any] = {"type": "resource_link", "uri": message.uri, "name": message.link_name}
+    block = {"type": "resource_link", "uri": message.uri, "name": message.link_name}
     if linked is not None:
         block.update(uri=linked.uri, name=message.link_name or linked.name, title=linked.title,
                      description=linked.description, mimeType=linked.mime_type)
@@ -259,7 +262,10 @@ def snapshot_prompt(prompt: Prompt, payloads: Payloads | None = None, *, argumen
     items = [snapshot_argument(arg) for arg in (prompt.arguments.all() if arguments is None else arguments)]
     rows = _messages(prompt) if messages is None else messages
     blocks = [{"role": m.role, "content": _message_block(m, payloads)} for m in rows]
-    includes = _includes(m.text for m in rows if m.kind == "text")
+    # The prompt's own texts' references and those of the registry resources it embeds (each block
+    # carries its resource version's): the uses index, the dependents and the catalog's parts read them.
+    includes = sorted({*_includes(m.text for m in rows if m.kind == "text"),
+                       *(spelled for b in blocks for spelled in b["content"].get("includes") or ())})
     return _omit_empty(
         {"name": prompt.name, "title": prompt.title, "description": prompt.description,
          "arguments": items, "messages": blocks, "tags": _tag_list(prompt), "includes": includes},

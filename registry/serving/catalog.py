@@ -15,9 +15,10 @@ each entry and falls back to `production` where an entry has no L label.
 
 Composed entries (texts with `{{> snippet }}` references, registry/serving/composed.py) are served
 fully expanded: an item with includes carries its `parts` (the snippet versions its following
-references resolve to on the label it is served from), and its compiled prompt, template body or
-expanded resource text is cached by version and parts, so a snippet release is a new cache entry
-and a plain entry's key is as before.
+references resolve to on the label it is served from), and its compiled prompt (the texts of the
+registry resources it embeds expanded with the same parts), template body or expanded resource
+text is cached by version and parts, so a snippet release is a new cache entry and a plain
+entry's key is as before.
 
 Percentage rollouts (registry/release/rollouts.py): an item whose label runs a rollout carries it
 (`item.rollout`: percent + the candidate's own item). A viewer with a client identity whose
@@ -41,7 +42,7 @@ from registry.formats.rendering import CompiledPrompt, Template, compile_prompt,
 from registry.formats.uris import lookup_uri, normalize_uri_template, validate_uri
 from registry.kinds import KINDS
 from registry.serving import dynamic
-from registry.serving.composed import Parts, expanded, expanded_messages, resolver, snippet_text
+from registry.serving.composed import Parts, expanded, expanded_prompt, resolver, snippet_text
 from registry.serving.items import PromptItem, ResourceItem, Served, TemplateItem
 from registry.serving.viewer import Viewer, in_bucket, may_differ_by_client, served_item
 from registry.storage import cache as content_cache
@@ -87,7 +88,8 @@ def _snapshot(kind: str, version_id: int) -> dict[str, Any]:
 def _load_compiled(version_id: int, parts: Parts | None = None) -> tuple[CompiledPrompt, int]:
     snapshot = _snapshot("prompt", version_id)
     if parts is not None:  # references expanded before placeholders are parsed: one pass for arguments
-        snapshot = expanded_messages(snapshot, _resolver(parts))
+        # (the texts of the resources it embeds too: kept expanded in the compiled version, by its parts)
+        snapshot = expanded_prompt(snapshot, _resolver(parts), _load_stored)
     return compile_prompt(snapshot), len(canonical_json(snapshot))
 
 

@@ -8,7 +8,10 @@ snippet rows once (`read_snippet_maps`: one query) and gives each item whose lis
 its `parts`: the (name, number) its following references resolve to, transitively through the
 snippets' own includes, sorted. The parts are what the item's served text depends on beyond its
 own immutable version: they are in the content cache keys of its expanded text and in the hub's
-judgement of whether a listener is served something new (mcp_endpoint/notify/diff.py).
+judgement of whether a listener is served something new (mcp_endpoint/notify/diff.py). A prompt's
+includes hold those of the registry resources it embeds as well (each block carries its resource
+version's, frozen at the prompt's publish), so its parts cover them and their texts are expanded
+with the same resolver (which texts: registry/authoring/composition.py `expanded_messages`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from registry.authoring.composition import expanded_messages
+from registry.authoring.snapshots import Loader
 from registry.errors import RegistryError
 from registry.formats.references import MAX_DEPTH, ExpansionError, Resolver, expand, parse_spelled
 from registry.models import PRODUCTION, SnippetLabel, SnippetVersion
@@ -134,10 +139,10 @@ def expanded(text: str, resolve: Resolver) -> str:
         raise SnippetUnavailable(f"This entry cannot be served: {exc}.") from exc
 
 
-def expanded_messages(snapshot: Mapping[str, Any], resolve: Resolver) -> dict[str, Any]:
-    """A prompt snapshot with its text messages' references expanded (other blocks as stored)."""
+def expanded_prompt(snapshot: Mapping[str, Any], resolve: Resolver, load: Loader) -> dict[str, Any]:
+    """A prompt snapshot with its texts' references expanded: its text messages' and those of the
+    registry resources it embeds (inlined, read with `load`); other blocks as stored."""
     if not snapshot.get("includes"):
         return dict(snapshot)
-    return {**snapshot, "messages": [
-        {**m, "content": {**m["content"], "text": expanded(m["content"].get("text", ""), resolve)}}
-        if (m.get("content") or {}).get("type") == "text" else m for m in snapshot.get("messages") or ()]}
+    return {**snapshot, "messages": expanded_messages(snapshot.get("messages") or (),
+                                                      lambda text: expanded(text, resolve), load)}
