@@ -25,12 +25,14 @@ from registry.admin.forms.prompts import (
     PromptMessageFormSet,
 )
 from registry.admin.thumbnails import stored_thumbnail
+from registry.authoring.composition import db_resolver, expand_snapshot
 from registry.authoring.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
 from registry.authoring.validation import registry_resource_exists
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.formats import argtypes
+from registry.formats.references import ExpansionError
 from registry.formats.rendering import render_prompt
-from registry.models import Prompt, PromptArgument, PromptMessage, VersionedEntry
+from registry.models import PRODUCTION, Prompt, PromptArgument, PromptMessage, VersionedEntry
 
 
 class OneBasedPositionInline(admin.StackedInline):
@@ -313,6 +315,8 @@ def preview_result(snapshot: dict[str, Any], payloads: Payloads, data: Any) -> d
     context: dict[str, Any] = {"form": form, "values": values}
     try:
         load = draft_loader(payloads)
+        if snapshot.get("includes"):  # the snippets as production clients would get them
+            snapshot = expand_snapshot("prompt", snapshot, db_resolver(PRODUCTION), load)
         result = render_prompt(snapshot, values, lambda block: materialise_block(block, load),
                                registry_resource_exists)
     except MissingArguments as exc:
@@ -326,6 +330,8 @@ def preview_result(snapshot: dict[str, Any], payloads: Payloads, data: Any) -> d
         context["error"] = exc.message
     except RegistryError as exc:
         context["error"] = exc.message
+    except ExpansionError as exc:
+        context["error"] = str(exc)
     else:
         context["result_json"] = json.dumps(result, indent=2, ensure_ascii=False)
         context["transcript"] = transcript(result)

@@ -21,11 +21,13 @@ from registry.admin.forms.resources import (
     TemplateVariableFormSet,
 )
 from registry.admin.thumbnails import stored_thumbnail
+from registry.authoring.composition import db_resolver
 from registry.authoring.snapshots import Payloads, draft_loader, materialise, resource_content, snapshot_of
 from registry.errors import ContentMissing, RegistryError
+from registry.formats.references import ExpansionError, expand
 from registry.formats.rendering import render_body
 from registry.formats.uris import UriTemplateMatcher, validate_uri
-from registry.models import Resource, ResourceTemplate, TemplateVariable
+from registry.models import PRODUCTION, Resource, ResourceTemplate, TemplateVariable
 
 TEXT_PREVIEW_CHARS = 2000
 
@@ -63,8 +65,12 @@ class ResourceAdmin(VersionedEntryAdmin):
         snapshot = snapshot_of(obj, payloads)
         try:
             item = materialise(resource_content(snapshot), draft_loader(payloads))
+            if snapshot.get("includes") and isinstance(item.get("text"), str):  # as production clients get it
+                item["text"] = expand(item["text"], db_resolver(PRODUCTION))
         except ContentMissing as exc:
             return {"result_json": "", "text": None, "thumbnail": format_html("<strong>{}</strong>", exc.message)}
+        except ExpansionError as exc:
+            return {"result_json": "", "text": None, "thumbnail": format_html("<strong>{}</strong>", str(exc))}
         return {
             "result_json": json.dumps({"contents": [item]}, indent=2, ensure_ascii=False),
             "text": item.get("text"),
@@ -153,9 +159,15 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
             content: dict[str, Any] = {"uri": uri}
             if snapshot.get("mimeType"):
                 content["mimeType"] = snapshot["mimeType"]
-            content["text"] = render_body(snapshot.get("body", ""), values)
+            body = snapshot.get("body", "")
+            if snapshot.get("includes"):  # the snippets as production clients would get them
+                body = expand(body, db_resolver(PRODUCTION))
+            content["text"] = render_body(body, values)
         except RegistryError as exc:
             context["error"] = exc.message
+            return context
+        except ExpansionError as exc:
+            context["error"] = str(exc)
             return context
         context.update(
             uri=uri, values=values, text=content["text"],
