@@ -10,6 +10,7 @@ exporter and "restore draft from vN" in the admin:
     resource: {uri, name, title, description, folder, mime_type, tags, audience, priority, text, data}
     template: {uri_template, name, title, description, folder, mime_type, tags, audience, priority, body,
                variables: [{name, description, suggestions: [str]}]}
+    snippet:  {name, description, folder, tags, text, arguments: [{name, description, type}]}
 
 Bytes are `bytes` (or None, or a `registry.storage.blobs.Stored` reference to bytes already in the
 content store: restoring a version copies nothing); a message that embeds or links a registry resource names it by
@@ -49,6 +50,8 @@ from registry.models import (
     PromptMessage,
     Resource,
     ResourceTemplate,
+    Snippet,
+    SnippetArgument,
     TemplateVariable,
     VersionedEntry,
 )
@@ -65,6 +68,8 @@ ARGUMENT_FIELDS = ("name", "title", "description", "required", "default", "sugge
 _SNAPSHOT_BOUNDS = {"choices": "choices", "min_length": "minLength", "max_length": "maxLength", "pattern": "pattern",
                     "minimum": "minimum", "maximum": "maximum"}
 VARIABLE_FIELDS = ("name", "description", "suggestions")
+SNIPPET_FIELDS = ("name", "description", "text")
+SNIPPET_ARGUMENT_FIELDS = ("name", "description", "type")
 # Which message fields carry meaning for each kind of content (inline / linked to a registry resource).
 MESSAGE_FIELDS: dict[tuple[str, bool], tuple[str, ...]] = {
     ("text", False): ("text",),
@@ -166,6 +171,11 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
                 "description": entry.description, "folder": folder, "mime_type": entry.mime_type, "tags": tags,
                 "audience": entry.audience, "priority": entry.priority, "body": entry.body,
                 "variables": sorted(variables, key=lambda v: v["name"])}
+    if isinstance(entry, Snippet):
+        return {"name": entry.name, "description": entry.description, "folder": folder, "tags": tags,
+                "text": entry.text,
+                "arguments": [{"name": a.name, "description": a.description, "type": a.type or "text"}
+                              for a in entry.arguments.all()]}
     raise TypeError(f"not a registry entry: {entry!r}")
 
 
@@ -265,6 +275,15 @@ def variable_rows(template: ResourceTemplate, variables: Iterable[Mapping[str, A
     ]
 
 
+def snippet_argument_rows(snippet: Snippet, arguments: Iterable[Mapping[str, Any]]) -> list[SnippetArgument]:
+    """Unsaved argument rows of `snippet`, in order, from draft data."""
+    return [
+        SnippetArgument(snippet=snippet, position=position, name=arg["name"],
+                        description=_text(arg.get("description")), type=arg.get("type") or "text")
+        for position, arg in enumerate(arguments)
+    ]
+
+
 @service_transaction
 def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
     _set_fields(prompt, data, PROMPT_FIELDS)
@@ -298,7 +317,19 @@ def apply_template(template: ResourceTemplate, data: Mapping[str, Any]) -> Resou
     return template
 
 
+@service_transaction
+def apply_snippet(snippet: Snippet, data: Mapping[str, Any]) -> Snippet:
+    _set_fields(snippet, data, SNIPPET_FIELDS)
+    if "arguments" in data:
+        snippet.arguments.all().delete()
+        arguments = SnippetArgument.objects.bulk_create(snippet_argument_rows(snippet, data["arguments"]))
+        remember_children(snippet, "arguments", arguments)
+    return snippet
+
+
 def apply_data(entry: VersionedEntry, data: Mapping[str, Any]) -> VersionedEntry:
+    if isinstance(entry, Snippet):
+        return apply_snippet(entry, data)
     if isinstance(entry, Prompt):
         return apply_prompt(entry, data)
     if isinstance(entry, Resource):
@@ -460,6 +491,11 @@ def _snapshot_fields(entry: VersionedEntry, snapshot: Mapping[str, Any]) -> dict
                 "title": snapshot.get("title", ""), "description": snapshot.get("description", ""),
                 "mime_type": snapshot.get("mimeType", ""), **_annotation_fields(snapshot),
                 "body": snapshot.get("body", ""), "variables": variables}
+    if isinstance(entry, Snippet):
+        arguments = [{"name": a["name"], "description": a.get("description", ""), "type": a.get("type", "text")}
+                     for a in snapshot.get("arguments", [])]
+        return {"name": snapshot["name"], "description": snapshot.get("description", ""),
+                "text": snapshot.get("text", ""), "arguments": arguments}
     raise TypeError(f"not a registry entry: {entry!r}")
 
 
