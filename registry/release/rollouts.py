@@ -128,7 +128,6 @@ def needs_review(label_row: ReleaseLabel, running: Rollout | None, version_numbe
     return not _inherited_authority(running, version_number, label_row.version.number)
 
 
-@service_transaction
 def refuse_snippet_rollout(entry: VersionedEntry, percent: object) -> None:
     """Refuse a percentage rollout of a snippet (0 aborts and 100 completes nothing that could exist)."""
     if entry.kind == "snippet" and percent not in (0, 100):
@@ -136,6 +135,7 @@ def refuse_snippet_rollout(entry: VersionedEntry, percent: object) -> None:
                                "a label (for example staging first, then production) instead."))
 
 
+@service_transaction
 def set_rollout(
     entry: VersionedEntry,
     *,
