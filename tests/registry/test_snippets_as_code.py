@@ -77,3 +77,23 @@ snippets:
         import_documents(write(tmp_path, bad))
     message = str(refused.value)
     assert "snippets[1]" in message and "unknown type 'colour'" in message and "colour" in message
+
+
+def test_the_demo_data_uses_the_house_style_snippet_in_at_least_two_prompts():
+    from pathlib import Path
+
+    from registry.release.uses import used_by
+
+    demo = Path(__file__).resolve().parents[2] / "demo" / "registry.yaml"
+    report = import_documents(demo, publish=True, note="Demo data")
+    assert not [o.warnings for o in report.outcomes if o.warnings]
+    users = {use.key for use in used_by("snippet", "house-style") if use.kind == "prompt"}
+    assert len(users) >= 2
+
+
+def test_a_bulk_import_indexes_who_uses_a_snippet(tmp_path):
+    from registry.release.uses import used_by
+
+    import_documents(write(tmp_path, DOC), publish=True, note="first import", bulk=True)
+    assert [(u.kind, u.key, u.labels) for u in used_by("snippet", "house-style")] == [
+        ("prompt", "support-reply", ["production"])]
