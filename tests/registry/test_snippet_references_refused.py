@@ -115,3 +115,34 @@ def test_publishing_a_prompt_with_a_broken_reference_is_refused(publisher):
     prompt = prompt_with("{{ topic }} {{> nowhere }}")
     with pytest.raises(InvalidEntry, match="does not exist"):
         services.publish(prompt, acting_user=publisher, note="try", labels=["staging"])
+
+
+@pytest.mark.parametrize(("language", "words"), [("de", "gibt es nicht"), ("zh-hans", "不存在")])
+def test_reference_problems_are_worded_in_the_readers_language(language, words):
+    from django.utils import translation
+
+    with translation.override(language):
+        (problem,) = errors(prompt_with("{{ topic }} {{> nowhere }}"))
+    assert words in problem
+
+
+def test_every_new_snippet_message_is_translated():
+    """Each message of the reference checks, the archive refusal and the rollout refusal has a German
+    and a Chinese translation (a msgid that drifted from the code would read back in English)."""
+    import ast
+    from pathlib import Path
+
+    from django.utils import translation
+
+    root = Path(__file__).resolve().parents[2]
+    found: list[str] = []
+    for name in ("registry/authoring/reference_checks.py", "registry/authoring/validation.py",
+                 "registry/release/services.py", "registry/release/rollouts.py"):
+        for node in ast.walk(ast.parse((root / name).read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "_" and node.args
+                    and isinstance(node.args[0], ast.Constant) and "snippet" in str(node.args[0].value).lower()):
+                found.append(node.args[0].value)
+    assert len(found) >= 11
+    for language in ("de", "zh-hans"):
+        with translation.override(language):
+            assert [text for text in found if translation.gettext(text) == text] == [], language
