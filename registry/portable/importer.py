@@ -101,7 +101,7 @@ class ImportReport:
     def summary(self) -> str:
         """e.g. 'prompts: 2 created, 1 updated, 5 unchanged; published 3'."""
         parts = []
-        for kind in ("prompt", "resource", "template"):
+        for kind in ("snippet", "prompt", "resource", "template"):
             counts = self.counts(kind)
             if counts:
                 parts.append(f"{PLURAL[kind]}: " + ", ".join(
