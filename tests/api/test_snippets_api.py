@@ -63,3 +63,19 @@ def test_a_resource_shows_the_prompts_that_embed_it(as_auditor):
     release(prompt)
     used = as_auditor.get(f"/api/v1/resources/{resource.pk}/used-by/").json()
     assert [(u["kind"], u["key"]) for u in used] == [("prompt", "with-guide")]
+
+
+def test_archiving_a_used_snippet_and_rolling_a_snippet_out_are_refused_through_the_api(as_publisher):
+    snippet = make_snippet("house-style")
+    release(snippet, labels=("staging",))
+    prompt = make_prompt("support-reply")
+    PromptMessage.objects.filter(prompt=prompt).update(text="{{ topic }} {{> house-style }}")
+    release(prompt)
+    refused = as_publisher.post("/api/v1/snippets/house-style/archive/", {"note": "old"}, format="json")
+    assert refused.status_code == 400 and "prompt support-reply v1" in refused.json()["detail"]
+    snippet.text = "new words"
+    snippet.save()
+    release(snippet, labels=())
+    rollout = as_publisher.put("/api/v1/snippets/house-style/rollouts/staging/",
+                               {"version": 2, "percent": 10, "note": "try"}, format="json")
+    assert rollout.status_code == 400 and "Snippets cannot be rolled out" in rollout.json()["detail"]
