@@ -16,7 +16,14 @@ from rest_framework import serializers
 
 from api.fields import Base64BytesField
 from registry.authoring.drafts import draft_data, normalise_tags, save_draft
-from registry.authoring.validation import DraftReport, Problem, validate_prompt, validate_resource, validate_template
+from registry.authoring.validation import (
+    DraftReport,
+    Problem,
+    validate_prompt,
+    validate_resource,
+    validate_snippet,
+    validate_template,
+)
 from registry.formats.folders import folder_problem, normalise_folder
 from registry.formats.uris import normalize_uri
 from registry.kinds import KINDS, kind_of
@@ -29,6 +36,8 @@ from registry.models import (
     PromptMessage,
     Resource,
     ResourceTemplate,
+    Snippet,
+    SnippetArgument,
     TemplateVariable,
     VersionedEntry,
 )
@@ -323,6 +332,8 @@ class ResourceSerializer(EntryMetaMixin, DescriptionFields):
         def route(problem: Problem, errors: dict[str, Any]) -> None:
             if problem.code == "invalid_uri":
                 _add(errors, "uri", problem)
+            elif problem.code in ("snippet_reference", "snippet_argument"):
+                _add(errors, "text", problem)
             elif problem.where == "content":
                 _add(errors, "data", problem)
             elif problem.code == "no_name":
@@ -372,5 +383,41 @@ class TemplateSerializer(EntryMetaMixin, DescriptionFields):
         return attrs
 
 
-SERIALIZERS = {"prompt": PromptSerializer, "resource": ResourceSerializer, "template": TemplateSerializer}
+# ------------------------------------------------------------------------------------------ snippets
+class SnippetArgumentSerializer(serializers.Serializer):
+    name = TextAsGiven(max_length=64, validators=[argument_name_validator])
+    description = TextAsGiven(required=False, allow_blank=True, default="")
+    type = serializers.ChoiceField(choices=ArgumentType.choices, required=False, default=ArgumentType.TEXT,
+                                   help_text="The type the including prompt's argument of this name must have.")
+
+
+class SnippetSerializer(EntryMetaMixin):
+    name = TextAsGiven(max_length=128, validators=[prompt_name_validator],
+                       help_text="The name texts include it by ({{> name }}); cannot change once published.")
+    description = TextAsGiven(required=False, allow_blank=True)
+    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                 help_text="The shared text: {{ argument }} placeholders, {{> other }} references.")
+    arguments = SnippetArgumentSerializer(many=True, required=False)
+
+    model = Snippet
+    key_field = "name"
+
+    def validate_name(self, value: str) -> str:
+        return self.validate_key(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data = self.merged(attrs) if self.partial else self.full_data(attrs)
+        snippet = Snippet(name=data.get("name") or "", text=data.get("text") or "")
+        arguments = [SnippetArgument(name=a["name"], type=a.get("type") or "text")
+                     for a in data.get("arguments") or []]
+
+        def route(problem: Problem, errors: dict[str, Any]) -> None:
+            _add(errors, "text" if problem.where == "text" else "non_field_errors", problem)
+
+        self.raise_report(validate_snippet(snippet, arguments=arguments), route)
+        return attrs
+
+
+SERIALIZERS = {"prompt": PromptSerializer, "resource": ResourceSerializer, "template": TemplateSerializer,
+               "snippet": SnippetSerializer}
 __all__ = ["KINDS", "SERIALIZERS", "Audience", "kind_of", "label_name_validator", "save_draft"]

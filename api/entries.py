@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from api import rollouts as rollout_api
-from api.drafts import PromptSerializer, ResourceSerializer, TemplateSerializer
+from api.drafts import PromptSerializer, ResourceSerializer, SnippetSerializer, TemplateSerializer
 from api.errors import etag
 from api.filters import EntryFilterSerializer, filter_entries, validated_params
 from api.permissions import ModelPermissions, ReadModelPermission
@@ -40,8 +40,8 @@ from registry.authoring.snapshots import with_content
 from registry.errors import ContentMissing
 from registry.formats.uris import lookup_uri, normalize_uri_template
 from registry.kinds import KINDS
-from registry.models import Prompt, Resource, ResourceTemplate
-from registry.release import reviews, services
+from registry.models import Prompt, Resource, ResourceTemplate, Snippet
+from registry.release import reviews, services, uses
 
 
 class EntrySummarySerializer(serializers.Serializer):
@@ -49,7 +49,7 @@ class EntrySummarySerializer(serializers.Serializer):
     kind = serializers.CharField()
     key = serializers.CharField(help_text="Prompt name, resource URI or URI template.")
     name = serializers.CharField()
-    title = serializers.CharField()
+    title = serializers.SerializerMethodField()
     description = serializers.CharField()
     tags = serializers.SerializerMethodField()
     folder = serializers.CharField(help_text="Where editors find it ('' the top level); not served to clients.")
@@ -57,6 +57,9 @@ class EntrySummarySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     latest_version = serializers.IntegerField(allow_null=True)
     labels = serializers.SerializerMethodField(help_text="Label name -> version number it serves.")
+
+    def get_title(self, entry: Any) -> str:
+        return getattr(entry, "title", "")  # snippets have none
 
     def get_tags(self, entry: Any) -> list[str]:
         return sorted(entry.tag_set)
@@ -78,7 +81,7 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
     permission_classes = [ModelPermissions]
     # Reads of versions/labels/rollouts need the view permission; release actions too, because the
     # services check publish rights and approvals themselves (403/409 from there).
-    read_permission_actions = {"versions", "version", "labels", "rollouts", "lookup",
+    read_permission_actions = {"versions", "version", "labels", "rollouts", "lookup", "used_by",
                                "publish", "move_label", "rollback", "archive", "unarchive", "rollout"}
 
     def get_permissions(self) -> Sequence[Any]:
@@ -234,6 +237,28 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
         return rollout_api.put(entry, label, request)
 
 
+class UseSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="prompt, resource, template or snippet.")
+    key = serializers.CharField(help_text="The using entry's name, URI or URI template.")
+    entry_id = serializers.IntegerField()
+    version = serializers.IntegerField(help_text="The using version's number.")
+    pinned = serializers.IntegerField(allow_null=True, help_text="The pinned snippet version; null: follows the "
+                                                                 "label the using entry is served from.")
+    labels = serializers.ListField(child=serializers.CharField(), help_text="The labels serving that version now.")
+
+
+def _used_by_action(used_kind: str):
+    @extend_schema(responses=UseSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="used-by")
+    def used_by(self, request: Request, **kwargs: Any) -> Response:
+        entry = self.get_object()
+        return Response(UseSerializer(uses.used_by(used_kind, entry.key), many=True).data)
+
+    used_by.__doc__ = (f"Which published versions of which entries use this {used_kind}, and the labels serving "
+                       "them now.")
+    return used_by
+
+
 def stored_key(key_field: str, value: str) -> str:
     """URIs and URI templates are stored normalised (registry.formats.uris): look them up the same way."""
     if key_field == "uri":
@@ -314,6 +339,7 @@ class ResourceViewSet(EntryViewSet):
     search_fields = ("uri", "name", "title", "description")
     filter_serializer = URI_FILTER
     lookup = _lookup_action("uri", ResourceSerializer)
+    used_by = _used_by_action("resource")
 
 
 @extend_schema_view(list=extend_schema(parameters=[URI_TEMPLATE_FILTER]))
@@ -327,3 +353,18 @@ class TemplateViewSet(EntryViewSet):
     search_fields = ("uri_template", "name", "title", "description")
     filter_serializer = URI_TEMPLATE_FILTER
     lookup = _lookup_action("uri_template", TemplateSerializer)
+
+
+@extend_schema_view(list=extend_schema(parameters=[NAME_FILTER]))
+class SnippetViewSet(EntryViewSet):
+    """Snippets (shared text included with {{> name }}): drafts, versions, labels, publish, move label, roll back,
+    archive, and who uses them. No percentage rollouts."""
+
+    kind = "snippet"
+    queryset = Snippet.objects.all()
+    serializer_class = SnippetSerializer
+    lookup_field = "name"
+    lookup_value_regex = r"[A-Za-z0-9_.\-]+"
+    search_fields = ("name", "description")
+    filter_serializer = NAME_FILTER
+    used_by = _used_by_action("snippet")

@@ -85,7 +85,7 @@ class ScheduleFilterSerializer(serializers.Serializer):
 
 
 class ReviewCreateSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=sorted(KINDS), help_text="prompt, resource or template.")
+    kind = serializers.ChoiceField(choices=sorted(KINDS), help_text="prompt, resource, template or snippet.")
     key = serializers.CharField(max_length=2048, help_text="Prompt name, resource URI or URI template.")
     label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
         max_length=40, validators=[label_name_validator], default=PRODUCTION)

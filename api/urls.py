@@ -6,7 +6,7 @@ from rest_framework.routers import DefaultRouter
 
 from api.audit import AuditViewSet
 from api.docs import RedocView, SchemaView, SwaggerView
-from api.entries import PromptViewSet, ResourceViewSet, TemplateViewSet
+from api.entries import PromptViewSet, ResourceViewSet, SnippetViewSet, TemplateViewSet
 from api.fetches import FetchViewSet
 from api.portable import ExportView, ImportView
 from api.reviews import ReviewViewSet, ScheduledReleaseViewSet
@@ -16,6 +16,7 @@ router.include_format_suffixes = False  # prompt names may contain '.', so '/pro
 router.register("prompts", PromptViewSet, basename="prompt")
 router.register("resources", ResourceViewSet, basename="resource")
 router.register("templates", TemplateViewSet, basename="template")
+router.register("snippets", SnippetViewSet, basename="snippet")
 router.register("reviews", ReviewViewSet, basename="review")
 router.register("scheduled-releases", ScheduledReleaseViewSet, basename="scheduled-release")
 router.register("audit", AuditViewSet, basename="audit")

@@ -69,6 +69,7 @@ _SNAPSHOT_BOUNDS = {"choices": "choices", "min_length": "minLength", "max_length
                     "minimum": "minimum", "maximum": "maximum"}
 VARIABLE_FIELDS = ("name", "description", "suggestions")
 SNIPPET_FIELDS = ("name", "description", "text")
+SNIPPET_ARGUMENT_FIELDS = ("name", "description", "type")
 # Which message fields carry meaning for each kind of content (inline / linked to a registry resource).
 MESSAGE_FIELDS: dict[tuple[str, bool], tuple[str, ...]] = {
     ("text", False): ("text",),
@@ -172,8 +173,9 @@ def draft_data(entry: VersionedEntry, *, resource_uris: Mapping[int, str] | None
                 "variables": sorted(variables, key=lambda v: v["name"])}
     if isinstance(entry, Snippet):
         return {"name": entry.name, "description": entry.description, "folder": folder, "tags": tags,
-                "text": entry.text, "arguments": [{"name": a.name, "description": a.description,
-                                                   "type": a.type or "text"} for a in entry.arguments.all()]}
+                "text": entry.text,
+                "arguments": [{"name": a.name, "description": a.description, "type": a.type or "text"}
+                              for a in entry.arguments.all()]}
     raise TypeError(f"not a registry entry: {entry!r}")
 
 
@@ -273,6 +275,15 @@ def variable_rows(template: ResourceTemplate, variables: Iterable[Mapping[str, A
     ]
 
 
+def snippet_argument_rows(snippet: Snippet, arguments: Iterable[Mapping[str, Any]]) -> list[SnippetArgument]:
+    """Unsaved argument rows of `snippet`, in order, from draft data."""
+    return [
+        SnippetArgument(snippet=snippet, position=position, name=arg["name"],
+                        description=_text(arg.get("description")), type=arg.get("type") or "text")
+        for position, arg in enumerate(arguments)
+    ]
+
+
 @service_transaction
 def apply_prompt(prompt: Prompt, data: Mapping[str, Any]) -> Prompt:
     _set_fields(prompt, data, PROMPT_FIELDS)
@@ -311,10 +322,8 @@ def apply_snippet(snippet: Snippet, data: Mapping[str, Any]) -> Snippet:
     _set_fields(snippet, data, SNIPPET_FIELDS)
     if "arguments" in data:
         snippet.arguments.all().delete()
-        rows = [SnippetArgument(snippet=snippet, position=position, name=arg["name"],
-                                description=_text(arg.get("description")), type=arg.get("type") or "text")
-                for position, arg in enumerate(data["arguments"])]
-        remember_children(snippet, "arguments", SnippetArgument.objects.bulk_create(rows))
+        arguments = SnippetArgument.objects.bulk_create(snippet_argument_rows(snippet, data["arguments"]))
+        remember_children(snippet, "arguments", arguments)
     return snippet
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from registry.authoring.reference_checks import reached_by
 from registry.authoring.snapshots import snapshot_argument
 from registry.conf import max_upload_bytes
 from registry.errors import InvalidUri, TemplateSyntaxError
@@ -84,6 +85,33 @@ def template_placeholders(text: str, where: str, report: DraftReport, *, place: 
         return []
 
 
+def check_references(text: str, where: str, report: DraftReport, *, place: str,
+                     own: str | None = None) -> dict[str, tuple[str, str]]:
+    """Report the broken snippet references of `text` (registry/authoring/reference_checks.py) at their
+    line; returns the arguments the snippets it includes need: name -> (type, snippet)."""
+    reached = reached_by(text, own=own)
+    for line, reason in reached.problems:
+        report.errors.append(_at(place, where, _("Line %(line)s: %(problem)s") % {"line": line, "problem": reason},
+                                 "snippet_reference"))
+    return reached.arguments
+
+
+def check_snippet_arguments(needed: dict[str, tuple[str, str]], declared: dict[str, str], report: DraftReport,
+                            *, where: str, place: str) -> None:
+    """The arguments included snippets need must be declared by the including prompt or snippet, same type."""
+    for name, (kind, snippet) in sorted(needed.items()):
+        if name not in declared:
+            detail = _("the snippet '%(snippet)s' uses the argument '%(name)s'; declare an argument of that name "
+                       "(type %(type)s).") % {"snippet": snippet, "name": name, "type": kind}
+        elif (declared[name] or "text") != kind:
+            detail = _("the snippet '%(snippet)s' needs the argument '%(name)s' to be of type %(type)s, not "
+                       "%(declared)s.") % {"snippet": snippet, "name": name, "type": kind,
+                                           "declared": declared[name] or "text"}
+        else:
+            continue
+        report.errors.append(_at(place, where, detail, "snippet_argument"))
+
+
 def registry_resource_exists(uri: str) -> bool:
     """Whether a resource argument's default or suggestion names a resource of the registry."""
     return Resource.objects.filter(uri=uri, archived_at__isnull=True).exists()
@@ -119,6 +147,9 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None,
             if not message.text.strip():
                 report.errors.append(_at(place, where, _("the text is empty."), "empty_text"))
             used.update(template_placeholders(message.text, where, report, place=place))
+            needed = check_references(message.text, where, report, place=place)
+            check_snippet_arguments(needed, {a.name: a.type for a in arguments}, report, where=where, place=place)
+            used.update(name for name in needed if name in declared)  # the others are reported above
         elif message.kind in ("image", "audio"):
             if not message.data_sha256:
                 text = _("upload the image file.") if message.kind == "image" else _("upload the audio file.")
@@ -167,6 +198,13 @@ def validate_resource(resource: Resource) -> DraftReport:
         report.errors.append(Problem(_("Give either text or an uploaded file, not both."), code="text_and_file"))
     check_size(resource.data_size, _("Content"), report, place="content")
     check_size(len(resource.text.encode("utf-8")), _("Content"), report, "text", place="content")
+    if not resource.data_sha256:
+        for name, (_kind, snippet) in sorted(check_references(resource.text, _("Content"), report,
+                                                              place="content").items()):
+            report.errors.append(_at("content", _("Content"), _(
+                "the snippet '%(snippet)s' uses the argument '%(name)s', but a resource has no arguments to fill it "
+                "with: include only snippets without arguments.") % {"snippet": snippet, "name": name},
+                "snippet_argument"))
     if not resource.name.strip():
         report.errors.append(Problem(_("The resource needs a name."), code="no_name"))
     return report
@@ -180,6 +218,11 @@ def validate_template(template: ResourceTemplate, variables: list[Any] | None = 
         report.errors.append(Problem(exc.message, code="invalid_uri"))
         names = set()
     used = set(template_placeholders(template.body, _("Body"), report, place="body"))
+    for name, (_kind, snippet) in sorted(check_references(template.body, _("Body"), report, place="body").items()):
+        if names and name not in names:
+            report.errors.append(_at("body", _("Body"), _(
+                "the snippet '%(snippet)s' uses the argument '%(name)s', which is not a variable of the URI "
+                "template.") % {"snippet": snippet, "name": name}, "snippet_argument"))
     for name in sorted(used - names):
         report.errors.append(Problem(_("The placeholder {{ %(name)s }} is not a variable of the URI template.")
                                      % {"name": name}, code="unknown_placeholder", name=name))
@@ -202,6 +245,9 @@ def validate_snippet(snippet: Snippet, arguments: list[Any] | None = None) -> Dr
     if not snippet.text.strip():
         report.errors.append(Problem(_("The snippet's text is empty."), code="empty_text", where="text"))
     used = set(template_placeholders(snippet.text, _("Text"), report, place="text"))
+    needed = check_references(snippet.text, _("Text"), report, place="text", own=snippet.name)
+    check_snippet_arguments(needed, {arg.name: arg.type for arg in arguments}, report, where=_("Text"),
+                            place="text")
     for name in sorted(used - declared):
         report.errors.append(Problem(_("The placeholder {{ %(name)s }} is not a declared argument; add it or fix "
                                        "the spelling.") % {"name": name}, code="undeclared_placeholder", name=name))

@@ -68,6 +68,7 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator, served_key_of
 from registry.release import services
+from registry.release.uses import record_uses
 from registry.storage import blobs as content
 
 CHUNK = 500  # rows per statement / keys per IN (...)
@@ -362,7 +363,9 @@ class BulkWriter:
             return
         content.put_many([raw for raw in self.payloads.values() if raw is not None])  # as store_payloads
         content.check_stored(sha for sha, raw in self.payloads.items() if raw is None)
-        self.spec.version_model.objects.bulk_create([p.version for p in self.publishes], batch_size=CHUNK)
+        versions = self.spec.version_model.objects.bulk_create([p.version for p in self.publishes], batch_size=CHUNK)
+        for version in versions:  # bulk_create sends no post_save: index who uses what as every publish does
+            record_uses(self.spec.name, version)
         label_model = self.spec.label_model
         moved: list[Any] = []
         created: list[Any] = []

@@ -18,6 +18,7 @@ from registry.conf import max_upload_bytes
 from registry.errors import InvalidUri, TemplateSyntaxError
 from registry.formats import argtypes
 from registry.formats.folders import validate_folder
+from registry.formats.references import references_in, without_references
 from registry.formats.rendering import placeholders_in
 from registry.formats.uris import parse_uri_template, validate_uri
 from registry.models.base import PRODUCTION, label_name_validator
@@ -29,6 +30,8 @@ from registry.portable.format import (
     PROMPT_KEYS,
     RESOURCE_KEYS,
     SECTIONS,
+    SNIPPET_ARGUMENT_KEYS,
+    SNIPPET_KEYS,
     TEMPLATE_KEYS,
     TEXT_MIME_SUFFIXES,
     TEXT_MIME_TYPES,
@@ -171,8 +174,10 @@ class _Checker:
         return [((*path, key, index), item) for index, item in enumerate(value, start=1)]
 
     def placeholders(self, text: str, path: Path_) -> None:
+        """Warn of a malformed placeholder or snippet reference (valid references are no placeholders)."""
         try:
-            placeholders_in(text)
+            references_in(text)
+            placeholders_in(without_references(text))
         except TemplateSyntaxError as exc:
             self.warn(path, exc.message)
 
@@ -511,7 +516,36 @@ def _template(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
     return data
 
 
-READERS = {"prompt": _prompt, "resource": _resource, "template": _template}
+def _snippet(c: _Checker, raw: Any, path: Path_) -> dict[str, Any] | None:
+    m = c.mapping(raw, path, SNIPPET_KEYS, "a snippet")
+    if m is None:
+        return None
+    data: dict[str, Any] = {
+        "name": c.string(m, "name", path, required=True, max_length=128, check=prompt_name_validator),
+        "description": c.string(m, "description", path),
+        "folder": c.string(m, "folder", path, check=validate_folder),
+        "tags": c.strings(m, "tags", path, no_commas=True),
+        "text": c.string(m, "text", path, required=True),
+        "arguments": [],
+    }
+    c.placeholders(data["text"], (*path, "text"))
+    seen: set[str] = set()
+    for arg_path, raw_arg in c.items(m, "arguments", path):
+        a = c.mapping(raw_arg, arg_path, SNIPPET_ARGUMENT_KEYS, "an argument")
+        if a is None:
+            continue
+        name = c.string(a, "name", arg_path, required=True, max_length=64, check=argument_name_validator)
+        if name in seen:
+            c.error((*arg_path, "name"), f"the argument '{name}' is declared twice.")
+        seen.add(name)
+        kind = c.string(a, "type", arg_path) or argtypes.TEXT
+        if kind not in argtypes.TYPES:
+            c.error((*arg_path, "type"), f"unknown type '{kind}'; use one of {', '.join(argtypes.TYPES)}.")
+        data["arguments"].append({"name": name, "description": c.string(a, "description", arg_path), "type": kind})
+    return data
+
+
+READERS = {"snippet": _snippet, "prompt": _prompt, "resource": _resource, "template": _template}
 
 
 def read_entries(loaded: Loaded) -> list[EntrySpec]:

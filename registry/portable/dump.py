@@ -60,7 +60,20 @@ def entry_document(kind: str, data: Mapping[str, Any], *, labels: list[str] | No
                    released: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Draft data -> this format (empty optional fields left out). `labels` None: not written."""
     out: dict[str, Any] = {}
-    if kind == "prompt":
+    if kind == "snippet":
+        out["name"] = data["name"]
+        for key in ("description", "folder", "tags"):
+            _put(out, key, data.get(key))
+        out["text"] = data.get("text", "")
+        arguments = []
+        for arg in data.get("arguments", []):
+            declared: dict[str, Any] = {"name": arg["name"]}
+            _put(declared, "description", arg.get("description"))
+            if (arg.get("type") or argtypes.TEXT) != argtypes.TEXT:
+                declared["type"] = arg["type"]
+            arguments.append(declared)
+        _put(out, "arguments", arguments)
+    elif kind == "prompt":
         out["name"] = data["name"]
         for key in ("title", "description", "folder", "tags"):
             _put(out, key, data.get(key))

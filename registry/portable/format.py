@@ -1,7 +1,14 @@
 """The prompts-as-code YAML format: parse, check and dump. No database access here.
 
-One file holds three optional top-level lists; every other top-level key is an error::
+One file holds four optional top-level lists; every other top-level key is an error::
 
+    snippets:                              # shared text the other entries include; imported first
+      - name: house-style                  # required; texts include it by {{> house-style }} (or @3 for v3)
+        description: How we write          # optional
+        folder, tags, labels               # optional, as for prompts
+        text: "Be {{ tone }}. ..."         # required; may include other snippets, five levels deep at most
+        arguments:                         # the placeholders the text uses: the including prompt must
+          - {name: tone, description: ..., type: enum}   # declare each, of the same type
     prompts:
       - name: code-review                  # required; the MCP prompt name
         title: Code review                 # optional
@@ -80,8 +87,8 @@ from registry.errors import RegistryError
 # libyaml's reader, when PyYAML was built with it (the pure-Python one otherwise).
 FAST_LOADER: type | None = getattr(yaml, "CSafeLoader", None)
 
-SECTIONS = {"prompts": "prompt", "resources": "resource", "templates": "template"}
-KEY_FIELD = {"prompt": "name", "resource": "uri", "template": "uri_template"}
+SECTIONS = {"snippets": "snippet", "prompts": "prompt", "resources": "resource", "templates": "template"}
+KEY_FIELD = {"snippet": "name", "prompt": "name", "resource": "uri", "template": "uri_template"}
 # An entry's keys are its snapshot fields' (registry/authoring/schema.py `portable`), then labels/released
 # and its folder (organisational, in no snapshot: registry/formats/folders.py).
 PROMPT_KEYS = schema_of("prompt").portable_keys()
@@ -91,6 +98,9 @@ RESOURCE_KEYS = schema_of("resource").portable_keys()
 TEMPLATE_KEYS = schema_of("template").portable_keys()
 VARIABLE_KEYS = tuple(key for column in schema_of("template").table("variables").columns  # type: ignore[union-attr]
                       for key in column.portable)
+SNIPPET_KEYS = schema_of("snippet").portable_keys()
+SNIPPET_ARGUMENT_KEYS = tuple(key for column in schema_of("snippet").table("arguments").columns  # type: ignore[union-attr]
+                              for key in column.portable)
 CONTENT_KEYS = ("text", "image", "audio", "resource", "resource_link")
 TEXT_MIME_SUFFIXES = ("+json", "+xml", "+yaml")
 TEXT_MIME_TYPES = ("application/json", "application/xml", "application/yaml", "application/x-yaml",

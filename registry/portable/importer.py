@@ -30,7 +30,8 @@ from registry.authoring.drafts import draft_data, normalised, save_draft
 from registry.authoring.snapshots import content_hash, snapshot_of
 from registry.authoring.validation import validate_entry
 from registry.changes import recording
-from registry.errors import RegistryError
+from registry.errors import RegistryError, TemplateSyntaxError
+from registry.formats.references import references_in
 from registry.formats.uris import normalize_uri, normalize_uri_template
 from registry.kinds import KINDS
 from registry.models import PromptMessage, Resource, VersionedEntry
@@ -45,7 +46,8 @@ from registry.refusals import record_refusal
 from registry.release import services
 
 ACTOR = "registry_import"
-ORDER = ("resource", "template", "prompt")  # resources first: prompts may embed or link them
+# Snippets first (every kind may include them), then resources: prompts may embed or link them.
+ORDER = ("snippet", "resource", "template", "prompt")
 PLURAL = {kind: section for section, kind in SECTIONS.items()}
 
 
@@ -99,7 +101,7 @@ class ImportReport:
     def summary(self) -> str:
         """e.g. 'prompts: 2 created, 1 updated, 5 unchanged; published 3'."""
         parts = []
-        for kind in ("prompt", "resource", "template"):
+        for kind in ("snippet", "prompt", "resource", "template"):
             counts = self.counts(kind)
             if counts:
                 parts.append(f"{PLURAL[kind]}: " + ", ".join(
@@ -276,15 +278,19 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
             problems: list[str] = []
             for kind in ORDER:
                 kind_items = [s for s in specs if s.kind == kind]
+                if kind == "snippet":
+                    kind_items = included_first(kind_items)
+                # Snippets are few and short: imported one by one through the services (no bulk writer).
+                batched = bulk and kind != "snippet"
                 kind_specs = [s for s in kind_items if isinstance(s, EntrySpec)]
                 keys = [stored_key(kind, s.key) for s in kind_specs]
                 # Entries known unchanged (registry.portable.unchanged) cost a digest compare, nothing more.
-                settled = unchanged_keys(kind, kind_specs, keys, publish=publish) if bulk else set()
+                settled = unchanged_keys(kind, kind_specs, keys, publish=publish) if batched else set()
                 todo = [s for s, key in zip(kind_specs, keys, strict=True) if key not in settled]
-                known = _Known.read(kind, todo, lock=bulk)  # after the kinds before it were imported
+                known = _Known.read(kind, todo, lock=batched)  # after the kinds before it were imported
                 writer = _writer(kind, todo, known, publish=publish, note=note, acting_user=acting_user,
-                                 override_reason=override_reason) if bulk else None
-                seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = [] if bulk else None
+                                 override_reason=override_reason) if batched else None
+                seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = [] if batched else None
                 stored = iter(keys)
                 for spec in kind_items:
                     if not isinstance(spec, EntrySpec) or next(stored) in settled:
@@ -314,6 +320,32 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
                 record_refusal(refusal)
         raise
     return report
+
+
+def included_first(specs: list[Any]) -> list[Any]:
+    """The file's snippets ordered so that each comes after the snippets of the file it includes
+    (so one import can publish both); a circle keeps the file's order, and validation refuses it."""
+    by_name = {s.key: s for s in specs if isinstance(s, EntrySpec)}
+    ordered: dict[str, Any] = {}
+    visiting: set[str] = set()
+
+    def visit(spec: Any) -> None:
+        if spec.key in ordered or spec.key in visiting:
+            return
+        visiting.add(spec.key)
+        if isinstance(spec, EntrySpec):
+            try:
+                names = [ref.name for ref in references_in(spec.data.get("text", ""))]
+            except TemplateSyntaxError:
+                names = []
+            for name in names:
+                if name in by_name:
+                    visit(by_name[name])
+        ordered[spec.key] = spec
+
+    for spec in specs:
+        visit(spec)
+    return list(ordered.values())
 
 
 _CHUNK = 500  # keys per IN (...) query, well below every backend's parameter limit
@@ -364,8 +396,8 @@ class _Known:
             if kind_name == "prompt":
                 rows = rows.prefetch_related("arguments",
                                              Prefetch("messages", PromptMessage.objects.select_related("resource")))
-            elif kind_name == "template":
-                rows = rows.prefetch_related("variables")
+            elif kind_name in ("template", "snippet"):
+                rows = rows.prefetch_related("variables" if kind_name == "template" else "arguments")
             known.entries.update((entry.key, entry) for entry in rows)
         ids = [entry.pk for entry in known.entries.values()]
         for start in range(0, len(ids), _CHUNK):
@@ -519,8 +551,8 @@ def export_document(*, include_archived: bool = False) -> dict[str, list[dict[st
         if kind_name == "prompt":
             entries = entries.prefetch_related("arguments", "messages")
             resource_uris = dict(Resource.objects.values_list("pk", "uri"))
-        elif kind_name == "template":
-            entries = entries.prefetch_related("variables")
+        elif kind_name in ("template", "snippet"):
+            entries = entries.prefetch_related("variables" if kind_name == "template" else "arguments")
         entries = list(entries)
         label_rows = kind.label_model.objects.all()
         if not include_archived:

@@ -30,6 +30,8 @@ Rules (`set_rollout`, publisher permission):
   without If-Match): two publishers starting different candidates at once never silently undo
   each other. The check runs under the entry's row lock, so of two concurrent requests the
   second sees the first's result.
+- Snippets: no percentage rollouts (`refuse_snippet_rollout`). A snippet reaches clients only
+  through the entries that include it, each split by its own bucket; a known limit for now.
 """
 
 from __future__ import annotations
@@ -126,6 +128,13 @@ def needs_review(label_row: ReleaseLabel, running: Rollout | None, version_numbe
     return not _inherited_authority(running, version_number, label_row.version.number)
 
 
+def refuse_snippet_rollout(entry: VersionedEntry, percent: object) -> None:
+    """Refuse a percentage rollout of a snippet (0 aborts and 100 completes nothing that could exist)."""
+    if entry.kind == "snippet" and percent not in (0, 100):
+        raise InvalidRollout(_("Snippets cannot be rolled out to a percentage of clients: release the version on "
+                               "a label (for example staging first, then production) instead."))
+
+
 @service_transaction
 def set_rollout(
     entry: VersionedEntry,
@@ -149,6 +158,7 @@ def set_rollout(
     None once it is completed or aborted.
     """
     services.require_publisher(acting_user, entry)
+    refuse_snippet_rollout(entry, percent)
     percent = _check_percent(percent)
     try:
         label_name_validator(label)

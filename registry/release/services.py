@@ -29,6 +29,10 @@ default ["production"], are created protected) the move needs ONE of:
 
 Anything else raises `ApprovalRequired`, and the whole transaction (including a version the
 same call would have published) is rolled back, so a label never serves what nobody approved.
+A snippet's label move changes what its dependents serve (registry/release/uses.py): when one of
+their label rows is protected, the snippet's move is protected too (`protected_dependents`), so
+releasing a shared part needs the same review as changing those entries directly, and the audit
+row of the move names the dependents it changed.
 `set_label_protected` changes a label row's flag; it needs the override permission and a
 reason, and is audited as an override.
 """
@@ -59,7 +63,7 @@ from registry.errors import (
     PublishPermissionDenied,
     RegistryError,
 )
-from registry.kinds import kind_of
+from registry.kinds import KINDS, kind_of
 from registry.models import (
     PRODUCTION,
     AuditAction,
@@ -68,10 +72,12 @@ from registry.models import (
     ReviewRequest,
     ReviewStatus,
     Rollout,
+    Snippet,
     VersionedEntry,
 )
 from registry.models.base import label_name_validator
 from registry.models.reviews import rollout_diff
+from registry.release import uses
 from registry.serving import label_history
 
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
@@ -122,9 +128,40 @@ def protected_label_names() -> frozenset[str]:
 
 
 def is_protected(entry: VersionedEntry, label: str) -> bool:
-    """Whether moving `label` of `entry` needs an approval: the row's flag, or the setting for a new label."""
+    """Whether moving `label` of `entry` needs an approval: the row's flag, or the setting for a new label;
+    for a snippet also a protected label row of a dependent the move changes."""
     row = kind_of(entry).label_model.objects.filter(entry=entry, name=label).only("protected").first()
-    return row.protected if row is not None else label in protected_label_names()
+    own = row.protected if row is not None else label in protected_label_names()
+    return own or bool(isinstance(entry, Snippet) and protected_dependents(entry, label))
+
+
+def protected_dependents(snippet: VersionedEntry, label: str,
+                         dependents: list[tuple[str, str, str]] | None = None) -> list[tuple[str, str, str]]:
+    """The (kind, key, label) rows among the snippet's dependents on `label` that are protected:
+    a move of the snippet's label changes what they serve, so it needs their review."""
+    found = uses.dependents(snippet.key, label) if dependents is None else dependents
+    by_kind: dict[str, set[tuple[str, str]]] = {}
+    for kind, key, name in found:
+        by_kind.setdefault(kind, set()).add((key, name))
+    protected: set[tuple[str, str, str]] = set()
+    for kind, rows in by_kind.items():
+        spec = KINDS[kind]
+        key_path = f"entry__{spec.key_field}"
+        for key, name in spec.label_model.objects.filter(
+                **{f"{key_path}__in": {k for k, _n in rows}}, name__in={n for _k, n in rows},
+                protected=True).values_list(key_path, "name"):
+            if (key, name) in rows:
+                protected.add((kind, key, name))
+    return sorted(protected)
+
+
+def dependents_note(dependents: list[tuple[str, str, str]], limit: int = 20) -> str:
+    """'Changes what 3 dependents serve: prompt support-reply (production), ...' for the audit row."""
+    if not dependents:
+        return ""
+    named = ", ".join(f"{kind} {key} ({label})" for kind, key, label in dependents[:limit])
+    more = f" and {len(dependents) - limit} more" if len(dependents) > limit else ""
+    return f"Changes what {len(dependents)} dependent(s) serve: {named}{more}."
 
 
 # (kind, entry pk, label) -> what authorised it, e.g. "review #12"; set only by reviews/rollouts.
@@ -265,7 +302,9 @@ def _point_label(
         return current
     if current is None:
         current = label_model(entry=entry, name=label, protected=label in protected_label_names())
-    authorise_protected(entry, label, protected=current.protected, acting_user=acting_user,
+    dependents = uses.dependents(entry.key, label) if isinstance(entry, Snippet) else []
+    protected = current.protected or bool(dependents and protected_dependents(entry, label, dependents))
+    authorise_protected(entry, label, protected=protected, acting_user=acting_user,
                         override_reason=override_reason, actor=actor,
                         from_version=before.number if before else None, to_version=version.number)
     _end_rollouts(entry, label, before, version, acting_user=acting_user, actor=actor)
@@ -277,7 +316,8 @@ def _point_label(
         rolled_back = before is not None and version.number < before.number
         action = AuditAction.ROLLBACK if rolled_back else AuditAction.LABEL_MOVE
     write_audit(
-        entry=entry, action=action, acting_user=acting_user, actor=actor, note=note, label=label,
+        entry=entry, action=action, acting_user=acting_user, actor=actor, label=label,
+        note=" ".join(part for part in (note, dependents_note(dependents)) if part),
         from_version=before.number if before else None, to_version=version.number,
         changes=diff_snapshots(before.snapshot if before else None, version.snapshot),
     )
@@ -475,6 +515,13 @@ def set_archived(entry: VersionedEntry, *, archived: bool, acting_user: User, no
     entry = _lock(entry)
     if bool(entry.archived_at) == archived:
         return entry
+    if archived and isinstance(entry, Snippet):
+        served = uses.served_users(entry.key)
+        if served:
+            raise InvalidEntry([_("%(key)s cannot be archived: published entries include it. Remove the reference "
+                                  "from them and publish them first: %(users)s.")
+                                % {"key": entry.key, "users": ", ".join(
+                                    f"{u.kind} {u.key} v{u.version} ({', '.join(u.labels)})" for u in served)}])
     entry.archived_at = timezone.now() if archived else None
     entry.save(update_fields=["archived_at", "updated_at"])
     write_audit(entry=entry, action=AuditAction.ARCHIVE if archived else AuditAction.UNARCHIVE,

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from registry.models import AuditEntry
 from registry.release import reviews
-from tests.factories import make_prompt, make_resource, make_template, make_user, release
+from tests.factories import make_prompt, make_resource, make_snippet, make_template, make_user, release
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +39,7 @@ def registry_data(editor):
     release(resource, labels=("staging",))
     template = make_template("items://{id}")
     release(template, labels=("staging",))
+    release(make_snippet("greet"), labels=("staging",))  # /api/v1/snippets/{name}/ takes the same name
     review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production",
                                          version_number=2)
     later = reviews.request_publication(resource, acting_user=editor, note="at launch", label="production",
@@ -91,9 +92,10 @@ def test_every_operation_answers_without_a_server_error(schema, registry_data, a
             answered.append((method, url, response.status_code))
     assert len(answered) >= 50
     gets = {url: code for method, url, code in answered if method == "get"}
-    # Only the greet prompt runs a rollout; the resource and the template have none to show.
+    # Only the greet prompt runs a rollout; the resource, the template and the snippet have none to show.
     not_ok = {url: code for url, code in gets.items() if code != 200}
-    assert not_ok == {f"/api/v1/resources/{registry_data['resource']}/rollouts/staging/": 404,
+    assert not_ok == {"/api/v1/snippets/greet/rollouts/staging/": 404,
+                      f"/api/v1/resources/{registry_data['resource']}/rollouts/staging/": 404,
                       f"/api/v1/templates/{registry_data['template']}/rollouts/staging/": 404}
 
 

@@ -43,10 +43,12 @@ def in_tmp_path(tmp_path, monkeypatch):
 def test_registry_import_prints_what_changed_and_a_summary():
     out, _ = run("registry_import", str(DEMO), publish=True, note="Demo data")
     assert "created prompt code-review; published v1" in out
-    assert out.strip().splitlines()[-1] == "prompts: 5 created; resources: 3 created; templates: 1 created; published 9"
+    assert out.strip().splitlines()[-1] == ("snippets: 1 created; prompts: 5 created; resources: 3 created; "
+                                             "templates: 1 created; published 10")
 
     out, _ = run("registry_import", str(DEMO), publish=True, note="Demo data")
-    assert out.strip() == "prompts: 5 unchanged; resources: 3 unchanged; templates: 1 unchanged; published 0"
+    assert out.strip() == ("snippets: 1 unchanged; prompts: 5 unchanged; resources: 3 unchanged; "
+                           "templates: 1 unchanged; published 0")
 
 
 def test_registry_import_publish_requires_a_note():
