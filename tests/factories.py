@@ -138,7 +138,8 @@ def make_typed_prompt(name: str = "typed-reply", **fields: Any) -> Prompt:
 
 
 def make_complete_entries() -> dict[str, list[Any]]:
-    """Entries of every kind and shape with every field a snapshot can carry set (drafts, unpublished).
+    """Entries of every kind and shape with every field a snapshot can carry set (drafts, unpublished,
+    but for the snippets they include).
 
     A prompt with typed arguments (every type, with choices, length bounds, a pattern, number
     bounds, defaults and suggestions) and a message of every content type (text, image, audio,
@@ -151,6 +152,9 @@ def make_complete_entries() -> dict[str, list[Any]]:
     house_style = make_snippet("house-style", description="How we write", tags="style",
                                text="Use {{ tone }} words.\n{{> signature@1 }}\n",
                                arguments=[{"name": "tone", "description": "The tone", "type": "enum"}])
+    # Published, as texts may include only snippets with a version to serve (the other entries stay drafts).
+    release(signature)
+    release(house_style)
     guide = make_resource("docs://guide", text="Write plainly.\nShort sentences.\n{{> signature }}\n", name="guide",
                           title="Style guide", description="How we write", tags="docs, style",
                           audience="user,assistant", priority=0.5, mime_type="text/markdown")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.usefixtures("anonymous_allowed", "content_store")
 
 @database_sync_to_async
 def haunted_prompt() -> None:
-    make_snippet("ghost")  # a draft: no version to serve
+    release(make_snippet("ghost"), labels=("staging",))  # nothing on production, which the prompt follows
     release(make_prompt("haunted", messages=[{"role": "user", "kind": "text", "text": "{{> ghost }} {{ topic }}"}]))
 
 

@@ -122,7 +122,7 @@ def test_placeholders_a_snippet_brings_are_filled_from_the_prompt_s_arguments(db
 
 
 def test_a_snippet_with_no_version_to_serve_is_a_clear_error_for_that_entry_alone(db):
-    make_snippet("ghost")  # a draft: nothing published
+    release(make_snippet("ghost"), labels=("staging",))  # nothing on production, which the prompt follows
     composed_prompt("haunted", "{{> ghost }} {{ topic }}")
     composed_prompt("plain", "About {{ topic }}.")
     catalog = catalog_for("production")

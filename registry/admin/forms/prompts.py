@@ -176,7 +176,8 @@ class PromptMessageForm(NewlinesMixin, UploadMixin, forms.ModelForm):
         # The per-message checks; cross-message ones (placeholders vs arguments) are the formset's.
         report = validate_prompt(Prompt(description="-"), arguments=[], messages=[message])
         for problem in report.errors:
-            if getattr(problem, "where", "") != "message:1":
+            # A snippet's arguments are checked against the prompt's, as placeholders are: by the formset.
+            if getattr(problem, "where", "") != "message:1" or problem.code == "snippet_argument":
                 continue
             self.add_error(self._field_for(message.kind, problem.code),
                            ValidationError(problem.detail, code="invalid_message"))
