@@ -412,7 +412,10 @@ class SnippetSerializer(EntryMetaMixin):
                      for a in data.get("arguments") or []]
 
         def route(problem: Problem, errors: dict[str, Any]) -> None:
-            _add(errors, "text" if problem.where == "text" else "non_field_errors", problem)
+            if problem.code == "duplicate_argument":
+                _add(errors, "arguments", problem)
+            else:
+                _add(errors, "text" if problem.where == "text" else "non_field_errors", problem)
 
         self.raise_report(validate_snippet(snippet, arguments=arguments), route)
         return attrs

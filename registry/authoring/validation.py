@@ -112,6 +112,20 @@ def check_snippet_arguments(needed: dict[str, tuple[str, str]], declared: dict[s
         report.errors.append(_at(place, where, detail, "snippet_argument"))
 
 
+def check_unique_arguments(arguments: list[Any], report: DraftReport) -> dict[str, int]:
+    """Each argument of a prompt or snippet needs its own name (the database refuses two rows of one
+    name, so a draft that has them must be refused before it is saved); returns name -> count."""
+    declared: dict[str, int] = {}
+    for arg in arguments:
+        declared[arg.name] = declared.get(arg.name, 0) + 1
+    for name, count in declared.items():
+        if count > 1:
+            report.errors.append(Problem(_("The argument name '%(name)s' is used %(count)s times; names must be "
+                                           "unique.") % {"name": name, "count": count},
+                                         code="duplicate_argument", name=name))
+    return declared
+
+
 def registry_resource_exists(uri: str) -> bool:
     """Whether a resource argument's default or suggestion names a resource of the registry."""
     return Resource.objects.filter(uri=uri, archived_at__isnull=True).exists()
@@ -126,14 +140,7 @@ def validate_prompt(prompt: Prompt, arguments: list[Any] | None = None,
     if not prompt.description.strip():
         report.warnings.append(Problem(_("The prompt has no description; clients show it in their prompt lists."),
                                        code="no_description"))
-    declared: dict[str, int] = {}
-    for arg in arguments:
-        declared[arg.name] = declared.get(arg.name, 0) + 1
-    for name, count in declared.items():
-        if count > 1:
-            report.errors.append(Problem(_("The argument name '%(name)s' is used %(count)s times; names must be "
-                                           "unique.") % {"name": name, "count": count},
-                                         code="duplicate_argument", name=name))
+    declared = check_unique_arguments(arguments, report)
     for arg in arguments:
         for problem in spec_problems(snapshot_argument(arg), registry_resource_exists):
             report.errors.append(Problem(_("Argument '%(name)s': %(problem)s") % {"name": arg.name, "problem": problem},
@@ -241,7 +248,7 @@ def validate_snippet(snippet: Snippet, arguments: list[Any] | None = None) -> Dr
     """A snippet's placeholders must be arguments it declares (the including prompt fills them)."""
     report = DraftReport()
     arguments = list(snippet.arguments.all()) if arguments is None else arguments
-    declared = {arg.name for arg in arguments}
+    declared = set(check_unique_arguments(arguments, report))
     if not snippet.text.strip():
         report.errors.append(Problem(_("The snippet's text is empty."), code="empty_text", where="text"))
     used = set(template_placeholders(snippet.text, _("Text"), report, place="text"))

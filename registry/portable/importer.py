@@ -30,17 +30,17 @@ from registry.authoring.drafts import draft_data, normalised, save_draft
 from registry.authoring.snapshots import content_hash, snapshot_of
 from registry.authoring.validation import validate_entry
 from registry.changes import recording
-from registry.errors import RegistryError, TemplateSyntaxError
-from registry.formats.references import references_in
+from registry.errors import RegistryError
 from registry.formats.uris import normalize_uri, normalize_uri_template
 from registry.kinds import KINDS
-from registry.models import PromptMessage, Resource, VersionedEntry
+from registry.models import PromptMessage, Resource, Snippet, VersionedEntry
 from registry.portable.bulk import BulkWriter
 from registry.portable.check import EntrySpec, read_entries
 from registry.portable.dump import dump_document, entry_document
 from registry.portable.format import SECTIONS, FormatError
 from registry.portable.parse import Loaded, load_file, load_path, yaml_files
 from registry.portable.recorded import Noted, recall, remember
+from registry.portable.snippet_order import Circle, circled, circles, included_first
 from registry.portable.unchanged import record, unchanged_keys
 from registry.refusals import record_refusal
 from registry.release import services
@@ -278,8 +278,10 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
             problems: list[str] = []
             for kind in ORDER:
                 kind_items = [s for s in specs if s.kind == kind]
+                in_circle: dict[str, Circle] = {}
                 if kind == "snippet":
                     kind_items = included_first(kind_items)
+                    in_circle = circles(kind_items)
                 # Snippets are few and short: imported one by one through the services (no bulk writer).
                 batched = bulk and kind != "snippet"
                 kind_specs = [s for s in kind_items if isinstance(s, EntrySpec)]
@@ -299,7 +301,7 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
                     outcome = _import_entry(spec, publish=publish, note=note, acting_user=acting_user,
                                             source=spec.source, problems=problems,
                                             override_reason=override_reason, known=known, writer=writer, seen=seen,
-                                            refused=refused)
+                                            refused=refused, circle=in_circle.get(spec.key))
                     if outcome is not None:
                         report.outcomes.append(outcome)
                 if writer is not None:
@@ -320,32 +322,6 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
                 record_refusal(refusal)
         raise
     return report
-
-
-def included_first(specs: list[Any]) -> list[Any]:
-    """The file's snippets ordered so that each comes after the snippets of the file it includes
-    (so one import can publish both); a circle keeps the file's order, and validation refuses it."""
-    by_name = {s.key: s for s in specs if isinstance(s, EntrySpec)}
-    ordered: dict[str, Any] = {}
-    visiting: set[str] = set()
-
-    def visit(spec: Any) -> None:
-        if spec.key in ordered or spec.key in visiting:
-            return
-        visiting.add(spec.key)
-        if isinstance(spec, EntrySpec):
-            try:
-                names = [ref.name for ref in references_in(spec.data.get("text", ""))]
-            except TemplateSyntaxError:
-                names = []
-            for name in names:
-                if name in by_name:
-                    visit(by_name[name])
-        ordered[spec.key] = spec
-
-    for spec in specs:
-        visit(spec)
-    return list(ordered.values())
 
 
 _CHUNK = 500  # keys per IN (...) query, well below every backend's parameter limit
@@ -420,13 +396,13 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
                   problems: list[str], override_reason: str | None = None,
                   known: _Known | None = None, writer: BulkWriter | None = None,
                   seen: list[tuple[EntrySpec, VersionedEntry, bool]] | None = None,
-                  refused: list[Any] | None = None) -> EntryOutcome | None:
+                  refused: list[Any] | None = None, circle: Circle | None = None) -> EntryOutcome | None:
     """Make the entry's draft what `spec` says (and publish it); `seen` collects (spec, entry, found
     unchanged without warnings) for registry.portable.unchanged.record once its writes are flushed.
     Only an entry compared equal is recorded as equal: one just written is compared on the next import."""
     outcome = _import_one(spec, publish=publish, note=note, acting_user=acting_user, source=source,
                           problems=problems, override_reason=override_reason, known=known, writer=writer,
-                          refused=refused)
+                          refused=refused, circle=circle)
     if outcome is not None and seen is not None:
         seen.append((spec, outcome[1], not outcome[0].changed and not outcome[0].warnings))
     return outcome[0] if outcome is not None else None
@@ -435,7 +411,8 @@ def _import_entry(spec: EntrySpec, *, publish: bool, note: str, acting_user: Use
 def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User, source: str,
                 problems: list[str], override_reason: str | None,
                 known: _Known | None, writer: BulkWriter | None,
-                refused: list[Any] | None = None) -> tuple[EntryOutcome, VersionedEntry] | None:
+                refused: list[Any] | None = None, circle: Circle | None = None,
+                ) -> tuple[EntryOutcome, VersionedEntry] | None:
     kind = KINDS[spec.kind]
     if known is None:
         known = _Known.read(spec.kind, [spec])
@@ -476,6 +453,8 @@ def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User,
                                      note=note or f"Imported from {source}")
     entry_problems = list(spec.warnings)  # placeholder syntax, already naming file, line, entry and field
     report = validate_entry(entry)
+    if circle is not None and isinstance(entry, Snippet):
+        circled(report, entry.text, entry.name, circle)
     if not entry_problems:  # placeholder syntax problems already say where; skip the same ones worded generally
         entry_problems += [f"{spec.location}: {e}" for e in report.errors]
     outcome.warnings = [f"{spec.location}: {w}" for w in report.warnings]
