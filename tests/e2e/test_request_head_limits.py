@@ -82,6 +82,7 @@ class _Client(asyncio.Protocol):
         self.ended = loop.create_future()  # the server ended the connection: "closed" or the error
         self.writable = loop.create_future()
         self.writable.set_result(None)
+        self.lost = False  # asyncio has called connection_lost: the transport is finished
 
     def data_received(self, data: bytes) -> None:
         self.received += data
@@ -94,6 +95,7 @@ class _Client(asyncio.Protocol):
         self._end("closed")  # and the transport closes
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
         self._end("closed" if exc is None else type(exc).__name__)
 
     def _end(self, how: str) -> None:
@@ -109,6 +111,16 @@ class _Client(asyncio.Protocol):
     def resume_writing(self) -> None:
         if not self.writable.done():
             self.writable.set_result(None)
+
+
+def drop(transport: asyncio.Transport, client: _Client) -> None:
+    """Abort the connection unless asyncio has already finished it. CPython 3.11's selector
+    transport, closed (by the server's EOF) while our writes were still buffered, finishes the
+    connection once the buffer drains without counting it as lost, and a later ``abort()`` then
+    fails on the loop it has let go (AttributeError: 'NoneType' object has no attribute
+    'call_soon'): a refused body that the server still read to its end set that up."""
+    if not client.lost:
+        transport.abort()
 
 
 def _headers(head: bytes) -> dict[str, str]:
@@ -136,7 +148,7 @@ async def exchange(port: int, head: bytes, body_chunks: Iterable[bytes] = (), ti
             transport.write_eof()
         ending = await asyncio.wait_for(asyncio.shield(client.ended), timeout)
     finally:
-        transport.abort()
+        drop(transport, client)
     head_bytes, sep, body = bytes(client.received).partition(b"\r\n\r\n")
     if not sep:
         return Reply(None, {}, bytes(client.received), ending)
@@ -271,3 +283,31 @@ def test_daphne_keeps_an_idle_kept_alive_connection_past_the_head_timeout(server
         return statuses
 
     assert asyncio.run(twice()) == [200, 200]
+
+
+def test_the_exchange_ends_a_connection_asyncio_finished_after_draining_a_closed_buffer():
+    """The state that made exchange() fail rather than report: a transport closed with writes
+    still buffered, whose buffer then drained (the peer read it), has called connection_lost."""
+    async def scenario() -> bool:
+        reads = asyncio.Event()
+
+        async def slow_reader(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reads.wait()
+            while await reader.read(MIB):
+                pass
+            writer.close()
+
+        server = await asyncio.start_server(slow_reader, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        transport, client = await asyncio.get_running_loop().create_connection(_Client, "127.0.0.1", port)
+        transport.write(b"x" * 32 * MIB)  # more than the kernel takes: the rest stays buffered
+        assert transport.get_write_buffer_size() > 0
+        transport.close()
+        reads.set()
+        await asyncio.wait_for(asyncio.shield(client.ended), 10)
+        drop(transport, client)  # raised AttributeError through transport.abort()
+        server.close()
+        await server.wait_closed()
+        return client.lost
+
+    assert asyncio.run(scenario())
