@@ -2,17 +2,19 @@
 
 A reference must name a snippet that exists, is not archived and has a published version (a pinned
 one: that version); following the references of the snippets it includes (their pinned versions,
-else their newest: what any label may come to serve) must end within MAX_DEPTH levels and never
-lead back to the snippet being edited. The arguments of every snippet reached are what the
-including entry must provide: a prompt declares each, with the same type; a resource has none to
+else their newest and every version a label serves: what the entry may be served with) must end
+within MAX_DEPTH levels and never lead back to the snippet being edited. The arguments of every
+snippet reached are what the including entry must provide: a prompt declares each, with the same type; a resource has none to
 give, so it may only include snippets without arguments; a template gives its URI variables.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from registry.errors import TemplateSyntaxError
@@ -33,30 +35,38 @@ class _Versions:
 
     def __init__(self) -> None:
         self.snippets: dict[str, Snippet | None] = {}
-        self.snapshots: dict[tuple[str, int | None], dict[str, Any] | None] = {}
+        self.snapshots: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
 
     def snippet(self, name: str) -> Snippet | None:
         if name not in self.snippets:
             self.snippets[name] = Snippet.objects.filter(name=name).first()
         return self.snippets[name]
 
-    def snapshot(self, snippet: Snippet, pinned: int | None) -> dict[str, Any] | None:
+    def snapshots_of(self, snippet: Snippet, pinned: int | None) -> list[dict[str, Any]]:
+        """The versions a reference may be served: the pinned one; for a following reference its
+        newest and every version a label serves now (the entry may be published to any label, and
+        each label's version must be fillable there). Empty: none to serve."""
         key = (snippet.name, pinned)
         if key not in self.snapshots:
             versions = SnippetVersion.objects.filter(entry=snippet)
-            version = (versions.filter(number=pinned) if pinned else versions.order_by("-number")).first()
-            self.snapshots[key] = version.snapshot if version is not None else None
+            if pinned:
+                found = list(versions.filter(number=pinned).values_list("snapshot", flat=True))
+            else:
+                newest = versions.order_by("-number").values_list("pk", flat=True)[:1]
+                found = list(versions.filter(Q(pk__in=newest) | Q(labels__isnull=False)).distinct().order_by(
+                    "-number").values_list("snapshot", flat=True))
+            self.snapshots[key] = [snapshot or {} for snapshot in found]
         return self.snapshots[key]
 
 
-def _problem(ref: Reference, snippet: Snippet | None, pinned_snapshot: dict[str, Any] | None) -> str | None:
+def _problem(ref: Reference, snippet: Snippet | None, snapshots: list[dict[str, Any]]) -> str | None:
     if snippet is None:
         return _("the snippet '%(name)s' does not exist; check the spelling or create it first.") % {"name": ref.name}
     if snippet.archived_at is not None:
         return _("the snippet '%(name)s' is archived; restore it or remove the reference.") % {"name": ref.name}
-    if pinned_snapshot is None and ref.pinned:
+    if not snapshots and ref.pinned:
         return _("the snippet '%(name)s' has no version %(number)s.") % {"name": ref.name, "number": ref.pinned}
-    if pinned_snapshot is None:
+    if not snapshots:
         return _("the snippet '%(name)s' has no published version yet; publish it first.") % {"name": ref.name}
     return None
 
@@ -85,14 +95,40 @@ def _follow(ref: Reference, line: int, trail: tuple[str, ...], depth: int, versi
                                          "levels.") % {"max": MAX_DEPTH}))
         return
     snippet = versions.snippet(ref.name)
-    snapshot = versions.snapshot(snippet, ref.pinned) if snippet is not None else None
-    problem = _problem(ref, snippet, snapshot)
+    snapshots = versions.snapshots_of(snippet, ref.pinned) if snippet is not None else []
+    problem = _problem(ref, snippet, snapshots)
     if problem is not None:
         if depth == 1:  # deeper problems are the included snippet's, reported when it was published
             reached.problems.append((line, problem))
         return
-    assert snapshot is not None
-    for argument in snapshot.get("arguments") or ():
-        reached.arguments.setdefault(argument["name"], (argument.get("type") or "text", ref.name))
-    for spelled in snapshot.get("includes") or ():
+    for snapshot in snapshots:
+        for argument in snapshot.get("arguments") or ():
+            reached.arguments.setdefault(argument["name"], (argument.get("type") or "text", ref.name))
+    for spelled in dict.fromkeys(spelled for snapshot in snapshots for spelled in snapshot.get("includes") or ()):
         _follow(parse_spelled(spelled), line, (*trail, ref.name), depth + 1, versions, reached)
+
+
+def argument_gap(kind: str, name: str, needed_type: str, snippet: str, provided: Mapping[str, str]) -> str | None:
+    """Why an entry of `kind` cannot fill the argument `name` (of type `needed_type`) that the
+    snippet `snippet` it includes uses, or None when it can: the rule at save, import and publish
+    (registry/authoring/validation.py) and at a snippet's release (registry/release/argument_guard.py).
+
+    `provided` is what the entry fills placeholders from: a prompt's or snippet's declared
+    arguments (name -> type), a template's URI variables (name -> "text"; none known: no check,
+    the URI template's own error is reported), a resource's nothing."""
+    values = {"snippet": snippet, "name": name, "type": needed_type}
+    if kind == "resource":
+        return _("the snippet '%(snippet)s' uses the argument '%(name)s', but a resource has no arguments to fill "
+                 "it with: include only snippets without arguments.") % values
+    if kind == "template":
+        if not provided or name in provided:
+            return None
+        return _("the snippet '%(snippet)s' uses the argument '%(name)s', which is not a variable of the URI "
+                 "template.") % values
+    if name not in provided:
+        return _("the snippet '%(snippet)s' uses the argument '%(name)s'; declare an argument of that name "
+                 "(type %(type)s).") % values
+    if (provided[name] or "text") != needed_type:
+        return _("the snippet '%(snippet)s' needs the argument '%(name)s' to be of type %(type)s, not "
+                 "%(declared)s.") % {**values, "declared": provided[name] or "text"}
+    return None

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from registry.authoring.reference_checks import reached_by
+from registry.authoring.reference_checks import argument_gap, reached_by
 from registry.authoring.snapshots import snapshot_argument
 from registry.conf import max_upload_bytes
 from registry.errors import InvalidUri, TemplateSyntaxError
@@ -100,16 +100,9 @@ def check_snippet_arguments(needed: dict[str, tuple[str, str]], declared: dict[s
                             *, where: str, place: str) -> None:
     """The arguments included snippets need must be declared by the including prompt or snippet, same type."""
     for name, (kind, snippet) in sorted(needed.items()):
-        if name not in declared:
-            detail = _("the snippet '%(snippet)s' uses the argument '%(name)s'; declare an argument of that name "
-                       "(type %(type)s).") % {"snippet": snippet, "name": name, "type": kind}
-        elif (declared[name] or "text") != kind:
-            detail = _("the snippet '%(snippet)s' needs the argument '%(name)s' to be of type %(type)s, not "
-                       "%(declared)s.") % {"snippet": snippet, "name": name, "type": kind,
-                                           "declared": declared[name] or "text"}
-        else:
-            continue
-        report.errors.append(_at(place, where, detail, "snippet_argument"))
+        gap = argument_gap("prompt", name, kind, snippet, declared)
+        if gap is not None:
+            report.errors.append(_at(place, where, gap, "snippet_argument"))
 
 
 def check_unique_arguments(arguments: list[Any], report: DraftReport) -> dict[str, int]:
@@ -206,12 +199,10 @@ def validate_resource(resource: Resource) -> DraftReport:
     check_size(resource.data_size, _("Content"), report, place="content")
     check_size(len(resource.text.encode("utf-8")), _("Content"), report, "text", place="content")
     if not resource.data_sha256:
-        for name, (_kind, snippet) in sorted(check_references(resource.text, _("Content"), report,
-                                                              place="content").items()):
-            report.errors.append(_at("content", _("Content"), _(
-                "the snippet '%(snippet)s' uses the argument '%(name)s', but a resource has no arguments to fill it "
-                "with: include only snippets without arguments.") % {"snippet": snippet, "name": name},
-                "snippet_argument"))
+        for name, (kind, snippet) in sorted(check_references(resource.text, _("Content"), report,
+                                                             place="content").items()):
+            gap = argument_gap("resource", name, kind, snippet, {})
+            report.errors.append(_at("content", _("Content"), gap or "", "snippet_argument"))
     if not resource.name.strip():
         report.errors.append(Problem(_("The resource needs a name."), code="no_name"))
     return report
@@ -225,11 +216,10 @@ def validate_template(template: ResourceTemplate, variables: list[Any] | None = 
         report.errors.append(Problem(exc.message, code="invalid_uri"))
         names = set()
     used = set(template_placeholders(template.body, _("Body"), report, place="body"))
-    for name, (_kind, snippet) in sorted(check_references(template.body, _("Body"), report, place="body").items()):
-        if names and name not in names:
-            report.errors.append(_at("body", _("Body"), _(
-                "the snippet '%(snippet)s' uses the argument '%(name)s', which is not a variable of the URI "
-                "template.") % {"snippet": snippet, "name": name}, "snippet_argument"))
+    for name, (kind, snippet) in sorted(check_references(template.body, _("Body"), report, place="body").items()):
+        gap = argument_gap("template", name, kind, snippet, dict.fromkeys(names, "text"))
+        if gap is not None:
+            report.errors.append(_at("body", _("Body"), gap, "snippet_argument"))
     for name in sorted(used - names):
         report.errors.append(Problem(_("The placeholder {{ %(name)s }} is not a variable of the URI template.")
                                      % {"name": name}, code="unknown_placeholder", name=name))

@@ -77,7 +77,7 @@ from registry.models import (
 )
 from registry.models.base import label_name_validator
 from registry.models.reviews import rollout_diff
-from registry.release import uses
+from registry.release import argument_guard, uses
 from registry.serving import label_history
 
 OVERRIDE_PERMISSION = "registry.override_protected_labels"
@@ -303,6 +303,9 @@ def _point_label(
     if current is None:
         current = label_model(entry=entry, name=label, protected=label in protected_label_names())
     dependents = uses.dependents(entry.key, label) if isinstance(entry, Snippet) else []
+    unfillable = argument_guard.release_problems(entry.key, label, version, dependents) if dependents else []
+    if unfillable:
+        raise InvalidEntry(argument_guard.refusal(entry.key, label, version.number, unfillable))
     protected = current.protected or bool(dependents and protected_dependents(entry, label, dependents))
     authorise_protected(entry, label, protected=protected, acting_user=acting_user,
                         override_reason=override_reason, actor=actor,

@@ -1,0 +1,110 @@
+"""A snippet release is refused where it would serve a dependent placeholders the dependent cannot
+fill (a prompt not declaring the argument or declaring another type, a resource, a template
+without that URI variable), on every path that moves a label: publish, move, rollback; only what
+the move changes is judged, pinned and unaffected dependents do not block it, and the save check
+reads every version a label serves, not only the newest."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.authoring.validation import validate_entry
+from registry.errors import InvalidEntry
+from registry.models import Prompt, Snippet, SnippetArgument, SnippetLabel
+from registry.release import services
+from registry.serving.catalogs import catalog_for
+from registry.serving.viewer import Viewer
+from tests.factories import make_prompt, make_resource, make_snippet, make_template, release
+from tests.registry.test_snippet_serving import reload
+
+pytestmark = pytest.mark.django_db
+
+
+def with_mood(snippet: Snippet, *, kind: str = "text", labels=("production",)):
+    """A new version of `snippet` using the argument mood, released to `labels`."""
+    Snippet.objects.filter(pk=snippet.pk).update(text="Be {{ mood }}.")
+    SnippetArgument.objects.create(snippet=snippet, position=0, name="mood", type=kind)
+    return release(Snippet.objects.get(pk=snippet.pk), note="a mood", labels=labels)
+
+
+def follower(name: str, text: str = "{{> style }} About {{ topic }}.", arguments=(), labels=("production",)):
+    prompt = make_prompt(name, messages=[{"role": "user", "kind": "text", "text": text}])
+    for position, arg in enumerate(arguments, start=1):
+        prompt.arguments.create(position=position, **arg)
+    release(prompt, labels=labels)
+    return prompt
+
+
+@pytest.fixture
+def style():
+    snippet = make_snippet("style", text="Be brief.")
+    release(snippet)
+    return snippet
+
+
+def test_publishing_a_snippet_version_a_follower_cannot_fill_is_refused_with_the_follower_named(style):
+    follower("reply")
+    with pytest.raises(InvalidEntry) as refused:
+        with_mood(style)
+    text = " ".join(refused.value.problems)
+    assert "v2 of the snippet 'style' cannot be served on 'production'" in text
+    assert "prompt reply (production): the snippet 'style' uses the argument 'mood'" in text
+    assert not Snippet.objects.get(pk=style.pk).versions.filter(number=2).exists()  # nothing half done
+    reload()
+    served = catalog_for("production").get_prompt(Viewer(), "reply", {"topic": "owls"})
+    assert served.result["messages"][0]["content"]["text"] == "Be brief. About owls."
+
+
+def test_a_follower_declaring_the_argument_lets_the_release_go(style):
+    follower("reply", "{{> style }} {{ topic }}", arguments=[{"name": "mood"}])
+    with_mood(style)
+    assert SnippetLabel.objects.get(entry=style, name="production").version.number == 2
+
+
+def test_a_follower_declaring_another_type_is_refused(style):
+    follower("reply", "{{> style }} {{ topic }}", arguments=[{"name": "mood", "type": "integer"}])
+    with pytest.raises(InvalidEntry, match="to be of type text, not integer"):
+        with_mood(style)
+
+
+def test_a_resource_and_a_template_without_the_variable_refuse_it_and_a_template_with_it_does_not(style):
+    release(make_resource(uri="docs://guide", text="{{> style }} Read on.", mime_type="text/plain"))
+    release(make_template(uri_template="notes://{mood}", body="{{> style }} Note."))
+    release(make_template(uri_template="items://{id}", body="{{> style }} Item."))
+    with pytest.raises(InvalidEntry) as refused:
+        with_mood(style)
+    text = " ".join(refused.value.problems)
+    assert "resource docs://guide (production)" in text and "a resource has no arguments" in text
+    assert "template items://{id} (production)" in text and "not a variable of the URI template" in text
+    assert "notes://" not in text
+
+
+def test_a_pinned_follower_and_one_served_from_another_label_do_not_block_it(style):
+    follower("pinned", "{{> style@1 }} {{ topic }}")
+    with_mood(style, labels=("staging",))  # nothing follows style on staging
+    assert SnippetLabel.objects.get(entry=style, name="staging").version.number == 2
+
+
+def test_moving_a_label_and_rolling_back_to_an_unfillable_version_are_refused(style):
+    follower("reply")
+    with_mood(style, labels=("staging",))  # v2, staging only: nothing follows it there
+    with pytest.raises(InvalidEntry, match="prompt reply"):
+        services.move_label(Snippet.objects.get(pk=style.pk), label="production", version_number=2, acting_user=None,
+                            actor="release script", note="promote", override_reason="test")
+    Snippet.objects.filter(pk=style.pk).update(text="Be calm.")
+    SnippetArgument.objects.filter(snippet=style).delete()
+    release(Snippet.objects.get(pk=style.pk), note="calm", labels=("staging",))  # v3 without mood
+    follower("staged", labels=("staging",))
+    with pytest.raises(InvalidEntry, match=r"prompt staged \(staging\)"):
+        services.rollback(Snippet.objects.get(pk=style.pk), label="staging", acting_user=None, actor="release script",
+                          note="back", to_version=2, override_reason="test")
+
+
+def test_a_new_prompt_must_declare_what_any_served_version_of_a_followed_snippet_uses(style):
+    with_mood(style, labels=("staging",))  # v2 on staging uses mood
+    Snippet.objects.filter(pk=style.pk).update(text="Be calm.")
+    SnippetArgument.objects.filter(snippet=style).delete()
+    release(Snippet.objects.get(pk=style.pk), note="calm", labels=())  # v3, newest, no label, no mood
+    prompt = make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "{{> style }} {{ topic }}"}])
+    report = validate_entry(Prompt.objects.get(pk=prompt.pk))
+    assert any("uses the argument 'mood'" in str(problem) for problem in report.errors), report.errors
