@@ -4,8 +4,9 @@ A reference must name a snippet that exists, is not archived and has a published
 one: that version); following the references of the snippets it includes (their pinned versions,
 else their newest and every version a label serves: what the entry may be served with) must end
 within MAX_DEPTH levels and never lead back to the snippet being edited. The arguments of every
-snippet reached are what the including entry must provide: a prompt declares each, with the same type; a resource has none to
-give, so it may only include snippets without arguments; a template gives its URI variables.
+snippet reached are what the including entry must provide: a prompt declares each, with the same
+type; a resource has none to give, so it may only include snippets without arguments; a template
+gives its URI variables.
 """
 
 from __future__ import annotations
