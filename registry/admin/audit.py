@@ -55,6 +55,8 @@ def refusal_text(changes: list[dict[str, Any]]) -> str:
 
     after = {c.get("field"): c.get("after") for c in changes if isinstance(c, dict)}
     attempted = ATTEMPTS.get(after.get("attempted") or "", after.get("attempted") or "")
+    if not after.get("team"):  # a refusal by role or approval rule: the note says which
+        return _("Refused: tried to %(attempted)s.") % {"attempted": attempted}
     return _("Refused: tried to %(attempted)s in the folder “%(folder)s” of the team “%(team)s”.") % {
         "attempted": attempted, "folder": after.get("folder") or "", "team": after.get("team") or ""}
 

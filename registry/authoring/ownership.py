@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from registry import refusals
 from registry.audit import User, actor_name, write_audit
 from registry.errors import PublishPermissionDenied
 from registry.formats.folders import normalise_folder, validate_folder
@@ -33,8 +34,10 @@ def set_folder_owner(folder: str, group: Group | None, *, acting_user: User, not
 
     Returns the row (None when removed); writes one audit row when the owner changed."""
     if not may_manage_owners(acting_user):
-        raise PublishPermissionDenied(_("%(user)s may not change who owns a folder (permission %(permission)s).")
-                                      % {"user": actor_name(acting_user), "permission": MANAGE_PERMISSION})
+        raise refusals.attach(PublishPermissionDenied(
+            _("%(user)s may not change who owns a folder (permission %(permission)s).")
+            % {"user": actor_name(acting_user), "permission": MANAGE_PERMISSION}),
+            user=acting_user, entry=None, attempted="own_folder", folder=normalise_folder(folder))
     folder = normalise_folder(folder)
     validate_folder(folder)
     row = FolderOwner.objects.select_for_update().select_related("group").filter(folder=folder).first()

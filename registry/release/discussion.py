@@ -13,6 +13,7 @@ from __future__ import annotations
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from registry import refusals
 from registry.audit import User, actor_name, user_row, write_audit
 from registry.changes import service_transaction
 from registry.errors import InvalidEntry, PublishPermissionDenied, ReviewClosed
@@ -66,9 +67,10 @@ def comment(review: ReviewRequest, *, acting_user: User, text: str) -> ReviewCom
     text = _text(text)
     locked = _locked_open(review)
     if not can_comment(acting_user, locked):
-        raise PublishPermissionDenied(_("%(user)s may not comment on review #%(pk)s: its requester and the "
-                                        "publishers who may decide it can.")
-                                      % {"user": actor_name(acting_user), "pk": locked.pk})
+        raise refusals.attach(PublishPermissionDenied(
+            _("%(user)s may not comment on review #%(pk)s: its requester and the publishers who may decide it "
+              "can.") % {"user": actor_name(acting_user), "pk": locked.pk}),
+            user=acting_user, entry=reviews.entry_of(locked), attempted="comment")
     return _add(locked, CommentKind.COMMENT, text, acting_user, AuditAction.REVIEW_COMMENTED, "Comment on review")
 
 
@@ -81,9 +83,10 @@ def request_changes(review: ReviewRequest, *, acting_user: User, text: str) -> R
         raise ReviewClosed(_("Review #%(pk)s is approved and scheduled: cancel the scheduled release first to ask "
                              "for changes.") % {"pk": locked.pk})
     if not reviews.can_decide(acting_user, locked):
-        raise PublishPermissionDenied(_("%(user)s may not ask for changes to review #%(pk)s: a publisher who may "
-                                        "decide it can (not its requester).")
-                                      % {"user": actor_name(acting_user), "pk": locked.pk})
+        raise refusals.attach(PublishPermissionDenied(
+            _("%(user)s may not ask for changes to review #%(pk)s: a publisher who may decide it can (not its "
+              "requester).") % {"user": actor_name(acting_user), "pk": locked.pk}),
+            user=acting_user, entry=reviews.entry_of(locked), attempted="ask_changes")
     locked.changes_requested_at = timezone.now()
     locked.save(update_fields=["changes_requested_at"])
     return _add(locked, CommentKind.CHANGES_REQUESTED, text, acting_user, AuditAction.CHANGES_REQUESTED,

@@ -35,7 +35,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry import roles
+from registry import refusals, roles
 from registry.audit import User, actor_name, approval_note, user_row, write_audit
 from registry.authoring.snapshots import (
     Payloads,
@@ -201,9 +201,10 @@ def request_publication(
     if refusal is not None:
         raise refusal
     if not can_request(acting_user, entry):
-        raise PublishPermissionDenied(_("%(user)s may not change %(kind)ss, so may not request their publication "
-                                        "either.")
-                                      % {"user": actor_name(acting_user), "kind": entry.kind})
+        raise refusals.attach(PublishPermissionDenied(
+            _("%(user)s may not change %(kind)ss, so may not request their publication either.")
+            % {"user": actor_name(acting_user), "kind": entry.kind}), user=acting_user, entry=entry,
+            attempted="request_review")
     note = (note or "").strip()
     if not note:
         raise InvalidEntry([_("A note is required: say what should be released and why.")])
@@ -268,7 +269,8 @@ def request_again(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
     a new request that continues the old one's discussion; the old one, if still open, is closed
     as superseded by it."""
     if acting_user is not None and review.requested_by_id != getattr(acting_user, "pk", None):
-        raise PublishPermissionDenied(_("Only the person who requested the review may ask again."))
+        raise refusals.attach(PublishPermissionDenied(_("Only the person who requested the review may ask again.")),
+                              user=acting_user, entry=entry_of(review), attempted="resubmit")
     entry = entry_of(review)
     if entry is None:
         raise StaleReview(_("The %(kind)s of review #%(pk)s no longer exists.")
@@ -302,7 +304,8 @@ def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> Versi
             text = _("You filed review #%(pk)s: another publisher must approve it (four eyes).")
         else:
             text = _("You filed review #%(pk)s: another publisher must reject it (four eyes). Withdraw it instead.")
-        raise SelfApproval(text % {"pk": review.pk})
+        raise refusals.attach(SelfApproval(text % {"pk": review.pk}), user=acting_user, entry=entry,
+                              attempted="approve_own")
     return entry
 
 
@@ -412,7 +415,8 @@ def reject(review: ReviewRequest, *, acting_user: User, comment: str) -> ReviewR
 def withdraw(review: ReviewRequest, *, acting_user: User) -> ReviewRequest:
     """The requester takes their own pending request back."""
     if acting_user is not None and review.requested_by_id != getattr(acting_user, "pk", None):
-        raise PublishPermissionDenied(_("Only the person who requested the review may withdraw it."))
+        raise refusals.attach(PublishPermissionDenied(_("Only the person who requested the review may withdraw it.")),
+                              user=acting_user, entry=entry_of(review), attempted="withdraw")
     locked = _lock_pending(review)
     entry = entry_of(locked)
     _close(locked, ReviewStatus.WITHDRAWN, acting_user, "")

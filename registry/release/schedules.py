@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from registry import refusals
 from registry.audit import User, actor_name, write_audit
 from registry.changes import service_transaction
 from registry.errors import InvalidEntry, PublishPermissionDenied, RegistryError, ReviewClosed, StaleReview
@@ -173,9 +174,10 @@ def cancel(review: ReviewRequest, *, acting_user: User, reason: str = "") -> Sch
     """Cancel the release scheduled for `review`: nothing goes live, and the request waits for a
     decision again (a publisher may approve it now, at another time, or reject it)."""
     if not can_cancel(acting_user, review):
-        raise PublishPermissionDenied(_("%(user)s may not cancel the release scheduled for review #%(pk)s: its "
-                                        "requester or a publisher who may decide it can.")
-                                      % {"user": actor_name(acting_user), "pk": review.pk})
+        raise refusals.attach(PublishPermissionDenied(
+            _("%(user)s may not cancel the release scheduled for review #%(pk)s: its requester or a publisher who "
+              "may decide it can.") % {"user": actor_name(acting_user), "pk": review.pk}),
+            user=acting_user, entry=reviews.entry_of(review), attempted="schedule")
     row = _locked_schedule(review)
     reason = (reason or "").strip()
     now = timezone.now()
@@ -199,9 +201,10 @@ def cancel(review: ReviewRequest, *, acting_user: User, reason: str = "") -> Sch
 def reschedule(review: ReviewRequest, *, acting_user: User, go_live_at: datetime) -> ScheduledRelease:
     """Move the go-live time of the release scheduled for `review` (a publisher who may decide it)."""
     if not reviews.can_decide(acting_user, review):
-        raise PublishPermissionDenied(_("%(user)s may not move the release scheduled for review #%(pk)s: a "
-                                        "publisher who may decide it can.")
-                                      % {"user": actor_name(acting_user), "pk": review.pk})
+        raise refusals.attach(PublishPermissionDenied(
+            _("%(user)s may not move the release scheduled for review #%(pk)s: a publisher who may decide it "
+              "can.") % {"user": actor_name(acting_user), "pk": review.pk}),
+            user=acting_user, entry=reviews.entry_of(review), attempted="schedule")
     go_live_at = timezone.make_aware(go_live_at) if timezone.is_naive(go_live_at) else go_live_at
     if go_live_at <= timezone.now():
         raise InvalidEntry([_("The go-live time %(when)s has passed: choose a later one.")

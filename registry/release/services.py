@@ -48,7 +48,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from registry import roles
+from registry import refusals, roles
 from registry.audit import User, actor_name, user_row, write_audit
 from registry.authoring.listing import listing_of
 from registry.authoring.snapshots import Payloads, content_hash, diff_snapshots, snapshot_of, store_payloads
@@ -109,10 +109,10 @@ def require_publisher(user: User, entry: VersionedEntry) -> None:
         if refusal is not None:
             raise refusal
     if not can_publish(user, entry):
-        raise PublishPermissionDenied(
+        raise refusals.attach(PublishPermissionDenied(
             _("%(user)s may edit drafts but not publish, move labels or roll back %(kind)ss.")
             % {"user": actor_name(user), "kind": entry.kind}
-        )
+        ), user=user, entry=entry, attempted="publish")
 
 
 def can_override(user: User) -> bool:
@@ -204,16 +204,16 @@ def authorise_protected(
     if not reason and acting_user is None:
         reason = OPERATOR_OVERRIDE
     if not reason:
-        raise ApprovalRequired(
+        raise refusals.attach(ApprovalRequired(
             _("'%(label)s' is a protected label of %(key)s: it moves only through an approved review "
               "(an editor requests publication, another publisher approves), or with an audited emergency "
               "override and a reason.") % {"label": label, "key": entry.key}
-        )
+        ), user=acting_user, entry=entry, attempted="move_protected")
     if not can_override(acting_user):
-        raise PublishPermissionDenied(
+        raise refusals.attach(PublishPermissionDenied(
             _("%(user)s may not use the emergency override of protected labels (permission %(permission)s); "
               "request a review instead.") % {"user": actor_name(acting_user), "permission": OVERRIDE_PERMISSION}
-        )
+        ), user=acting_user, entry=entry, attempted="override")
     write_audit(entry=entry, action=AuditAction.OVERRIDE, acting_user=acting_user, actor=actor, note=reason,
                 label=label, from_version=from_version, to_version=to_version)
     return f"override: {reason}"
@@ -493,10 +493,10 @@ def set_label_protected(
     if not reason:
         raise InvalidEntry([_("Say why the protection of the label changes: a reason is required.")])
     if not can_override(acting_user):
-        raise PublishPermissionDenied(
+        raise refusals.attach(PublishPermissionDenied(
             _("%(user)s may not change label protection (permission %(permission)s).")
             % {"user": actor_name(acting_user), "permission": OVERRIDE_PERMISSION}
-        )
+        ), user=acting_user, entry=entry, attempted="protect")
     entry = _lock(entry)
     row = kind_of(entry).label_model.objects.filter(entry=entry, name=label).select_related("version").first()
     if row is None:

@@ -16,6 +16,7 @@ from registry.authoring import drafts
 from registry.errors import ReviewClosed
 from registry.formats import buckets
 from registry.models import (
+    AuditAction,
     AuditEntry,
     FetchCounter,
     McpClient,
@@ -364,7 +365,7 @@ def test_editor_sees_no_publish_button_and_publisher_does(client, editor, publis
     assert publish_url in client_for(client, publisher).get(url("prompt_change", prompt.pk)).text
 
 
-def test_editor_crafted_publish_post_is_forbidden_and_writes_nothing(client, editor):
+def test_editor_crafted_publish_post_is_forbidden_and_writes_nothing_but_its_refusal(client, editor):
     prompt = make_prompt()
     client_for(client, editor)
     before = row_counts()
@@ -373,7 +374,10 @@ def test_editor_crafted_publish_post_is_forbidden_and_writes_nothing(client, edi
     assert response.status_code == 403
     assert not PromptVersion.objects.exists()
     assert not PromptLabel.objects.exists()
-    assert row_counts() == before
+    after = row_counts()
+    assert after.pop("registry.AuditEntry") == before.pop("registry.AuditEntry") + 1  # the refused row
+    assert after == before
+    assert AuditEntry.objects.get().action == AuditAction.REFUSED
 
 
 def test_editor_crafted_label_move_is_forbidden(client, editor, publisher):

@@ -271,7 +271,8 @@ def test_a_superusers_plain_call_cannot_move_production_but_the_override_can(sup
 def test_a_publisher_cannot_use_the_override_without_the_permission(publisher):
     with pytest.raises(PublishPermissionDenied, match="override"):
         services.publish(make_prompt(), acting_user=publisher, note="go", override_reason="trust me")
-    assert not PromptVersion.objects.exists() and not AuditEntry.objects.exists()
+    assert not PromptVersion.objects.exists()
+    assert list(AuditEntry.objects.values_list("action", flat=True)) == ["refused"]  # no override row
 
 
 def test_unprotected_labels_move_without_review_and_protection_follows_the_setting(publisher, settings):

@@ -47,7 +47,8 @@ def test_publishing_to_production_without_approval_is_refused_and_saves_nothing(
     with pytest.raises(ApprovalRequired):
         services.publish(prompt, acting_user=publisher, note="First cut")
     assert not PromptVersion.objects.exists() and not PromptLabel.objects.exists()
-    assert not AuditEntry.objects.exists() and not ChangeLogEntry.objects.exists()
+    assert list(AuditEntry.objects.values_list("action", flat=True)) == ["refused"]  # the attempt, nothing done
+    assert not ChangeLogEntry.objects.exists()
 
 
 @pytest.mark.django_db
@@ -101,7 +102,8 @@ def test_editor_cannot_publish_move_or_roll_back(editor, publisher):
     with pytest.raises(PublishPermissionDenied):
         services.rollback(prompt, acting_user=editor, note="no", label="staging")
     assert PromptVersion.objects.count() == 1
-    assert not AuditEntry.objects.filter(actor=editor).exists()
+    assert set(AuditEntry.objects.filter(actor=editor).values_list("action", flat=True)) == {"refused"}
+    assert AuditEntry.objects.filter(actor=editor).count() == 3  # each attempt once
 
 
 @pytest.mark.django_db

@@ -33,12 +33,11 @@ class PublishPageMixin(EntryPageMixin):
             reason = _("You may edit drafts but not publish them. Ask a publisher.")
             try:
                 services.require_publisher(request.user, obj)
-            except FolderOwnershipDenied as exc:  # a publisher, but of another team: say so, not "ask a publisher"
-                reason = exc.message
-                if request.method == "POST":  # an attempt: a refusal by team ownership is audited (registry.refusals)
+            except PublishPermissionDenied as exc:
+                if isinstance(exc, FolderOwnershipDenied):  # a publisher, but of another team: say so
+                    reason = exc.message
+                if request.method == "POST":  # an attempt, not a visit: the refusal is audited (registry.refusals)
                     record_refusal(exc)
-            except PublishPermissionDenied:
-                pass
             return self._denied(request, obj, reason)
         label_names = [label.name for label in obj.labels.all()]
         protected = [label.name for label in obj.labels.all() if label.protected]

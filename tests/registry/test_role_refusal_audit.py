@@ -1,0 +1,84 @@
+"""Refusals by role and by the approval rules are audited like ownership refusals
+(registry.refusals): publishing without the publisher role, moving a protected label without an
+approved review, the emergency override without its permission, approving one's own request,
+commenting on or cancelling someone else's review. One `refused` row each, on the service, the
+REST API and the admin publish page; the audit list says it in words."""
+
+from __future__ import annotations
+
+import pytest
+
+from registry.errors import ApprovalRequired, PublishPermissionDenied, SelfApproval
+from registry.models import AuditAction, AuditEntry
+from registry.release import discussion, reviews, services
+from tests.api.conftest import client_for as api_client_for
+from tests.factories import make_prompt, release
+from tests.registry.test_admin import client_for, url
+from tests.registry.test_refusal_audit import changes_of, refused_rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_publishing_without_the_publisher_role_is_audited_once(editor):
+    prompt = make_prompt("greet")
+    with pytest.raises(PublishPermissionDenied) as caught:
+        services.publish(prompt, acting_user=editor, note="ship", labels=("staging",))
+    [row] = refused_rows()
+    assert (row.actor, row.entry_key, row.note) == (editor, "greet", caught.value.message)
+    assert changes_of(row) == {"attempted": "publish"}
+
+
+def test_moving_a_protected_label_without_review_and_overriding_without_permission_are_audited(publisher):
+    prompt = make_prompt("greet")
+    with pytest.raises(ApprovalRequired):
+        services.publish(prompt, acting_user=publisher, note="ship")  # production is protected
+    with pytest.raises(PublishPermissionDenied):
+        services.publish(prompt, acting_user=publisher, note="ship", override_reason="incident")
+    assert [changes_of(row)["attempted"] for row in refused_rows()] == ["move_protected", "override"]
+
+
+def test_approving_ones_own_request_is_audited(publisher):
+    prompt = make_prompt("greet")
+    review = reviews.request_publication(prompt, acting_user=publisher, note="please", label="production")
+    with pytest.raises(SelfApproval):
+        reviews.approve(review, acting_user=publisher)
+    [row] = refused_rows()
+    assert row.actor == publisher and changes_of(row)["attempted"] == "approve_own" and row.entry_key == "greet"
+
+
+def test_commenting_on_someone_elses_review_is_audited(editor, publisher, db):
+    from tests.conftest import make_user
+
+    prompt = make_prompt("greet")
+    review = reviews.request_publication(prompt, acting_user=editor, note="please", label="production")
+    stranger = make_user("Editors")
+    with pytest.raises(PublishPermissionDenied):
+        discussion.comment(review, acting_user=stranger, text="me too")
+    [row] = refused_rows()
+    assert row.actor == stranger and changes_of(row)["attempted"] == "comment"
+
+
+def test_the_api_writes_one_row_for_a_refusal_the_service_recorded(editor):
+    release(make_prompt("greet"))
+    response = api_client_for(editor).post("/api/v1/prompts/greet/move-label/",
+                                           {"label": "staging", "version": 1, "note": "x"}, format="json")
+    assert response.status_code == 403, response.content
+    [row] = refused_rows()
+    assert row.actor == editor and changes_of(row)["attempted"] == "publish"
+
+
+def test_the_admin_publish_page_audits_an_editors_post_not_a_visit(client, editor, superuser):
+    prompt = make_prompt("greet")
+    client_for(client, editor)
+    assert client.get(url("prompt_publish", prompt.pk)).status_code == 403
+    assert refused_rows() == []
+    assert client.post(url("prompt_publish", prompt.pk), {"note": "ship it"}).status_code == 403
+    [row] = refused_rows()
+    assert row.actor == editor and changes_of(row)["attempted"] == "publish"
+    page = client_for(client, superuser).get(url("auditentry_changelist")).content.decode()
+    assert "Refused: tried to publish, move a label or roll back." in page
+
+
+def test_an_allowed_publish_writes_no_refusal(release_manager):
+    services.publish(make_prompt("greet"), acting_user=release_manager, note="ship", override_reason="incident")
+    assert not AuditEntry.objects.filter(action=AuditAction.REFUSED).exists()
