@@ -53,6 +53,7 @@ from .reads import (
     Change,
     bump_generation,
     cached_catalog,
+    followers,
     forget_catalogs,
     held_labels,
     recent_ids,
@@ -400,7 +401,11 @@ class Hub:
                 await self._refresh_session_subscriptions()
                 bump_generation()
                 new = await database_sync_to_async(refresh_catalog)(label, stale)
-                batch = [Change(0, kind, key, label, True) for kind, key in stale]
+                # A stale snippet row changes what its followers serve: announce those entries.
+                names = {key for kind, key in stale if kind == "snippet"}
+                keys = dict.fromkeys([*stale, *(followers([current, new, *([told] if told else [])], names)
+                                                if names else [])])
+                batch = [Change(0, kind, key, label, True) for kind, key in keys if kind != "snippet"]
                 await self._fan_out(label, new, batch, self.ids.floor)
         self.rebuilt += stale_total
         return stale_total

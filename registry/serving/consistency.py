@@ -7,17 +7,20 @@ what is served (which version of each entry, from which label row, and any runni
 a version's content, tags included, never changes) and compares them with a catalog's items:
 any difference means "rebuild".
 
-Not compared: the parts of composed items (the snippet versions their references resolve to,
-registry/serving/composed.py). Checking them would mean reading the snippet rows and every
-composed version's includes and resolving them again, the catalog's own work; a snippet change
-that never reached a process leaves its dependents' texts stale until its next full build.
+Composed items (registry/serving/composed.py) are compared by their inputs: the snippet version
+each snippet name resolves to on this label (its row, else production's), as the catalog read them
+(`Catalog.snippets`) and as the database has them (one more small query). Versions and their
+includes never change, so equal snippet rows mean equal parts; a snippet change that never
+reached a process shows as ("snippet", name), and the hub re-resolves and announces the entries
+that follow it (`followers`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout, SnippetLabel
+from registry.serving.composed import uses_any
 from registry.serving.items import fallback_names, pick_served, rollout_applies
 
 # (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
@@ -50,6 +53,11 @@ def served_fingerprint(label: str) -> Fingerprint:
         if key is None or served is None or not rollout_applies(served[1], served[0], rollout_label, candidate):
             continue
         out[(kind, key)] = (*served[:2], (percent, candidate))
+    snippet_rows = (SnippetLabel.objects.filter(name__in=names, entry__archived_at__isnull=True)
+                    .order_by("entry_id", "name").values_list("entry_id", "name", "entry__name", "version__number",
+                                                              named=True))
+    for row in pick_served(snippet_rows, label).values():
+        out[("snippet", row.entry__name)] = (row.version__number, row.name, None)
     return out
 
 
@@ -63,10 +71,29 @@ def catalog_fingerprint(catalog: Any) -> Fingerprint:
             rollout = getattr(item, "rollout", None)
             running = (rollout.percent, rollout.candidate.version) if rollout is not None else None
             out[(kind, item.key)] = (item.version, item.label, running)
+    maps = getattr(catalog, "snippets", None)
+    if maps is not None:
+        for row in reversed(fallback_names(maps.label)):  # the label's own rows win over production's
+            for name, (number, _includes) in maps.rows.get(row, {}).items():
+                out[("snippet", name)] = (number, row, None)
     return out
 
 
 def stale_keys(catalog: Any, served: Fingerprint) -> list[tuple[str, str]]:
     """The (kind, key) pairs on which `catalog` and the database disagree (empty: consistent)."""
     built = catalog_fingerprint(catalog)
+    if getattr(catalog, "snippets", None) is None:  # it resolved no reference: the snippet rows are not its input
+        served = {key: value for key, value in served.items() if key[0] != "snippet"}
     return sorted(k for k in set(built) | set(served) if built.get(k) != served.get(k))
+
+
+def followers(records: Any, names: set[str]) -> list[tuple[str, str]]:
+    """The (kind, key) of every item of the catalogs or records `records` that follows one of the
+    snippets `names`: what a stale snippet row changes for listeners."""
+    found: dict[tuple[str, str], None] = {}
+    for record in records:
+        pools = (("prompt", record.prompt_items.values()), ("resource", record.resource_items.values()),
+                 ("template", record.template_items))
+        for kind, items in pools:
+            found.update(((kind, item.key), None) for item in items if uses_any(item, names))
+    return sorted(found)

@@ -148,3 +148,42 @@ async def test_a_catalog_that_missed_a_change_is_rebuilt_and_announced_by_the_co
     assert served.prompt_items["greet"].version == 2
     assert await hub.check_consistency() == 0  # consistent now: nothing more is rebuilt or sent
     assert heard(listener) == []
+
+
+async def test_a_snippet_release_that_never_reached_a_worker_is_found_and_its_followers_announced(fast_poller):
+    """The consistency check compares the snippet rows a catalog resolved its composed entries
+    from with the database (it compared only the entries' own rows: a lost snippet release left
+    every follower's text stale until the next full build, with no listener told)."""
+    from registry.models import ChangeLogEntry, Snippet
+    from tests.factories import make_snippet
+
+    def setup():
+        snippet = make_snippet("style", text="Be brief.")
+        publish(snippet)
+        publish(make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "{{> style }} {{ topic }}"}]))
+        publish(make_prompt("plain"))
+        return snippet
+
+    snippet = await database_sync_to_async(setup)()
+    hub = Hub()
+    listener = Listener(Viewer(), render)
+    await hub.register(listener)
+    await hub.stop()  # no poller: this hub will not read the next change by itself
+
+    def release_v2():
+        Snippet.objects.filter(pk=snippet.pk).update(text="Be warm.")
+        publish(Snippet.objects.get(pk=snippet.pk))
+
+    await database_sync_to_async(release_v2)()
+    top = await database_sync_to_async(lambda: ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True)
+                                       .first())()
+    hub.ids.done(hub.ids.claim(range(hub.ids.top + 1, top + 1)))  # lost, as a gap given up on
+    assert hub.told["production"].prompt_items["reply"].parts == (("style", 1),)
+    assert await hub.check_consistency() == 1  # the snippet row
+    assert hub.told["production"].prompt_items["reply"].parts == (("style", 2),)
+    assert heard(listener) == [(PROMPTS_CHANGED, None)]
+    served = await database_sync_to_async(catalog_for)("production")
+    text = await database_sync_to_async(lambda: served.get_prompt(Viewer(), "reply", {"topic": "x"}).result)()
+    assert text["messages"][0]["content"]["text"] == "Be warm. x"
+    assert await hub.check_consistency() == 0
+    assert heard(listener) == []

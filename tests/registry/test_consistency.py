@@ -50,3 +50,29 @@ def test_a_label_move_the_catalog_missed_is_reported_stale(registry):
     PromptMessage.objects.filter(prompt=staged).update(text="New {{ topic }}")
     publish(staged)
     assert stale_keys(catalog, served_fingerprint("production")) == [("prompt", "staged")]
+
+
+@pytest.mark.parametrize("label", ["production", "staging"])
+def test_composed_entries_are_consistent_with_their_snippet_rows_and_a_missed_snippet_move_is_stale(label):
+    from registry.models import Snippet
+    from tests.factories import make_snippet
+
+    snippet = publish(make_snippet("style", text="Be brief."))
+    publish(make_snippet("unused", text="Never included."), labels=("production", "staging"))
+    publish(make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "{{> style }} {{ topic }}"}]),
+            labels=("production", "staging"))
+    Snippet.objects.filter(pk=snippet.pk).update(text="Be warm.")
+    publish(snippet, labels=("staging",))  # v2 on staging; production keeps v1
+    catalog = fresh(label)
+    assert stale_keys(catalog, served_fingerprint(label)) == []
+    Snippet.objects.filter(pk=snippet.pk).update(text="Be kind.")
+    publish(Snippet.objects.get(pk=snippet.pk), labels=(label,))  # v3, which the catalog has not heard of
+    assert stale_keys(catalog, served_fingerprint(label)) == [("snippet", "style")]
+
+
+def test_a_catalog_that_resolved_no_reference_does_not_compare_snippet_rows(registry):
+    from tests.factories import make_snippet
+
+    catalog = fresh("production")
+    publish(make_snippet("style"))
+    assert catalog.snippets is None and stale_keys(catalog, served_fingerprint("production")) == []
