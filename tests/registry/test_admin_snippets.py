@@ -202,6 +202,21 @@ def test_a_dependent_served_from_a_label_the_snippet_has_is_unchanged_by_a_produ
     assert "staged" in panel and "Be loud." not in panel  # it keeps the snippet's staging version
 
 
+def test_the_publish_page_of_a_snippet_shows_the_dependents_on_each_label_it_has(client, publisher):
+    house = _house_with_dependents("greeting")
+    release(house, note="staging part", labels=("staging",))  # staging: "Be brief."
+    house.text = "Be loud."
+    house.save()
+    release(_includer("staged"), labels=("staging",))
+    client_for(client, publisher)
+    text = client.get(url("snippet_publish", house.pk)).content.decode()
+    production = text[text.index('id="registry-downstream"'):text.index('id="registry-downstream-staging"')]
+    staging = text[text.index('id="registry-downstream-staging"'):]
+    assert "greeting" in production and "Be <del>kind</del><ins>loud</ins>." in production
+    assert "staged" in staging and "Be <del>brief</del><ins>loud</ins>." in staging  # what staging serves changes
+    assert "Entries this changes on “staging”" in staging
+
+
 def test_more_than_20_dependents_show_the_first_20_and_how_many_more(client, editor, publisher):
     house = _house_with_dependents(*[f"user-{i:02}" for i in range(23)])
     review = reviews.request_publication(house, acting_user=editor, note="shorter", label=PRODUCTION)

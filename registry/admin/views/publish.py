@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.diff.sections import build
-from registry.admin.downstream import downstream
+from registry.admin.downstream import Downstream, downstream
 from registry.admin.forms.releases import PublishForm
 from registry.admin.views.entry_page import EntryPageMixin, add_refusal
 from registry.authoring.snapshots import Payloads, diff_loader, snapshot_of
@@ -64,10 +64,16 @@ class PublishPageMixin(EntryPageMixin):
             diff=build(obj.kind, latest.snapshot if latest else None, draft,
                        before_name=f"v{latest.number}" if latest else _("nothing published"),
                        after_name=_("draft"), load=diff_loader(payloads)),
-            # A snippet's publish moves production by default: what that changes in the entries including it.
-            downstream=downstream(obj, PRODUCTION, draft.get("text", "")) if isinstance(obj, Snippet) else None,
+            # What a snippet's publish changes in the entries including it, on each label the form offers
+            # (production, the default, always; another label where entries follow it there).
+            downstreams=self._downstreams(obj, label_names, draft.get("text", "")) if isinstance(obj, Snippet) else [],
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
+
+    @staticmethod
+    def _downstreams(snippet: Snippet, label_names: list[str], text: str) -> list[Downstream]:
+        found = [downstream(snippet, label, text) for label in dict.fromkeys([PRODUCTION, *sorted(label_names)])]
+        return [each for each in found if each.label == PRODUCTION or each.total]
 
     def _publish_or_request(self, request: HttpRequest, obj: VersionedEntry,
                             form: PublishForm) -> tuple[EntryVersion, list[ReviewRequest]]:
