@@ -24,7 +24,7 @@ def known_label_names() -> list[str]:
     names = {PRODUCTION, STAGING, *protected_label_names()}
     for kind in KINDS.values():
         names.update(kind.label_model.objects.values_list("name", flat=True).distinct())
-    names.update(McpClient.objects.exclude(label="").values_list("label", flat=True).distinct())
+    names.update(McpClient.objects.exclude(label="").values_list("label", flat=True).order_by().distinct())
     first = [PRODUCTION, STAGING]
     return first + sorted(names - set(first))
 
