@@ -9,10 +9,11 @@ rendering alone, where the difference is not diluted by HTTP and JSON-RPC). Targ
 
 (b) A snippet release with D dependent prompts (default 1,000, all following 'bench-style' on
 production) while K listen streams (bench/listeners.py, CPU 1) are open on one daphne worker
-(CPU 0): `label.save()` of the snippet's production label in a `manage.py shell` process, as an
-operator would (the REST and admin paths end in the same receiver). Reported: move -> committed
-(the mover's own clock: the label, the snippet's change row and D dependents' rows in one
-transaction), move -> first and LAST listener heard `prompts/list_changed`, and the worker's own
+(CPU 0): `services.move_label` of the snippet's production label in a `manage.py shell` process,
+as the command line would (the REST and admin paths call the same service: the protected-label
+and dependents' review checks, the argument guard over every dependent, the audit row). Reported:
+move -> committed (the mover's own clock: the checks, the label, the snippet's change row and D
+dependents' rows in one transaction), move -> first and LAST listener heard `prompts/list_changed`, and the worker's own
 delivery time (its log line "changes [...]: N notifications queued ... in X ms"). The worker
 learns of a commit made in another process from the change log (CHANGE_POLL_SECONDS, 0.5 s by
 default): that wait is in the move -> heard figure. Target: <= 2 s.
@@ -73,11 +74,12 @@ print('dependents created in', round(time.monotonic() - started, 1), 's')
 
 MOVE = """
 import json, time
-from registry.models import SnippetLabel
-label = SnippetLabel.objects.get(entry__name='bench-style', name='production')
-label.version = label.entry.versions.get(number={number})
+from registry.models import Snippet
+from registry.release import services
+style = Snippet.objects.get(name='bench-style')
 started = time.time()
-label.save()
+services.move_label(style, label='production', version_number={number}, acting_user=None, actor='bench',
+                    note='bench release')
 print(json.dumps({{"started": started, "committed": time.time()}}))
 """
 

@@ -33,7 +33,7 @@ ATTEMPTS: dict[str, Any] = {
     "publish": _("publish, move a label or roll back"),
     "override": _("use the emergency override of a protected label"),
     "move_protected": _("move a protected label without an approved review"),
-    "approve_own": _("approve their own review request"),
+    "approve_own": _("approve their own review request"), "reject_own": _("reject their own review request"),
     "protect": _("change whether a label is protected"),
     "own_folder": _("change who owns a folder"),
     "comment": _("comment on a review"), "ask_changes": _("ask for changes to a review"),

@@ -56,6 +56,7 @@ from .reads import (
     followers,
     forget_catalogs,
     held_labels,
+    parts_behind,
     recent_ids,
     refresh_catalog,
     served_fingerprint,
@@ -391,7 +392,8 @@ class Hub:
                 # Both the catalog served from and what listeners were last told must agree.
                 told = self.told.get(label)
                 stale = [key for key in sorted(set(stale_keys(current, served))
-                                               | set(stale_keys(told, served) if told else ()))
+                                               | set(stale_keys(told, served) if told else ())
+                                               | set(parts_behind(told, current) if told else ()))
                          if not self._held(*key)]
                 if not stale:
                     continue

@@ -28,16 +28,23 @@ def may_manage_owners(user: User) -> bool:
     return user is None or bool(user.is_active and user.has_perm(MANAGE_PERMISSION))
 
 
-@transaction.atomic
 def set_folder_owner(folder: str, group: Group | None, *, acting_user: User, note: str = "") -> FolderOwner | None:
     """Make `group` the owner of `folder` (None: the folder has no owner of its own any more).
 
-    Returns the row (None when removed); writes one audit row when the owner changed."""
+    Returns the row (None when removed); writes one audit row when the owner changed. A refusal
+    is audited before it leaves (registry.refusals), outside this function's transaction."""
     if not may_manage_owners(acting_user):
-        raise refusals.attach(PublishPermissionDenied(
+        refusal = refusals.attach(PublishPermissionDenied(
             _("%(user)s may not change who owns a folder (permission %(permission)s).")
             % {"user": actor_name(acting_user), "permission": MANAGE_PERMISSION}),
             user=acting_user, entry=None, attempted="own_folder", folder=normalise_folder(folder))
+        refusals.record_refusal(refusal)
+        raise refusal
+    return _set_folder_owner(folder, group, acting_user=acting_user, note=note)
+
+
+@transaction.atomic
+def _set_folder_owner(folder: str, group: Group | None, *, acting_user: User, note: str) -> FolderOwner | None:
     folder = normalise_folder(folder)
     validate_folder(folder)
     row = FolderOwner.objects.select_for_update().select_related("group").filter(folder=folder).first()

@@ -2,11 +2,11 @@
 
 A reference must name a snippet that exists, is not archived and has a published version (a pinned
 one: that version); following the references of the snippets it includes (their pinned versions,
-else their newest and every version a label serves: what the entry may be served with) must end
-within MAX_DEPTH levels and never lead back to the snippet being edited. The arguments of every
-snippet reached are what the including entry must provide: a prompt declares each, with the same
-type; a resource has none to give, so it may only include snippets without arguments; a template
-gives its URI variables.
+else their newest: what the author writes for) must end within MAX_DEPTH levels and never lead
+back to the snippet being edited. The arguments of every snippet reached are what the including
+entry must provide: a prompt declares each, with the same type; a resource has none to give, so it
+may only include snippets without arguments; a template gives its URI variables. Where the entry
+is released, each label's own snippet versions are judged again (registry/release/argument_guard.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from registry.errors import TemplateSyntaxError
@@ -44,19 +43,14 @@ class _Versions:
         return self.snippets[name]
 
     def snapshots_of(self, snippet: Snippet, pinned: int | None) -> list[dict[str, Any]]:
-        """The versions a reference may be served: the pinned one; for a following reference its
-        newest and every version a label serves now (the entry may be published to any label, and
-        each label's version must be fillable there). Empty: none to serve."""
+        """The version a reference is judged by: the pinned one, or for a following reference the
+        newest (what the author writes for; each label's own version is judged where the entry is
+        released to it: registry/release/argument_guard.py). Empty: none to serve."""
         key = (snippet.name, pinned)
         if key not in self.snapshots:
             versions = SnippetVersion.objects.filter(entry=snippet)
-            if pinned:
-                found = list(versions.filter(number=pinned).values_list("snapshot", flat=True))
-            else:
-                newest = versions.order_by("-number").values_list("pk", flat=True)[:1]
-                found = list(versions.filter(Q(pk__in=newest) | Q(labels__isnull=False)).distinct().order_by(
-                    "-number").values_list("snapshot", flat=True))
-            self.snapshots[key] = [snapshot or {} for snapshot in found]
+            version = (versions.filter(number=pinned) if pinned else versions.order_by("-number")).first()
+            self.snapshots[key] = [version.snapshot or {}] if version is not None else []
         return self.snapshots[key]
 
 

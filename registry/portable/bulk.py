@@ -67,7 +67,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.base import label_name_validator, served_key_of
-from registry.release import services
+from registry.release import argument_guard, services
 from registry.release.uses import record_uses
 from registry.storage import blobs as content
 
@@ -315,9 +315,16 @@ class BulkWriter:
         self.later_moves.append((entry, label, version_number, location))
 
     # ------------------------------------------------------------------ writing
-    def flush(self, problems: list[str]) -> None:
+    def flush(self, problems: list[str], refused: list[Any] | None = None) -> None:
         """Write everything collected: bytes first, then drafts, versions, labels, audit and change rows;
         then the label moves onto existing versions (a refused one becomes a problem, as in the importer)."""
+        maps: dict[str, Any] = {}  # label -> its snippet rows, read once for the whole batch
+        for plan in self.publishes:  # what services._point_label judges per label (argument_guard)
+            number: int = plan.version.number  # type: ignore[attr-defined]
+            for row, _move in plan.labels:
+                gaps = argument_guard.entry_problems(self.spec.name, plan.entry.key, row.name, plan.version, maps)
+                if gaps:
+                    problems.append(" ".join(argument_guard.entry_refusal(plan.entry.key, row.name, number, gaps)))
         if self.drafts or self.publishes:
             with service_scope():
                 self._write_drafts()
@@ -332,6 +339,8 @@ class BulkWriter:
                                     note=self.note, actor=self.actor, override_reason=self.override_reason)
             except RegistryError as exc:
                 problems.append(f"{location}: {exc.message}")
+                if refused is not None and getattr(exc, "audit", None) is not None:
+                    refused.append(exc)  # audited by the importer once the import has rolled back
         self.drafts, self.children, self.publishes, self.audits, self.payloads, self.edits = [], {}, [], [], {}, {}
         self.later_moves = []
 

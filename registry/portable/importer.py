@@ -272,7 +272,7 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
     if publish and not note:
         raise ImportFailed(["A change note is required to publish: say what changed and why."])
     report = ImportReport(label, dry_run, publish, side_files=side_files)
-    refused: list[Any] = []  # team-ownership refusals, audited once the import has rolled back
+    refused: list[Any] = []  # refusals by ownership, role or review rule, audited once the import has rolled back
     try:
         with recording(durable=True):  # one announcement for the whole import, after commit
             problems: list[str] = []
@@ -305,7 +305,7 @@ def import_specs(specs: Sequence[EntrySpec | Noted], *, label: str, side_files: 
                     if outcome is not None:
                         report.outcomes.append(outcome)
                 if writer is not None:
-                    writer.flush(problems)  # before the next kind reads what this one wrote
+                    writer.flush(problems, refused)  # before the next kind reads what this one wrote
                 if seen and not problems:
                     record(kind, seen, publish=publish)
             if problems:
@@ -476,6 +476,8 @@ def _import_one(spec: EntrySpec, *, publish: bool, note: str, acting_user: User,
                  writer=writer if bulk else None)
     except RegistryError as exc:
         problems.append(f"{spec.location}: {exc.message}")
+        if refused is not None and getattr(exc, "audit", None) is not None:
+            refused.append(exc)  # a role or review rule refused it: audited once the import has rolled back
     return outcome, entry
 
 

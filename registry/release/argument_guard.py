@@ -8,12 +8,16 @@ broken text with no error anywhere. So moving a snippet's label (publish, move, 
 approved review, a scheduled release: all pass `services._point_label`) first resolves every
 dependent served from that label row as it would be served after the move, with the serving rule
 itself (registry/serving/composed.py `SnippetMaps.parts`), and checks the arguments of each
-snippet version it newly reaches with the save rule (`argument_gap`). Only what the move
-changes is judged: a dependent's older gap is not this release's to refuse.
+snippet version it newly reaches with the save rule (`argument_gap`), rollout candidates served
+on that row included. Only what the move changes is judged: a dependent's older gap is not this
+release's to refuse. An entry's own release on a label (and a rollout of it) is judged the same
+way against the snippet versions that label serves (`entry_problems`): the draft's check at save
+reads the snippets' newest versions, not the label's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -22,7 +26,7 @@ from registry.authoring.reference_checks import argument_gap
 from registry.errors import InvalidUri
 from registry.formats.uris import template_variable_names
 from registry.kinds import KINDS
-from registry.models import SnippetVersion
+from registry.models import Rollout, SnippetVersion
 from registry.serving.composed import SnippetMaps, read_snippet_maps
 
 SHOWN = 20  # problems named in the refusal; the count says how many more
@@ -62,10 +66,49 @@ class _Arguments:
         return self.read[(name, number)]
 
 
+def _served_versions(kind: str, row: str, keys: list[str]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(key, listing, snapshot) of what label row `row` of each entry `keys` serves: its version,
+    and the candidate of a rollout running on that row (some of its clients are served that)."""
+    spec = KINDS[kind]
+    out: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    ids: dict[int, str] = {}
+    for entry_id, key, listing, snapshot in spec.label_model.objects.filter(
+            name=row, **{f"entry__{spec.key_field}__in": keys}).values_list(
+            "entry_id", f"entry__{spec.key_field}", "version__listing", "version__snapshot").order_by(
+            f"entry__{spec.key_field}"):
+        ids[entry_id] = key
+        out.append((key, listing or {}, snapshot or {}))
+    candidates = Rollout.objects.filter(entry_kind=kind, entry_id__in=sorted(ids), label=row).values_list(
+        "entry_id", "candidate_version")
+    for entry_id, number in candidates:
+        for listing, snapshot in spec.version_model.objects.filter(entry_id=entry_id, number=number).values_list(
+                "listing", "snapshot"):
+            out.append((ids[entry_id], listing or {}, snapshot or {}))
+    return out
+
+
+def _gaps(kind: str, key: str, row: str, parts: Iterable[tuple[str, int]], snapshot: dict[str, Any],
+          arguments: _Arguments) -> list[str]:
+    provided = _provided(kind, snapshot)
+    problems = []
+    for name, number in sorted(parts):
+        for argument in arguments.of(name, number) if number else ():
+            gap = argument_gap(kind, argument["name"], argument.get("type") or "text", name, provided)
+            if gap is not None:
+                problems.append(_("%(kind)s %(key)s (%(label)s): %(gap)s") % {
+                    "kind": kind, "key": key, "label": row, "gap": gap})
+    return problems
+
+
+def _includes(listing: dict[str, Any], snapshot: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(listing.get("includes") or snapshot.get("includes") or ())
+
+
 def release_problems(snippet_name: str, label: str, version: Any,
                      dependents: list[tuple[str, str, str]]) -> list[str]:
     """Why serving `version` of `snippet_name` on `label` would leave the (kind, key, label row)
-    `dependents` with placeholders they cannot fill, one line each; empty: the release may go."""
+    `dependents` (their versions and running rollout candidates) with placeholders they cannot
+    fill, one line each; empty: the release may go."""
     problems: list[str] = []
     arguments = _Arguments()
     by_row: dict[str, list[tuple[str, str]]] = {}
@@ -75,22 +118,34 @@ def release_problems(snippet_name: str, label: str, version: Any,
         before = read_snippet_maps(row)
         after = _moved(before, label, snippet_name, version)
         for kind in sorted({kind for kind, _key in entries}):
-            spec = KINDS[kind]
-            keys = sorted(key for k, key in entries if k == kind)
-            for key, listing, snapshot in spec.label_model.objects.filter(
-                    name=row, **{f"entry__{spec.key_field}__in": keys}).values_list(
-                    f"entry__{spec.key_field}", "version__listing", "version__snapshot").order_by(
-                    f"entry__{spec.key_field}"):
-                includes = tuple((listing or {}).get("includes") or (snapshot or {}).get("includes") or ())
+            for key, listing, snapshot in _served_versions(kind, row, sorted(k for k2, k in entries if k2 == kind)):
+                includes = _includes(listing, snapshot)
                 new_parts = set(after.parts(row, includes)) - set(before.parts(row, includes))
-                provided = _provided(kind, snapshot or {})
-                for name, number in sorted(new_parts):
-                    for argument in arguments.of(name, number) if number else ():
-                        gap = argument_gap(kind, argument["name"], argument.get("type") or "text", name, provided)
-                        if gap is not None:
-                            problems.append(_("%(kind)s %(key)s (%(label)s): %(gap)s") % {
-                                "kind": kind, "key": key, "label": row, "gap": gap})
+                problems += _gaps(kind, key, row, new_parts, snapshot, arguments)
     return problems
+
+
+def entry_problems(kind: str, key: str, label: str, version: Any, maps: dict[str, Any] | None = None) -> list[str]:
+    """Why `version` of an entry, served on `label`, would be served placeholders it cannot fill
+    by the snippet versions its references resolve to there (a prompt's own publish, label move,
+    rollback or rollout: checked per label, where the draft's check at save could only read the
+    snippets' newest versions); empty: it may be served there."""
+    includes = _includes(version.listing or {}, version.snapshot or {})
+    if not includes:
+        return []
+    maps = {} if maps is None else maps  # label -> SnippetMaps, for a caller judging many entries
+    if label not in maps:
+        maps[label] = read_snippet_maps(label)
+    parts = maps[label].parts(label, includes)
+    return _gaps(kind, key, label, parts, version.snapshot or {}, _Arguments())
+
+
+def entry_refusal(key: str, label: str, version_number: int, problems: list[str]) -> list[str]:
+    """The refusal's lines for an entry's own release on `label`."""
+    head = _("v%(number)s of %(key)s cannot be served on '%(label)s': the snippets it includes there use "
+             "arguments it does not provide. Declare them (and publish again), or pin the snippets to the version "
+             "it was written for with {{> name@N }}.") % {"number": version_number, "key": key, "label": label}
+    return [head, *problems[:SHOWN]]
 
 
 def refusal(snippet_name: str, label: str, version_number: int, problems: list[str]) -> list[str]:

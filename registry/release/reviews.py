@@ -305,7 +305,7 @@ def _decide_checks(review: ReviewRequest, acting_user: User, verb: str) -> Versi
         else:
             text = _("You filed review #%(pk)s: another publisher must reject it (four eyes). Withdraw it instead.")
         raise refusals.attach(SelfApproval(text % {"pk": review.pk}), user=acting_user, entry=entry,
-                              attempted="approve_own")
+                              attempted="approve_own" if verb == "approve" else "reject_own")
     return entry
 
 

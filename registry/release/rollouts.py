@@ -48,7 +48,7 @@ from registry.kinds import kind_of
 from registry.models import AuditAction, ReleaseLabel, Rollout, VersionedEntry
 from registry.models.base import label_name_validator, served_key_of
 from registry.models.reviews import rollout_diff
-from registry.release import services
+from registry.release import argument_guard, services
 
 
 def rollout_of(entry: VersionedEntry, label: str) -> Rollout | None:
@@ -196,6 +196,9 @@ def set_rollout(
     if current.version.number == version.number:
         raise InvalidRollout(_("'%(label)s' already serves v%(number)s of %(key)s to every client.")
                              % {"label": label, "number": version.number, "key": entry.key})
+    unfillable = argument_guard.entry_problems(entry.kind, entry.key, label, version)
+    if unfillable:
+        raise InvalidRollout(" ".join(argument_guard.entry_refusal(entry.key, label, version.number, unfillable)))
 
     served, candidate = (served_key_of(v.listing, v.snapshot) for v in (current.version, version))
     if percent < 100 and candidate != served:

@@ -15,11 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
+
 from registry.changes import Change, record_changes
 from registry.formats.references import MAX_DEPTH, parse_spelled
 from registry.formats.uris import lookup_uri
 from registry.kinds import KINDS, SERVED_KINDS
-from registry.models import PRODUCTION, EntryUse
+from registry.models import PRODUCTION, EntryUse, Rollout
 
 
 def _uses_of(kind: str, snapshot: dict[str, Any]) -> list[tuple[str, str, int | None]]:
@@ -83,35 +85,64 @@ def used_by(used_kind: str, used_key: str, *, limit: int | None = None) -> list[
     return out[:limit] if limit is not None else out
 
 
-def including_snippets(names: Iterable[str]) -> set[str]:
-    """`names` and every snippet whose published versions include one of them following a label,
-    transitively (at most MAX_DEPTH levels, as expansion allows)."""
-    found = set(names)
-    frontier = set(found)
+@dataclass
+class Reach:
+    """What reaches a following reference to some snippets: the snippet names whose following
+    references count (those snippets and every snippet some version of which reaches them) and
+    the snippet versions that reach them, which a pinned reference ({{> name@N }}) counts by."""
+
+    names: set[str]
+    versions: set[tuple[str, int]]
+
+    def uses(self) -> Q:
+        """The EntryUse rows of a version whose text reaches them: following one of `names`, or
+        pinning one of `versions`."""
+        found = Q(used_key__in=sorted(self.names), pinned__isnull=True)
+        for name, number in sorted(self.versions):
+            found |= Q(used_key=name, pinned=number)
+        return Q(used_kind="snippet") & found
+
+
+def reaching(names: Iterable[str]) -> Reach:
+    """The snippets and snippet versions whose texts reach a following reference to `names`,
+    directly or through other snippets, following or pinned (at most MAX_DEPTH levels, as
+    expansion allows). A name is counted if any of its versions reaches them (an entry following
+    it may be served any of them); a pinned reference only if its version does."""
+    reach = Reach(set(names), set())
     for _level in range(MAX_DEPTH):
-        if not frontier:
+        rows = set(EntryUse.objects.filter(reach.uses(), user_kind="snippet").values_list(
+            "user_entry_id", "user_version_number"))
+        names_of = dict(KINDS["snippet"].entry_model.objects.filter(
+            pk__in={entry_id for entry_id, _number in rows}).values_list("pk", "name"))
+        more = {(names_of[entry_id], number) for entry_id, number in rows if entry_id in names_of} - reach.versions
+        if not more:
             break
-        entry_ids = set(EntryUse.objects.filter(used_kind="snippet", used_key__in=sorted(frontier), user_kind="snippet",
-                                                pinned__isnull=True).values_list("user_entry_id", flat=True))
-        more = set(KINDS["snippet"].entry_model.objects.filter(pk__in=entry_ids).values_list("name", flat=True))
-        frontier = more - found
-        found |= more
-    return found
+        reach.versions |= more
+        reach.names |= {name for name, _number in more}
+    return reach
+
+
+def including_snippets(names: Iterable[str]) -> set[str]:
+    """`names` and every snippet some version of which reaches them (`reaching`)."""
+    return reaching(names).names
 
 
 def dependents(snippet_name: str, label: str) -> list[tuple[str, str, str]]:
-    """(kind, key, label name) of every served label row whose version follows `snippet_name` (directly
-    or through snippets that include it) and that a move of the snippet's `label` can change:
-    rows of `label` itself, or for production every row (an entry served from another label falls
-    back to the snippet's production version where the snippet has no label of that name).
+    """(kind, key, label name) of every served label row whose version, or whose running rollout's
+    candidate, reaches `snippet_name` (directly, through snippets that include it, following or
+    pinned: `reaching`) and that a move of the snippet's `label` can change: rows of `label`
+    itself, or for production every row (an entry served from another label falls back to the
+    snippet's production version where the snippet has no label of that name).
     Over-approximates on purpose: the hub announces only what a listener is served differently."""
-    names = including_snippets([snippet_name])
+    reach = reaching([snippet_name])
     out: dict[tuple[str, str, str], None] = {}
     versions: dict[str, set[int]] = {}
-    for kind, version_id in EntryUse.objects.filter(used_kind="snippet", used_key__in=sorted(names),
-                                                    pinned__isnull=True, user_kind__in=SERVED_KINDS).values_list(
-            "user_kind", "user_version_id"):
+    numbers: dict[str, set[tuple[int, int]]] = {}  # kind -> (entry id, version number) reaching it
+    uses = EntryUse.objects.filter(reach.uses(), user_kind__in=SERVED_KINDS)
+    for kind, version_id, entry_id, number in uses.values_list("user_kind", "user_version_id", "user_entry_id",
+                                                               "user_version_number"):
         versions.setdefault(kind, set()).add(version_id)
+        numbers.setdefault(kind, set()).add((entry_id, number))
     for kind, ids in sorted(versions.items()):
         spec = KINDS[kind]
         rows = spec.label_model.objects.filter(version_id__in=sorted(ids), entry__archived_at__isnull=True)
@@ -120,7 +151,20 @@ def dependents(snippet_name: str, label: str) -> list[tuple[str, str, str]]:
         for key, name in rows.values_list(f"entry__{spec.key_field}", "name").order_by(f"entry__{spec.key_field}",
                                                                                        "name"):
             out[(kind, key, name)] = None
-    return list(out)
+    rollouts = Rollout.objects.filter(entry_kind__in=sorted(numbers))
+    if label != PRODUCTION:
+        rollouts = rollouts.filter(label=label)
+    candidates = [(kind, entry_id, name) for kind, entry_id, name, number in rollouts.values_list(
+        "entry_kind", "entry_id", "label", "candidate_version") if (entry_id, number) in numbers.get(kind, set())]
+    for kind in sorted({kind for kind, _entry_id, _name in candidates}):
+        spec = KINDS[kind]
+        keys = dict(spec.label_model.objects.filter(
+            entry_id__in={entry_id for k, entry_id, _n in candidates if k == kind}, entry__archived_at__isnull=True,
+        ).values_list("entry_id", f"entry__{spec.key_field}"))
+        for k, entry_id, name in candidates:
+            if k == kind and entry_id in keys:
+                out[(kind, keys[entry_id], name)] = None
+    return sorted(out)
 
 
 def record_dependent_changes(snippet_name: str, *labels: str | None) -> list[Change]:

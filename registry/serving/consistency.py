@@ -12,7 +12,8 @@ each snippet name resolves to on this label (its row, else production's), as the
 (`Catalog.snippets`) and as the database has them (one more small query). Versions and their
 includes never change, so equal snippet rows mean equal parts; a snippet change that never
 reached a process shows as ("snippet", name), and the hub re-resolves and announces the entries
-that follow it (`followers`).
+that follow it (`followers`). One the catalog has but listeners were never told of (a full
+rebuild since) shows as the followers' parts differing between the two (`parts_behind`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,29 @@ def stale_keys(catalog: Any, served: Fingerprint) -> list[tuple[str, str]]:
     if getattr(catalog, "snippets", None) is None:  # it resolved no reference: the snippet rows are not its input
         served = {key: value for key, value in served.items() if key[0] != "snippet"}
     return sorted(k for k in set(built) | set(served) if built.get(k) != served.get(k))
+
+
+def _parts(item: Any) -> tuple[Any, Any]:
+    rollout = getattr(item, "rollout", None)
+    return getattr(item, "parts", ()), getattr(rollout.candidate, "parts", ()) if rollout is not None else None
+
+
+def parts_behind(told: Any, catalog: Any) -> list[tuple[str, str]]:
+    """The (kind, key) of composed entries that `told` (what listeners were last told) records
+    with other snippet versions than `catalog` serves them with, the entry's own version the same:
+    a snippet change they were never told of, though the catalog has it (rebuilt since)."""
+    found = []
+    pools = (("prompt", told.prompt_items, catalog.prompt_items),
+             ("resource", told.resource_items, catalog.resource_items),
+             ("template", {t.uri_template: t for t in told.template_items},
+              {t.uri_template: t for t in catalog.template_items}))
+    for kind, before, now in pools:
+        for key, item in before.items():
+            current = now.get(key)
+            if (current is not None and current.version == item.version and current.label == item.label
+                    and _parts(current) != _parts(item)):
+                found.append((kind, key))
+    return sorted(found)
 
 
 def followers(records: Any, names: set[str]) -> list[tuple[str, str]]:

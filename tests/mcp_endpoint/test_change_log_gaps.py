@@ -187,3 +187,38 @@ async def test_a_snippet_release_that_never_reached_a_worker_is_found_and_its_fo
     assert text["messages"][0]["content"]["text"] == "Be warm. x"
     assert await hub.check_consistency() == 0
     assert heard(listener) == []
+
+
+async def test_a_lost_snippet_release_a_full_rebuild_then_picked_up_is_still_announced(fast_poller):
+    """The catalog may have the release (rebuilt whole since) while listeners were never told of it:
+    the check compares what they were told of each follower's snippet versions with the catalog."""
+    from registry.models import ChangeLogEntry, Snippet
+    from registry.serving.catalogs import forget_catalogs
+    from tests.factories import make_snippet
+
+    def setup():
+        snippet = make_snippet("style", text="Be brief.")
+        publish(snippet)
+        publish(make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "{{> style }} {{ topic }}"}]))
+        return snippet
+
+    snippet = await database_sync_to_async(setup)()
+    hub = Hub()
+    listener = Listener(Viewer(), render)
+    await hub.register(listener)
+    await hub.stop()
+
+    def release_v2():
+        Snippet.objects.filter(pk=snippet.pk).update(text="Be warm.")
+        publish(Snippet.objects.get(pk=snippet.pk))
+
+    await database_sync_to_async(release_v2)()
+    top = await database_sync_to_async(lambda: ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True)
+                                       .first())()
+    hub.ids.done(hub.ids.claim(range(hub.ids.top + 1, top + 1)))  # lost
+    forget_catalogs()
+    await database_sync_to_async(catalog_for)("production")  # rebuilt whole: the catalog has v2
+    assert await hub.check_consistency() == 1
+    assert heard(listener) == [(PROMPTS_CHANGED, None)]
+    assert hub.told["production"].prompt_items["reply"].parts == (("style", 2),)
+    assert await hub.check_consistency() == 0

@@ -321,3 +321,12 @@ def test_an_auditor_reads_a_snippet_and_its_arguments_with_positions_counted_fro
     assert page.status_code == 200
     text = page.content.decode()
     assert "Write {{ tone }}." in text and "field-shown_position" in text
+
+
+def test_the_publish_page_shows_staging_followers_before_the_snippet_has_a_staging_label(client, publisher):
+    house = _house_with_dependents()  # production only
+    release(_includer("staged"), labels=("staging",))  # served from staging, falling back to production's house
+    client_for(client, publisher)
+    text = client.get(url("snippet_publish", house.pk)).content.decode()
+    staging = text[text.index('id="registry-downstream-staging"'):]
+    assert "staged" in staging and _changed_text(staging)  # publishing to staging gives it the draft

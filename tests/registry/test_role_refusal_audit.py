@@ -82,3 +82,35 @@ def test_the_admin_publish_page_audits_an_editors_post_not_a_visit(client, edito
 def test_an_allowed_publish_writes_no_refusal(release_manager):
     services.publish(make_prompt("greet"), acting_user=release_manager, note="ship", override_reason="incident")
     assert not AuditEntry.objects.filter(action=AuditAction.REFUSED).exists()
+
+
+def test_rejecting_ones_own_request_is_audited_as_such(publisher):
+    review = reviews.request_publication(make_prompt("greet"), acting_user=publisher, note="please",
+                                         label="production")
+    with pytest.raises(SelfApproval):
+        reviews.reject(review, acting_user=publisher, comment="never mind")
+    [row] = refused_rows()
+    assert changes_of(row)["attempted"] == "reject_own"
+
+
+def test_changing_a_folders_owner_without_the_permission_is_audited(editor):
+    from registry.authoring import ownership
+
+    with pytest.raises(PublishPermissionDenied):
+        ownership.set_folder_owner("support", None, acting_user=editor)
+    [row] = refused_rows()
+    assert (row.actor, row.entry_kind, row.entry_key) == (editor, "folder", "support")
+    assert changes_of(row)["attempted"] == "own_folder"
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_an_import_publish_refused_by_role_is_audited_though_the_import_rolled_back(tmp_path, editor, bulk):
+    from registry.portable.importer import ImportFailed, import_documents
+
+    path = tmp_path / "registry.yaml"
+    path.write_text("prompts:\n  - name: greet\n    labels: [staging]\n    description: new\n"
+                    "    messages:\n      - {role: user, text: Hello}\n")
+    with pytest.raises(ImportFailed):
+        import_documents(path, publish=True, note="ship", acting_user=editor, bulk=bulk)
+    [row] = refused_rows()
+    assert row.actor == editor and row.entry_key == "greet" and changes_of(row)["attempted"] == "publish"

@@ -100,11 +100,63 @@ def test_moving_a_label_and_rolling_back_to_an_unfillable_version_are_refused(st
                           note="back", to_version=2, override_reason="test")
 
 
-def test_a_new_prompt_must_declare_what_any_served_version_of_a_followed_snippet_uses(style):
-    with_mood(style, labels=("staging",))  # v2 on staging uses mood
+def test_a_prompt_pinning_an_outer_snippet_that_follows_the_released_one_is_judged_and_announced(style):
+    from registry.release.uses import dependents
+
+    release(make_snippet("outer", text="{{> style }} Outer."))
+    follower("pinning", "{{> outer@1 }} About {{ topic }}.")
+    assert ("prompt", "pinning", "production") in dependents("style", "production")
+    with pytest.raises(InvalidEntry, match=r"prompt pinning \(production\)"):
+        with_mood(style)
+
+
+def test_a_rollout_candidate_following_the_snippet_is_judged_too(style):
+    from registry.release.rollouts import set_rollout
+
+    prompt = follower("reply", "Plain about {{ topic }}.")
+    prompt.messages.update(text="{{> style }} About {{ topic }}.")
+    release(Prompt.objects.get(pk=prompt.pk), note="v2 follows style", labels=())
+    set_rollout(Prompt.objects.get(pk=prompt.pk), label="production", version_number=2, percent=30,
+                acting_user=None, note="try")
+    with pytest.raises(InvalidEntry, match=r"prompt reply \(production\)"):
+        with_mood(style)
+
+
+def test_an_entry_is_judged_by_the_snippet_versions_of_the_label_it_is_released_to(style):
+    from registry.errors import InvalidRollout
+    from registry.release.rollouts import set_rollout
+
+    with_mood(style, labels=("staging",))  # v2 on staging uses mood; production keeps v1
     Snippet.objects.filter(pk=style.pk).update(text="Be calm.")
     SnippetArgument.objects.filter(snippet=style).delete()
-    release(Snippet.objects.get(pk=style.pk), note="calm", labels=())  # v3, newest, no label, no mood
+    release(Snippet.objects.get(pk=style.pk), note="calm", labels=())  # v3, newest, on no label
     prompt = make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "{{> style }} {{ topic }}"}])
-    report = validate_entry(Prompt.objects.get(pk=prompt.pk))
-    assert any("uses the argument 'mood'" in str(problem) for problem in report.errors), report.errors
+    assert validate_entry(Prompt.objects.get(pk=prompt.pk)).ok  # the newest needs no mood
+    release(prompt)  # production serves style v1: fine
+    with pytest.raises(InvalidEntry, match=r"v1 of reply cannot be served on 'staging'"):
+        services.move_label(Prompt.objects.get(pk=prompt.pk), label="staging", version_number=1, acting_user=None,
+                            actor="release script", note="stage")
+    plain = follower("plain", "Plain {{ topic }}.", labels=("staging",))
+    plain.messages.update(text="{{> style }} {{ topic }}")
+    release(Prompt.objects.get(pk=plain.pk), note="v2 follows style", labels=())
+    with pytest.raises(InvalidRollout, match="cannot be served on 'staging'"):
+        set_rollout(Prompt.objects.get(pk=plain.pk), label="staging", version_number=2, percent=10,
+                    acting_user=None, note="try")
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_an_import_publishing_to_a_label_whose_snippet_it_cannot_fill_is_refused(tmp_path, style, bulk):
+    from registry.portable.importer import ImportFailed, import_documents
+
+    with_mood(style, labels=("staging",))
+    Snippet.objects.filter(pk=style.pk).update(text="Be calm.")
+    SnippetArgument.objects.filter(snippet=style).delete()
+    release(Snippet.objects.get(pk=style.pk), note="calm", labels=())  # newest: no mood
+    release(make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "Plain {{ topic }}"}]))
+    path = tmp_path / "registry.yaml"
+    path.write_text("prompts:\n  - name: reply\n    labels: [staging]\n    description: composed\n"
+                    "    arguments: [{name: topic}]\n"
+                    "    messages:\n      - {role: user, text: '{{> style }} About {{ topic }}'}\n")
+    with pytest.raises(ImportFailed, match="cannot be served on 'staging'"):
+        import_documents(path, publish=True, note="ship", acting_user=None, bulk=bulk)
+    assert Prompt.objects.get(name="reply").versions.count() == 1

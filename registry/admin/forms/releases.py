@@ -57,6 +57,7 @@ class PublishForm(forms.Form):
                  protected: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = list(dict.fromkeys([PRODUCTION, STAGING, *label_names]))
+        self.label_names = names  # the labels offered, in their order
         protected = set(protected)
         cast(forms.ChoiceField, self.fields["labels"]).choices = [
             (n, _("%(label)s (protected: needs a review)") % {"label": n} if n in protected else n) for n in names]

@@ -65,14 +65,16 @@ class PublishPageMixin(EntryPageMixin):
                        before_name=f"v{latest.number}" if latest else _("nothing published"),
                        after_name=_("draft"), load=diff_loader(payloads)),
             # What a snippet's publish changes in the entries including it, on each label the form offers
-            # (production, the default, always; another label where entries follow it there).
-            downstreams=self._downstreams(obj, label_names, draft.get("text", "")) if isinstance(obj, Snippet) else [],
+            # (production, the default, always; another label where entries follow it there, whether or
+            # not the snippet has that label yet).
+            downstreams=self._downstreams(obj, form.label_names, draft.get("text", ""))
+            if isinstance(obj, Snippet) else [],
         )
         return TemplateResponse(request, "admin/registry/publish.html", context)
 
     @staticmethod
     def _downstreams(snippet: Snippet, label_names: list[str], text: str) -> list[Downstream]:
-        found = [downstream(snippet, label, text) for label in dict.fromkeys([PRODUCTION, *sorted(label_names)])]
+        found = [downstream(snippet, label, text) for label in dict.fromkeys([PRODUCTION, *label_names])]
         return [each for each in found if each.label == PRODUCTION or each.total]
 
     def _publish_or_request(self, request: HttpRequest, obj: VersionedEntry,
