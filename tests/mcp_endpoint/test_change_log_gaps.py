@@ -150,10 +150,10 @@ async def test_a_catalog_that_missed_a_change_is_rebuilt_and_announced_by_the_co
     assert heard(listener) == []
 
 
-async def test_a_snippet_release_that_never_reached_a_worker_is_found_and_its_followers_announced(fast_poller):
-    """The consistency check compares the snippet rows a catalog resolved its composed entries
-    from with the database (it compared only the entries' own rows: a lost snippet release left
-    every follower's text stale until the next full build, with no listener told)."""
+async def _hub_that_lost_a_snippet_release():
+    """A hub with one production listener whose poller is stopped, after snippet 'style' v2 was
+    released to production (a prompt 'reply' follows it) and its change rows counted as applied,
+    never delivered: lost, as a gap given up on would be."""
     from registry.models import ChangeLogEntry, Snippet
     from tests.factories import make_snippet
 
@@ -177,7 +177,15 @@ async def test_a_snippet_release_that_never_reached_a_worker_is_found_and_its_fo
     await database_sync_to_async(release_v2)()
     top = await database_sync_to_async(lambda: ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True)
                                        .first())()
-    hub.ids.done(hub.ids.claim(range(hub.ids.top + 1, top + 1)))  # lost, as a gap given up on
+    hub.ids.done(hub.ids.claim(range(hub.ids.top + 1, top + 1)))
+    return hub, listener
+
+
+async def test_a_snippet_release_that_never_reached_a_worker_is_found_and_its_followers_announced(fast_poller):
+    """The consistency check compares the snippet rows a catalog resolved its composed entries
+    from with the database (it compared only the entries' own rows: a lost snippet release left
+    every follower's text stale until the next full build, with no listener told)."""
+    hub, listener = await _hub_that_lost_a_snippet_release()
     assert hub.told["production"].prompt_items["reply"].parts == (("style", 1),)
     assert await hub.check_consistency() == 1  # the snippet row
     assert hub.told["production"].prompt_items["reply"].parts == (("style", 2),)
@@ -192,30 +200,9 @@ async def test_a_snippet_release_that_never_reached_a_worker_is_found_and_its_fo
 async def test_a_lost_snippet_release_a_full_rebuild_then_picked_up_is_still_announced(fast_poller):
     """The catalog may have the release (rebuilt whole since) while listeners were never told of it:
     the check compares what they were told of each follower's snippet versions with the catalog."""
-    from registry.models import ChangeLogEntry, Snippet
     from registry.serving.catalogs import forget_catalogs
-    from tests.factories import make_snippet
 
-    def setup():
-        snippet = make_snippet("style", text="Be brief.")
-        publish(snippet)
-        publish(make_prompt("reply", messages=[{"role": "user", "kind": "text", "text": "{{> style }} {{ topic }}"}]))
-        return snippet
-
-    snippet = await database_sync_to_async(setup)()
-    hub = Hub()
-    listener = Listener(Viewer(), render)
-    await hub.register(listener)
-    await hub.stop()
-
-    def release_v2():
-        Snippet.objects.filter(pk=snippet.pk).update(text="Be warm.")
-        publish(Snippet.objects.get(pk=snippet.pk))
-
-    await database_sync_to_async(release_v2)()
-    top = await database_sync_to_async(lambda: ChangeLogEntry.objects.order_by("-id").values_list("id", flat=True)
-                                       .first())()
-    hub.ids.done(hub.ids.claim(range(hub.ids.top + 1, top + 1)))  # lost
+    hub, listener = await _hub_that_lost_a_snippet_release()
     forget_catalogs()
     await database_sync_to_async(catalog_for)("production")  # rebuilt whole: the catalog has v2
     assert await hub.check_consistency() == 1

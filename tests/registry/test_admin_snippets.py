@@ -190,26 +190,26 @@ def test_the_compare_and_publish_pages_of_a_snippet_show_the_dependents_diff(cli
         assert "greeting" in panel and _changed_text(panel)
 
 
-def test_a_dependent_served_from_a_label_the_snippet_has_is_unchanged_by_a_production_release(client, publisher):
-    house = _house_with_dependents()
+def _publish_page_with_a_staged_dependent(client, publisher, *names: str) -> str:
+    """The publish page of 'house' (v1 on production, v2 "Be brief." on staging, the draft "Be
+    loud."), prompts `names` following it on production and 'staged' on staging."""
+    house = _house_with_dependents(*names)
     release(house, note="staging part", labels=("staging",))  # staging: "Be brief."
     house.text = "Be loud."
     house.save()
     release(_includer("staged"), labels=("staging",))
     client_for(client, publisher)
-    text = client.get(url("snippet_publish", house.pk)).content.decode()
+    return client.get(url("snippet_publish", house.pk)).content.decode()
+
+
+def test_a_dependent_served_from_a_label_the_snippet_has_is_unchanged_by_a_production_release(client, publisher):
+    text = _publish_page_with_a_staged_dependent(client, publisher)
     panel = text[text.index('id="registry-downstream"'):]
     assert "staged" in panel and "Be loud." not in panel  # it keeps the snippet's staging version
 
 
 def test_the_publish_page_of_a_snippet_shows_the_dependents_on_each_label_it_has(client, publisher):
-    house = _house_with_dependents("greeting")
-    release(house, note="staging part", labels=("staging",))  # staging: "Be brief."
-    house.text = "Be loud."
-    house.save()
-    release(_includer("staged"), labels=("staging",))
-    client_for(client, publisher)
-    text = client.get(url("snippet_publish", house.pk)).content.decode()
+    text = _publish_page_with_a_staged_dependent(client, publisher, "greeting")
     production = text[text.index('id="registry-downstream"'):text.index('id="registry-downstream-staging"')]
     staging = text[text.index('id="registry-downstream-staging"'):]
     assert "greeting" in production and "Be <del>kind</del><ins>loud</ins>." in production
