@@ -14,8 +14,10 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.fields import StrictCharField
 from api.filters import validated_params
 from api.permissions import ReadModelPermission, requires
+from registry.kinds import KINDS
 from registry.models import AuditAction, AuditEntry
 from registry.release.audit_export import EXPORT_FORMATS, export_response
 
@@ -30,13 +32,13 @@ class AuditEntrySerializer(serializers.ModelSerializer):
 
 class AuditFilterSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=AuditAction.choices, required=False)
-    entry_kind = serializers.ChoiceField(choices=["prompt", "resource", "template"], required=False)
-    entry_key = serializers.CharField(required=False, help_text="Exact prompt name, resource URI or URI template.")
-    actor = serializers.CharField(required=False, help_text="Exact user name (or tool) that acted.")
-    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
+    entry_kind = serializers.ChoiceField(choices=list(KINDS), required=False)  # every kind is audited
+    entry_key = StrictCharField(required=False, help_text="Exact prompt name, resource URI or URI template.")
+    actor = StrictCharField(required=False, help_text="Exact user name (or tool) that acted.")
+    label = StrictCharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
     since = serializers.DateTimeField(required=False, help_text="ISO 8601; entries at or after.")
     until = serializers.DateTimeField(required=False, help_text="ISO 8601; entries before.")
-    search = serializers.CharField(required=False, help_text="Substring of key, actor, note or label.")
+    search = StrictCharField(required=False, help_text="Substring of key, actor, note or label.")
 
 
 # "as" is a Python keyword, so this serializer is built with type().

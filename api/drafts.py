@@ -14,7 +14,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from api.fields import Base64BytesField
+from api.fields import Base64BytesField, StrictCharField
 from registry.authoring.drafts import draft_data, normalise_tags, save_draft
 from registry.authoring.validation import (
     DraftReport,
@@ -47,7 +47,7 @@ from registry.models.resources import Audience, uri_field_validator, uri_templat
 from registry.release import services
 
 
-class TextAsGiven(serializers.CharField):
+class TextAsGiven(StrictCharField):
     """A draft's text as given: not trimmed (DRF trims by default). The registry stores what was
     typed, with LF line breaks, on every path (registry.admin.forms.fields.NewlinesMixin), so a GET sent back
     as a PUT, or an imported entry saved through the API, changes nothing."""
@@ -68,23 +68,23 @@ def _labels(entry: VersionedEntry) -> dict[str, int]:
 # ------------------------------------------------------------------------------------------ common
 class EntryMetaMixin(serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
-    kind = serializers.CharField(read_only=True)
+    kind = StrictCharField(read_only=True)
     archived_at = serializers.DateTimeField(read_only=True, allow_null=True)
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
     labels = serializers.DictField(child=serializers.IntegerField(), read_only=True,
                                    help_text="Label name -> version number it serves.")
     latest_version = serializers.IntegerField(read_only=True, allow_null=True)
-    tags = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+    tags = serializers.ListField(child=StrictCharField(max_length=100), required=False,
                                  help_text="Tags (lower-cased, sorted).")
-    folder = serializers.CharField(
+    folder = StrictCharField(
         required=False, allow_blank=True, allow_null=True,
         help_text="Where editors find the entry, e.g. 'support/billing' (lower-cased); \"\" is the top level. "
                   "Organisational only: clients are not served it, so a change needs no version or review "
                   "(it is audited as folder_moved).")
-    note = serializers.CharField(write_only=True, required=False, allow_blank=True,
+    note = StrictCharField(write_only=True, required=False, allow_blank=True,
                                  help_text="Optional note for the audit log.")
-    warnings = serializers.ListField(child=serializers.CharField(), read_only=True,
+    warnings = serializers.ListField(child=StrictCharField(), read_only=True,
                                      help_text="Warnings of this write's checks (they do not block saving; "
                                      "empty on reads).")
 
@@ -178,10 +178,10 @@ class ArgumentSerializer(serializers.Serializer):
     description = TextAsGiven(required=False, allow_blank=True, default="")
     required = serializers.BooleanField(required=False, default=True)  # type: ignore[assignment]  # not Field.required
     default = TextAsGiven(required=False, allow_blank=True, default="")
-    suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    suggestions = serializers.ListField(child=StrictCharField(), required=False, default=list)
     type = serializers.ChoiceField(choices=ArgumentType.choices, required=False, default=ArgumentType.TEXT,
                                    help_text="What values prompts/get accepts (MCP sends them all as strings).")
-    choices = serializers.ListField(child=serializers.CharField(), required=False, default=list,
+    choices = serializers.ListField(child=StrictCharField(), required=False, default=list,
                                     help_text="enum: the allowed values.")
     min_length = serializers.IntegerField(min_value=0, max_value=MAX_LENGTH_BOUND, required=False, allow_null=True,
                                           default=None, help_text="text/string: fewest characters.")
@@ -213,7 +213,7 @@ def _one_line_values(values: list[str], what: str) -> list[str]:
 class MessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=MessageRole.choices, default=MessageRole.USER)
     kind = serializers.ChoiceField(choices=ContentKind.choices, default=ContentKind.TEXT)
-    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    text = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     uri = TextAsGiven(max_length=2048, required=False, allow_blank=True)
     resource_uri = TextAsGiven(max_length=2048, required=False, allow_blank=True,
                                          help_text="Embed or link this registry resource (resource, resource_link).")
@@ -314,7 +314,7 @@ class DescriptionFields(serializers.Serializer):
 class ResourceSerializer(EntryMetaMixin, DescriptionFields):
     uri = TextAsGiven(max_length=2048, validators=[uri_field_validator],
                                 help_text="The URI clients read; cannot change once published.")
-    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    text = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     data = Base64BytesField(  # type: ignore[assignment]  # a declared field, not Serializer.data
         help_text="Binary content as base64 (instead of text).")
 
@@ -348,13 +348,13 @@ class ResourceSerializer(EntryMetaMixin, DescriptionFields):
 class VariableSerializer(serializers.Serializer):
     name = TextAsGiven(max_length=64)
     description = TextAsGiven(required=False, allow_blank=True, default="")
-    suggestions = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    suggestions = serializers.ListField(child=StrictCharField(), required=False, default=list)
 
 
 class TemplateSerializer(EntryMetaMixin, DescriptionFields):
     uri_template = TextAsGiven(max_length=2048, validators=[uri_template_field_validator],
                                          help_text="RFC 6570 URI template; cannot change once published.")
-    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    body = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     variables = VariableSerializer(many=True, required=False)
 
     model = ResourceTemplate
@@ -395,7 +395,7 @@ class SnippetSerializer(EntryMetaMixin):
     name = TextAsGiven(max_length=128, validators=[prompt_name_validator],
                        help_text="The name texts include it by ({{> name }}); cannot change once published.")
     description = TextAsGiven(required=False, allow_blank=True)
-    text = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+    text = StrictCharField(required=False, allow_blank=True, trim_whitespace=False,
                                  help_text="The shared text: {{ argument }} placeholders, {{> other }} references.")
     arguments = SnippetArgumentSerializer(many=True, required=False)
 

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from api import rollouts as rollout_api
 from api.drafts import PromptSerializer, ResourceSerializer, SnippetSerializer, TemplateSerializer
 from api.errors import etag
+from api.fields import StrictCharField
 from api.filters import EntryFilterSerializer, filter_entries, validated_params
 from api.permissions import ModelPermissions, ReadModelPermission
 from api.versions import (
@@ -46,13 +47,13 @@ from registry.release import reviews, services, uses
 
 class EntrySummarySerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    kind = serializers.CharField()
-    key = serializers.CharField(help_text="Prompt name, resource URI or URI template.")
-    name = serializers.CharField()
+    kind = StrictCharField()
+    key = StrictCharField(help_text="Prompt name, resource URI or URI template.")
+    name = StrictCharField()
     title = serializers.SerializerMethodField()
-    description = serializers.CharField()
+    description = StrictCharField()
     tags = serializers.SerializerMethodField()
-    folder = serializers.CharField(help_text="Where editors find it ('' the top level); not served to clients.")
+    folder = StrictCharField(help_text="Where editors find it ('' the top level); not served to clients.")
     archived_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField()
     latest_version = serializers.IntegerField(allow_null=True)
@@ -238,13 +239,13 @@ class EntryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Crea
 
 
 class UseSerializer(serializers.Serializer):
-    kind = serializers.CharField(help_text="prompt, resource, template or snippet.")
-    key = serializers.CharField(help_text="The using entry's name, URI or URI template.")
+    kind = StrictCharField(help_text="prompt, resource, template or snippet.")
+    key = StrictCharField(help_text="The using entry's name, URI or URI template.")
     entry_id = serializers.IntegerField()
     version = serializers.IntegerField(help_text="The using version's number.")
     pinned = serializers.IntegerField(allow_null=True, help_text="The pinned snippet version; null: follows the "
                                                                  "label the using entry is served from.")
-    labels = serializers.ListField(child=serializers.CharField(), help_text="The labels serving that version now.")
+    labels = serializers.ListField(child=StrictCharField(), help_text="The labels serving that version now.")
 
 
 def _used_by_action(used_kind: str):
@@ -288,12 +289,12 @@ def _valid(serializer_class: type[serializers.Serializer], request: Request) -> 
 
 def _with_key_filter(key_field: str, help_text: str) -> type[EntryFilterSerializer]:
     return type(f"{key_field.title().replace('_', '')}EntryFilterSerializer", (EntryFilterSerializer,), {
-        key_field: serializers.CharField(required=False, help_text=help_text)})
+        key_field: StrictCharField(required=False, help_text=help_text)})
 
 
 def _lookup_action(key_field: str, serializer_class: type[serializers.Serializer]):
     LookupSerializer = type(f"{key_field.title().replace('_', '')}LookupSerializer", (serializers.Serializer,), {
-        key_field: serializers.CharField(max_length=2048, error_messages={"required": f"Give ?{key_field}=..."})})
+        key_field: StrictCharField(max_length=2048, error_messages={"required": f"Give ?{key_field}=..."})})
 
     @extend_schema(parameters=[OpenApiParameter(key_field, str, required=True, description=f"Exact {key_field}.")],
                    responses=serializer_class)

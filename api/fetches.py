@@ -9,12 +9,14 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.fields import StrictCharField
 from api.permissions import ReadModelPermission
+from registry.kinds import SERVED_KINDS
 from registry.models import FetchCounter
 
 
 class FetchCounterSerializer(serializers.ModelSerializer):
-    client = serializers.CharField(source="client_name", help_text="Client name; '' for anonymous callers.")
+    client = StrictCharField(source="client_name", help_text="Client name; '' for anonymous callers.")
 
     class Meta:
         model = FetchCounter
@@ -23,12 +25,12 @@ class FetchCounterSerializer(serializers.ModelSerializer):
 
 
 class FetchFilterSerializer(serializers.Serializer):
-    client = serializers.CharField(required=False, allow_blank=True,
+    client = StrictCharField(required=False, allow_blank=True,
                                    help_text="Exact client name ('' = anonymous callers).")
-    entry_kind = serializers.ChoiceField(choices=["prompt", "resource", "template"], required=False)
-    entry_key = serializers.CharField(required=False)
+    entry_kind = serializers.ChoiceField(choices=list(SERVED_KINDS), required=False)  # what clients fetch
+    entry_key = StrictCharField(required=False)
     version = serializers.IntegerField(required=False, min_value=1)
-    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
+    label = StrictCharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
     since = serializers.DateTimeField(required=False, help_text="Last fetched at or after (ISO 8601).")
 
 

@@ -10,6 +10,21 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 
+class StrictCharField(serializers.CharField):
+    """A text field that takes text only. DRF's CharField turns a JSON number or boolean into its
+    string (`"text": 5` saved "5", `true` saved "True"); prompts as code refuse the same value with
+    "expected a string" (registry.portable.check), and the API says the same instead of guessing."""
+
+    default_error_messages = {"invalid": "Expected a string, got {given}: put it in quotes."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            given = "true/false" if isinstance(data, bool) else "a number" if isinstance(data, (int, float)) else (
+                "a list" if isinstance(data, list) else "a mapping" if isinstance(data, dict) else "nothing")
+            self.fail("invalid", given=given)
+        return super().to_internal_value(data)
+
+
 @extend_schema_field({"type": "string", "format": "byte", "nullable": True,
                       "description": "Bytes as base64, or null for none."})
 class Base64BytesField(serializers.Field):

@@ -7,17 +7,18 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from rest_framework import serializers
 
+from api.fields import StrictCharField
 from registry.formats.folders import in_folder, tagged
 
 
 class EntryFilterSerializer(serializers.Serializer):
-    tag = serializers.CharField(required=False, help_text="Only entries carrying this tag.")
-    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+    tag = StrictCharField(required=False, help_text="Only entries carrying this tag.")
+    label = StrictCharField(  # type: ignore[assignment]  # a declared field, not Field.label
         required=False, help_text="Only entries that have this label.")
     archived = serializers.BooleanField(required=False, allow_null=True, default=None,
                                         help_text="true: only archived; false: only live; absent: both.")
-    search = serializers.CharField(required=False, help_text="Substring of key, name, title or description.")
-    folder = serializers.CharField(required=False, help_text="Only entries in this folder or one of its "
+    search = StrictCharField(required=False, help_text="Substring of key, name, title or description.")
+    folder = StrictCharField(required=False, help_text="Only entries in this folder or one of its "
                                    "sub-folders ('support' also gives 'support/billing').")
 
 

@@ -22,6 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.fields import StrictCharField
 from api.parsers import JSONParser
 from registry.conf import max_document_bytes
 from registry.portable.importer import ImportFailed, ImportReport, export_yaml, import_documents
@@ -80,17 +81,17 @@ class ExportView(APIView):
 
 
 class ImportRequestSerializer(serializers.Serializer):
-    document = serializers.CharField(trim_whitespace=False,
+    document = StrictCharField(trim_whitespace=False,
                                      help_text="The YAML file's text (or send the raw file as application/yaml "
                                      "with the flags in the query string).")
     dry_run = serializers.BooleanField(default=False, help_text="Run everything, save nothing.")
     publish = serializers.BooleanField(default=False, help_text="Publish drafts that differ from their newest "
                                        "version and point their labels at it (protected labels need approval).")
-    note = serializers.CharField(required=False, allow_blank=True, default="", help_text="Required to publish.")
-    override_reason = serializers.CharField(
+    note = StrictCharField(required=False, allow_blank=True, default="", help_text="Required to publish.")
+    override_reason = StrictCharField(
         required=False, allow_blank=True, default="",
         help_text="Publish protected labels without approval (needs registry.override_protected_labels; audited).")
-    filename = serializers.CharField(required=False, default="import.yaml", max_length=200,
+    filename = StrictCharField(required=False, default="import.yaml", max_length=200,
                                      help_text="How error messages name the file.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -101,27 +102,27 @@ class ImportRequestSerializer(serializers.Serializer):
 
 
 class OutcomeSerializer(serializers.Serializer):
-    kind = serializers.CharField()
-    key = serializers.CharField()
+    kind = StrictCharField()
+    key = StrictCharField()
     status = serializers.ChoiceField(choices=["created", "updated", "unchanged"])
     changes = serializers.ListField(child=serializers.DictField(), help_text="[{field, before, after}]")
     published = serializers.IntegerField(allow_null=True, help_text="Version made by this import.")
-    labels_moved = serializers.ListField(child=serializers.CharField())
-    warnings = serializers.ListField(child=serializers.CharField())
+    labels_moved = serializers.ListField(child=StrictCharField())
+    warnings = serializers.ListField(child=StrictCharField())
 
 
 class ImportReportSerializer(serializers.Serializer):
-    source = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.source
+    source = StrictCharField()  # type: ignore[assignment]  # a declared field, not Field.source
     dry_run = serializers.BooleanField()
     publish = serializers.BooleanField()
     changed = serializers.BooleanField()
-    summary = serializers.CharField()
+    summary = StrictCharField()
     outcomes = OutcomeSerializer(many=True)
 
 
 class ImportErrorSerializer(serializers.Serializer):
-    detail = serializers.CharField()
-    problems = serializers.ListField(child=serializers.CharField(),
+    detail = StrictCharField()
+    problems = serializers.ListField(child=StrictCharField(),
                                      help_text="Each names the file and line, the entry and the field.")
 
 

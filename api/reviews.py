@@ -19,6 +19,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.fields import StrictCharField
 from api.filters import validated_params
 from api.permissions import ReadModelPermission, requires
 from registry.errors import ReviewClosed
@@ -55,13 +56,13 @@ class CommentSerializer(serializers.ModelSerializer):
 
 
 class CommentCreateSerializer(serializers.Serializer):
-    text = serializers.CharField(help_text="The comment (never edited afterwards).")
+    text = StrictCharField(help_text="The comment (never edited afterwards).")
 
 
 class ScheduledReleaseSerializer(serializers.ModelSerializer):
-    entry_kind = serializers.CharField(source="review.entry_kind", read_only=True)
-    entry_key = serializers.CharField(source="review.entry_key", read_only=True)
-    label = serializers.CharField(source="review.label", read_only=True)  # type: ignore[assignment]
+    entry_kind = StrictCharField(source="review.entry_kind", read_only=True)
+    entry_key = StrictCharField(source="review.entry_key", read_only=True)
+    label = StrictCharField(source="review.label", read_only=True)  # type: ignore[assignment]
 
     class Meta:
         model = ScheduledRelease
@@ -71,7 +72,7 @@ class ScheduledReleaseSerializer(serializers.ModelSerializer):
 
 
 class CancelSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    reason = StrictCharField(required=False, allow_blank=True, default="")
 
 
 class RescheduleSerializer(serializers.Serializer):
@@ -86,14 +87,14 @@ class ScheduleFilterSerializer(serializers.Serializer):
 
 class ReviewCreateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=sorted(KINDS), help_text="prompt, resource, template or snippet.")
-    key = serializers.CharField(max_length=2048, help_text="Prompt name, resource URI or URI template.")
-    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+    key = StrictCharField(max_length=2048, help_text="Prompt name, resource URI or URI template.")
+    label = StrictCharField(  # type: ignore[assignment]  # a declared field, not Field.label
         max_length=40, validators=[label_name_validator], default=PRODUCTION)
     version = serializers.IntegerField(min_value=1, required=False, allow_null=True,
                                        help_text="An existing version to serve; absent: publish the current draft.")
     percent = serializers.IntegerField(min_value=1, max_value=99, required=False, allow_null=True,
                                        help_text="Ask for a percentage rollout instead of a full release.")
-    note = serializers.CharField(help_text="What should be released and why.")
+    note = StrictCharField(help_text="What should be released and why.")
     new_label = serializers.BooleanField(
         default=False, help_text="Confirm that `label` is new: without it a label no entry or client uses "
                                  "(most likely a typo, e.g. 'prodution') is refused with 400.")
@@ -112,21 +113,21 @@ class ReviewCreateSerializer(serializers.Serializer):
 
 
 class DecisionSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
+    comment = StrictCharField(required=False, allow_blank=True, default="")
     go_live_at = serializers.DateTimeField(
         required=False, allow_null=True, default=None,
         help_text="Approve now and release at this time (ISO 8601; without an offset: the server's time zone).")
 
 
 class RejectionSerializer(serializers.Serializer):
-    comment = serializers.CharField(help_text="Required: why it is rejected.")
+    comment = StrictCharField(help_text="Required: why it is rejected.")
 
 
 class ReviewFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
     kind = serializers.ChoiceField(choices=sorted(KINDS), required=False)
-    key = serializers.CharField(required=False)
-    label = serializers.CharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
+    key = StrictCharField(required=False)
+    label = StrictCharField(required=False)  # type: ignore[assignment]  # a declared field, not Field.label
 
 
 class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,

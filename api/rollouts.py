@@ -13,20 +13,21 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.fields import StrictCharField
 from registry.models import Rollout, VersionedEntry
 from registry.release.rollouts import rollout_state, state_of
 
 
 class RolloutSerializer(serializers.Serializer):
-    label = serializers.CharField()  # type: ignore[assignment]  # a declared field, not Field.label
+    label = StrictCharField()  # type: ignore[assignment]  # a declared field, not Field.label
     candidate_version = serializers.IntegerField()
     percent = serializers.IntegerField()
     label_version = serializers.SerializerMethodField(help_text="What the rest of the label's clients get.")
-    authority = serializers.CharField()
-    note = serializers.CharField()
+    authority = StrictCharField()
+    note = StrictCharField()
     started_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
-    updated_by_name = serializers.CharField()
+    updated_by_name = StrictCharField()
     etag = serializers.SerializerMethodField(help_text="This state's entity tag: send it as If-Match to change it.")
 
     def get_label_version(self, rollout: Rollout) -> int | None:
@@ -44,8 +45,8 @@ class RolloutRequestSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=1, help_text="The candidate version.")
     percent = serializers.IntegerField(min_value=0, max_value=100,
                                        help_text="Share of the label's clients; 100 completes, 0 aborts.")
-    note = serializers.CharField(required=False, allow_blank=True, default="")
-    override_reason = serializers.CharField(
+    note = StrictCharField(required=False, allow_blank=True, default="")
+    override_reason = StrictCharField(
         required=False, allow_blank=True,
         help_text="Start a rollout on a protected label without an approved review (emergency override, audited).",
     )

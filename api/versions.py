@@ -6,15 +6,16 @@ from typing import Any
 
 from rest_framework import serializers
 
+from api.fields import StrictCharField
 from registry.models import PRODUCTION
 from registry.models.base import label_name_validator
 
 
 class VersionSummarySerializer(serializers.Serializer):
     number = serializers.IntegerField()
-    content_hash = serializers.CharField()
-    change_note = serializers.CharField()
-    author_name = serializers.CharField()
+    content_hash = StrictCharField()
+    change_note = StrictCharField()
+    author_name = StrictCharField()
     created_at = serializers.DateTimeField()
     labels = serializers.SerializerMethodField(help_text="Labels serving this version now.")
 
@@ -38,27 +39,27 @@ class RolloutStateSerializer(serializers.Serializer):
 
 
 class LabelSerializer(serializers.Serializer):
-    name = serializers.CharField()
+    name = StrictCharField()
     version = serializers.IntegerField(source="version.number")
     protected = serializers.BooleanField()
     moved_at = serializers.DateTimeField()
-    moved_by = serializers.CharField()
+    moved_by = StrictCharField()
 
 
 class OverrideMixin(serializers.Serializer):
-    override_reason = serializers.CharField(
+    override_reason = StrictCharField(
         required=False, allow_blank=True,
         help_text="Emergency override of a protected label (needs registry.override_protected_labels); audited.",
     )
 
 
 class PublishRequestSerializer(OverrideMixin):
-    note = serializers.CharField(help_text="Required: what changed and why.",
+    note = StrictCharField(help_text="Required: what changed and why.",
                                  error_messages={"required": "A change note is required to publish: say what "
                                                  "changed and why.", "blank": "A change note is required to "
                                                  "publish: say what changed and why."})
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=40, validators=[label_name_validator]), default=[PRODUCTION],
+        child=StrictCharField(max_length=40, validators=[label_name_validator]), default=[PRODUCTION],
         help_text="Labels to point at the new version (default [production]; [] publishes without moving any).",
     )
     request_review = serializers.BooleanField(
@@ -68,20 +69,20 @@ class PublishRequestSerializer(OverrideMixin):
 
 
 class MoveLabelRequestSerializer(OverrideMixin):
-    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+    label = StrictCharField(  # type: ignore[assignment]  # a declared field, not Field.label
         max_length=40, validators=[label_name_validator])
     version = serializers.IntegerField(min_value=1)
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = StrictCharField(required=False, allow_blank=True, default="")
 
 
 class RollbackRequestSerializer(OverrideMixin):
-    label = serializers.CharField(  # type: ignore[assignment]  # a declared field, not Field.label
+    label = StrictCharField(  # type: ignore[assignment]  # a declared field, not Field.label
         max_length=40, validators=[label_name_validator], default=PRODUCTION)
     to_version = serializers.IntegerField(min_value=1, required=False, allow_null=True,
                                           help_text="Default: the version before the one the label serves.")
-    note = serializers.CharField(error_messages={"required": "Say why you roll back: a note is required.",
+    note = StrictCharField(error_messages={"required": "Say why you roll back: a note is required.",
                                                  "blank": "Say why you roll back: a note is required."})
 
 
 class NoteSerializer(serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = StrictCharField(required=False, allow_blank=True, default="")

@@ -17,7 +17,8 @@ from registry.errors import TemplateSyntaxError
 MAX_DEPTH = 5  # a text's snippets may include snippets, five levels deep at most
 SNIPPET_NAME = r"[A-Za-z0-9_.\-]{1,128}"
 REFERENCE = re.compile(r"\{\{>\s*(" + SNIPPET_NAME + r")(?:@([0-9]+))?\s*\}\}")
-_OPENED = re.compile(r"\{\{>")
+OPENING = "{{>"  # a text without it holds no reference
+_OPENED = re.compile(re.escape(OPENING))
 
 
 @dataclass(frozen=True, order=True)
@@ -35,7 +36,7 @@ class Reference:
 def references_in(text: str) -> list[Reference]:
     """Every reference in `text` in order, with its line; a malformed `{{>` raises TemplateSyntaxError."""
     found: list[Reference] = []
-    if "{{>" not in text:
+    if OPENING not in text:
         return found
     for opened in _OPENED.finditer(text):
         line = text.count("\n", 0, opened.start()) + 1

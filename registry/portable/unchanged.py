@@ -11,8 +11,9 @@ query per few hundred keys tells. With `publish`, it must also still equal its n
 every label the file names must point at that version (two more bulk queries).
 
 Only self-contained entries are recorded: an entry whose outcome had warnings, whose data names
-other registry resources (message links, `from:`, resource-typed arguments, all of which the full
-path checks against the registry again), or that is archived, always takes the full path. Only an
+other registry resources (message links, `from:`, resource-typed arguments, snippet references
+`{{> name }}` in any text, all of which the full path checks against the registry again), or that
+is archived, always takes the full path. Only an
 entry the full path compared equal is recorded (one it just wrote is compared on the next import),
 and a data migration that rewrites drafts must clear `import_digest` (or bump `_FORMAT`).
 """
@@ -26,6 +27,7 @@ from typing import Any
 
 from django.db import connection
 
+from registry.formats.references import OPENING
 from registry.kinds import KINDS
 from registry.models import VersionedEntry
 from registry.portable.check import EntrySpec
@@ -53,9 +55,20 @@ def spec_digest(spec: EntrySpec) -> str:
     return cached
 
 
+def _opens_reference(value: Any) -> bool:
+    """Whether any text in `value` (the file's data, nested) opens a snippet reference."""
+    if isinstance(value, str):
+        return OPENING in value
+    if isinstance(value, dict):
+        return any(_opens_reference(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_opens_reference(v) for v in value)
+    return False
+
+
 def self_contained(spec: EntrySpec) -> bool:
     """Whether the entry's comparison depends on nothing but its own draft (module docstring)."""
-    if spec.references or spec.warnings:
+    if spec.references or spec.warnings or _opens_reference(spec.data):
         return False
     data = spec.data
     if spec.kind == "prompt":

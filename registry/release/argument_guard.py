@@ -12,13 +12,15 @@ snippet version it newly reaches with the save rule (`argument_gap`), rollout ca
 on that row included. Only what the move changes is judged: a dependent's older gap is not this
 release's to refuse. An entry's own release on a label (and a rollout of it) is judged the same
 way against the snippet versions that label serves (`entry_problems`): the draft's check at save
-reads the snippets' newest versions, not the label's.
+reads the snippets' newest versions, not the label's. `release_refusal` is the one entry point:
+the label move itself, a review request when it is filed and an approval scheduled for later ask
+it, so a request that could never be carried out is refused when asked, not at go-live.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.utils.translation import gettext as _
 
@@ -27,9 +29,22 @@ from registry.errors import InvalidUri
 from registry.formats.uris import template_variable_names
 from registry.kinds import KINDS
 from registry.models import Rollout, SnippetVersion
+from registry.release import uses
 from registry.serving.composed import SnippetMaps, read_snippet_maps
 
 SHOWN = 20  # problems named in the refusal; the count says how many more
+
+
+class Candidate(NamedTuple):
+    """A version not written yet (the draft a review request asks for), as the guard reads versions."""
+
+    number: int
+    listing: dict[str, Any]
+    snapshot: dict[str, Any]
+
+    @classmethod
+    def of_draft(cls, number: int, snapshot: dict[str, Any]) -> Candidate:
+        return cls(number, {"includes": list(snapshot.get("includes") or ())}, snapshot)
 
 
 def _provided(kind: str, snapshot: dict[str, Any]) -> dict[str, str]:
@@ -111,6 +126,8 @@ def release_problems(snippet_name: str, label: str, version: Any,
     fill, one line each; empty: the release may go."""
     problems: list[str] = []
     arguments = _Arguments()
+    # The released version's own arguments, as it holds them (a draft asked for is in no table yet).
+    arguments.read[(snippet_name, version.number)] = list((version.snapshot or {}).get("arguments") or ())
     by_row: dict[str, list[tuple[str, str]]] = {}
     for kind, key, row in dependents:
         by_row.setdefault(row, []).append((kind, key))
@@ -138,6 +155,20 @@ def entry_problems(kind: str, key: str, label: str, version: Any, maps: dict[str
         maps[label] = read_snippet_maps(label)
     parts = maps[label].parts(label, includes)
     return _gaps(kind, key, label, parts, version.snapshot or {}, _Arguments())
+
+
+def release_refusal(entry: Any, label: str, version: Any,
+                    dependents: list[tuple[str, str, str]] | None = None) -> list[str]:
+    """The refusal's lines if serving `version` (an EntryVersion or a `Candidate`) of `entry` on
+    `label` would leave placeholders unfilled, for the entry itself or, for a snippet, for any of
+    its `dependents` (read with `uses.dependents` when not given); empty: it may be served."""
+    if entry.kind == "snippet":
+        if dependents is None:
+            dependents = uses.dependents(entry.key, label)
+        problems = release_problems(entry.key, label, version, dependents) if dependents else []
+        return refusal(entry.key, label, version.number, problems) if problems else []
+    problems = entry_problems(entry.kind, entry.key, label, version)
+    return entry_refusal(entry.key, label, version.number, problems) if problems else []
 
 
 def entry_refusal(key: str, label: str, version_number: int, problems: list[str]) -> list[str]:

@@ -67,7 +67,7 @@ from registry.models import (
     VersionedEntry,
 )
 from registry.models.base import label_name_validator
-from registry.release import services
+from registry.release import argument_guard, services
 
 
 def can_request(user: User, entry: VersionedEntry) -> bool:
@@ -247,6 +247,11 @@ def request_publication(
         if base == version_number:
             raise NothingToPublish(_("'%(label)s' already serves v%(number)s of %(key)s.")
                                    % {"label": label, "number": version_number, "key": entry.key})
+    asked = target if target is not None else argument_guard.Candidate.of_draft(
+        _next_number(entry), snapshot or {})
+    unfillable = argument_guard.release_refusal(entry, label, asked)
+    if unfillable:  # an approval could never carry it out: say so to the requester, not at approval or go-live
+        raise InvalidEntry(unfillable)
     review = ReviewRequest.objects.create(
         entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
         content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,
@@ -347,6 +352,10 @@ def approve(review: ReviewRequest, *, acting_user: User, comment: str = "",
         if go_live_at <= timezone.now():
             raise InvalidEntry([_("The go-live time %(when)s has passed: choose a later one, or approve without one "
                                   "to release now.") % {"when": f"{timezone.localtime(go_live_at):%Y-%m-%d %H:%M %Z}"}])
+    if go_live_at is not None:  # released later by the worker: judge now what it would serve, as a release now is
+        unfillable = argument_guard.release_refusal(entry, locked.label, _asked_version(locked, entry))
+        if unfillable:
+            raise InvalidEntry(unfillable)
     current = _label_version(entry, locked.label)
     when = f" to go live at {go_live_at:%Y-%m-%d %H:%M:%S %Z}" if go_live_at is not None else ""
     write_audit(
@@ -363,6 +372,20 @@ def approve(review: ReviewRequest, *, acting_user: User, comment: str = "",
     locked.result_version = carry_out(locked, entry, acting_user=acting_user)
     _close(locked, ReviewStatus.APPROVED, acting_user, comment)
     return locked
+
+
+def _next_number(entry: VersionedEntry) -> int:
+    latest = services.latest_version(entry)
+    return latest.number + 1 if latest is not None else 1
+
+
+def _asked_version(review: ReviewRequest, entry: VersionedEntry) -> Any:
+    """The version `review` asks to serve: the one it names, or the draft it stored."""
+    if review.version_number is not None:
+        version = entry.versions.filter(number=review.version_number).first()
+        if version is not None:
+            return version
+    return argument_guard.Candidate.of_draft(_next_number(entry), review.snapshot or {})
 
 
 def carry_out(locked: ReviewRequest, entry: VersionedEntry, *, acting_user: User, actor: str | None = None,

@@ -196,9 +196,9 @@ def set_rollout(
     if current.version.number == version.number:
         raise InvalidRollout(_("'%(label)s' already serves v%(number)s of %(key)s to every client.")
                              % {"label": label, "number": version.number, "key": entry.key})
-    unfillable = argument_guard.entry_problems(entry.kind, entry.key, label, version)
+    unfillable = argument_guard.release_refusal(entry, label, version)
     if unfillable:
-        raise InvalidRollout(" ".join(argument_guard.entry_refusal(entry.key, label, version.number, unfillable)))
+        raise InvalidRollout(" ".join(unfillable))
 
     served, candidate = (served_key_of(v.listing, v.snapshot) for v in (current.version, version))
     if percent < 100 and candidate != served:

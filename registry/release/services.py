@@ -303,14 +303,9 @@ def _point_label(
     if current is None:
         current = label_model(entry=entry, name=label, protected=label in protected_label_names())
     dependents = uses.dependents(entry.key, label) if isinstance(entry, Snippet) else []
-    if isinstance(entry, Snippet):
-        unfillable = argument_guard.release_problems(entry.key, label, version, dependents) if dependents else []
-        if unfillable:
-            raise InvalidEntry(argument_guard.refusal(entry.key, label, version.number, unfillable))
-    else:
-        unfillable = argument_guard.entry_problems(entry.kind, entry.key, label, version)
-        if unfillable:
-            raise InvalidEntry(argument_guard.entry_refusal(entry.key, label, version.number, unfillable))
+    unfillable = argument_guard.release_refusal(entry, label, version, dependents)
+    if unfillable:
+        raise InvalidEntry(unfillable)
     protected = current.protected or bool(dependents and protected_dependents(entry, label, dependents))
     authorise_protected(entry, label, protected=protected, acting_user=acting_user,
                         override_reason=override_reason, actor=actor,

@@ -272,3 +272,19 @@ def test_the_watcher_keeps_parsed_files_between_its_rounds(folder, monkeypatch):
     assert rounds == 2
     assert parsed_sources == ["a.yaml", "b.yaml", "c.yaml", "b.yaml"]
     assert lines[1] == "1 file(s) changed (b.yaml): prompts: 3 updated, 2 unchanged; resources: 1 unchanged"
+
+
+def test_an_entry_including_a_snippet_is_checked_against_the_registry_on_every_import(folder, compared):
+    from registry.models import Snippet
+    from tests.factories import make_snippet, release
+
+    release(make_snippet("style", text="Be brief."))
+    (folder / "s.yaml").write_text("prompts:\n  - name: styled\n    description: composed\n"
+                                   "    messages:\n      - {role: user, text: '{{> style }} Hello'}\n")
+    import_documents(folder)  # a draft only: nothing published uses the snippet
+    import_documents(folder)
+    compared.clear()
+    services.set_archived(Snippet.objects.get(name="style"), archived=True, acting_user=None)
+    report = import_documents(folder)
+    assert "styled" in compared  # the unchanged shortcut does not vouch for what it names elsewhere
+    assert [o.key for o in report.outcomes if any("style" in w for w in o.warnings)] == ["styled"]

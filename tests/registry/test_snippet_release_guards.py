@@ -160,3 +160,43 @@ def test_an_import_publishing_to_a_label_whose_snippet_it_cannot_fill_is_refused
     with pytest.raises(ImportFailed, match="cannot be served on 'staging'"):
         import_documents(path, publish=True, note="ship", acting_user=None, bulk=bulk)
     assert Prompt.objects.get(name="reply").versions.count() == 1
+
+
+def test_a_review_request_that_could_never_be_carried_out_is_refused_when_filed(style):
+    from registry.models import ReviewRequest
+    from registry.release import reviews
+    from tests.factories import make_user
+
+    follower("reply")
+    Snippet.objects.filter(pk=style.pk).update(text="Be {{ mood }}.")
+    SnippetArgument.objects.create(snippet=style, position=0, name="mood", type="text")
+    editor = make_user("Editors")
+    with pytest.raises(InvalidEntry) as refused:  # the draft, asked for on production
+        reviews.request_publication(Snippet.objects.get(pk=style.pk), acting_user=editor, note="a mood")
+    assert "prompt reply (production): the snippet 'style' uses the argument 'mood'" in " ".join(
+        refused.value.problems)
+    release(Snippet.objects.get(pk=style.pk), note="a mood", labels=("staging",))  # v2, where nothing follows it
+    with pytest.raises(InvalidEntry, match=r"v2 of the snippet 'style' cannot be served on 'production'"):
+        reviews.request_publication(Snippet.objects.get(pk=style.pk), acting_user=editor, note="promote",
+                                    version_number=2)
+    assert not ReviewRequest.objects.exists()
+
+
+def test_an_approval_scheduled_for_later_is_judged_when_given(style):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from registry.models import ReviewRequest, ScheduledRelease
+    from registry.release import reviews
+    from tests.factories import make_user
+
+    Snippet.objects.filter(pk=style.pk).update(text="Be {{ mood }}.")
+    SnippetArgument.objects.create(snippet=style, position=0, name="mood", type="text")
+    review = reviews.request_publication(Snippet.objects.get(pk=style.pk), acting_user=make_user("Editors"),
+                                         note="a mood")  # nothing follows style yet: fine when filed
+    follower("reply")  # a follower arrives before the decision
+    with pytest.raises(InvalidEntry, match=r"prompt reply \(production\)"):
+        reviews.approve(review, acting_user=make_user("Publishers"), go_live_at=timezone.now() + timedelta(days=1))
+    assert ReviewRequest.objects.get(pk=review.pk).status == "pending"
+    assert not ScheduledRelease.objects.exists()
