@@ -36,7 +36,7 @@ from registry.admin.views.rollout import RolloutPageMixin
 from registry.authoring import drafts, integrity
 from registry.authoring.snapshots import snapshot_of
 from registry.changes import service_scope
-from registry.errors import PublishPermissionDenied
+from registry.errors import InvalidEntry, PublishPermissionDenied
 from registry.models import PRODUCTION, ReviewRequest, VersionedEntry
 from registry.refusals import record_refusal
 from registry.release import reviews, services
@@ -276,6 +276,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
             except PublishPermissionDenied as exc:
                 messages.error(request, exc.message)
                 return
+            except InvalidEntry as exc:  # this one cannot be archived or restored now: say why, go on with the rest
+                messages.error(request, " ".join(exc.problems))
+                continue
             done += 1
         text = _("Archived %(count)s %(things)s.") if archived else _("Restored %(count)s %(things)s.")
         messages.success(request, text % {"count": done, "things": model_ngettext(self.opts, done)})

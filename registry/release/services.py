@@ -512,6 +512,22 @@ def set_label_protected(
 
 
 @service_transaction
+def _restore_problems(entry: VersionedEntry) -> list[str]:
+    """What restoring `entry` would serve unfilled: while archived it was no snippet release's
+    dependent (uses.dependents), so a snippet version its labels reach now may use an argument it
+    lacks. Each label's version, and a running rollout's candidate, judged as a release of it."""
+    problems: list[str] = []
+    candidates = dict(Rollout.objects.filter(entry_kind=entry.kind, entry_id=entry.pk).values_list(
+        "label", "candidate_version"))
+    for row in entry.labels.select_related("version").order_by("name"):
+        problems += argument_guard.release_refusal(entry, row.name, row.version)
+        if row.name in candidates:
+            candidate = entry.versions.filter(number=candidates[row.name]).first()
+            if candidate is not None:
+                problems += argument_guard.release_refusal(entry, row.name, candidate)
+    return problems
+
+
 def set_archived(entry: VersionedEntry, *, archived: bool, acting_user: User, note: str = "") -> VersionedEntry:
     """Archive (stop serving, keep history) or restore an entry."""
     require_publisher(acting_user, entry)
@@ -525,6 +541,10 @@ def set_archived(entry: VersionedEntry, *, archived: bool, acting_user: User, no
                                   "from them and publish them first: %(users)s.")
                                 % {"key": entry.key, "users": ", ".join(
                                     f"{u.kind} {u.key} v{u.version} ({', '.join(u.labels)})" for u in served)}])
+    if not archived and not isinstance(entry, Snippet):
+        unfillable = _restore_problems(entry)
+        if unfillable:
+            raise InvalidEntry([_("%(key)s cannot be restored as it is:") % {"key": entry.key}, *unfillable])
     entry.archived_at = timezone.now() if archived else None
     entry.save(update_fields=["archived_at", "updated_at"])
     write_audit(entry=entry, action=AuditAction.ARCHIVE if archived else AuditAction.UNARCHIVE,

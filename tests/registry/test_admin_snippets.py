@@ -330,3 +330,16 @@ def test_the_publish_page_shows_staging_followers_before_the_snippet_has_a_stagi
     text = client.get(url("snippet_publish", house.pk)).content.decode()
     staging = text[text.index('id="registry-downstream-staging"'):]
     assert "staged" in staging and _changed_text(staging)  # publishing to staging gives it the draft
+
+
+def test_archiving_a_snippet_in_use_from_the_list_says_why_and_archives_the_others(client, publisher):
+    house = _house_with_dependents("reply")
+    spare = make_snippet("spare", text="Unused.")
+    client_for(client, publisher)
+    response = client.post(url("snippet_changelist"), {"action": "archive_selected",
+                                                        "_selected_action": [house.pk, spare.pk]}, follow=True)
+    assert response.status_code == 200
+    said = [str(m) for m in response.context["messages"]]
+    assert any("house cannot be archived" in m and "prompt reply" in m for m in said), said
+    assert Snippet.objects.get(pk=house.pk).archived_at is None
+    assert Snippet.objects.get(pk=spare.pk).archived_at is not None

@@ -200,3 +200,20 @@ def test_an_approval_scheduled_for_later_is_judged_when_given(style):
         reviews.approve(review, acting_user=make_user("Publishers"), go_live_at=timezone.now() + timedelta(days=1))
     assert ReviewRequest.objects.get(pk=review.pk).status == "pending"
     assert not ScheduledRelease.objects.exists()
+
+
+def test_restoring_an_entry_a_snippet_release_passed_by_while_archived_is_refused_until_it_is_fixed(style):
+    reply = follower("reply")
+    services.set_archived(Prompt.objects.get(pk=reply.pk), archived=True, acting_user=None)
+    with_mood(style)  # nothing served follows style now: the release goes
+    with pytest.raises(InvalidEntry) as refused:
+        services.set_archived(Prompt.objects.get(pk=reply.pk), archived=False, acting_user=None)
+    text = " ".join(refused.value.problems)
+    assert "reply cannot be restored" in text and "prompt reply (production)" in text
+    assert Prompt.objects.get(pk=reply.pk).archived_at is not None
+    reply.arguments.create(position=2, name="mood")
+    release(Prompt.objects.get(pk=reply.pk), note="declares mood")
+    services.set_archived(Prompt.objects.get(pk=reply.pk), archived=False, acting_user=None)
+    reload()
+    served = catalog_for("production").get_prompt(Viewer(), "reply", {"topic": "owls", "mood": "calm"})
+    assert served.result["messages"][0]["content"]["text"] == "Be calm. About owls."
