@@ -511,7 +511,6 @@ def set_label_protected(
     return row
 
 
-@service_transaction
 def _restore_problems(entry: VersionedEntry) -> list[str]:
     """What restoring `entry` would serve unfilled: while archived it was no snippet release's
     dependent (uses.dependents), so a snippet version its labels reach now may use an argument it
@@ -528,6 +527,7 @@ def _restore_problems(entry: VersionedEntry) -> list[str]:
     return problems
 
 
+@service_transaction
 def set_archived(entry: VersionedEntry, *, archived: bool, acting_user: User, note: str = "") -> VersionedEntry:
     """Archive (stop serving, keep history) or restore an entry."""
     require_publisher(acting_user, entry)
