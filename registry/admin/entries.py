@@ -141,6 +141,8 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["registry_can_publish"] = bool(obj is not None and obj.pk and services.can_publish(request.user, obj))
         context["registry_can_request"] = bool(obj is not None and obj.pk and reviews.can_request(request.user, obj))
+        # Every kind, the add page too: an edit (or a new entry) can be seen as a client gets it before it is kept.
+        context["registry_preview_edits_url"] = self.preview_edits_url(obj)
         if obj is not None and obj.pk:
             pending = list(ReviewRequest.objects.filter(entry_kind=obj.kind, entry_id=obj.pk, status="pending"))
             stale = reviews.staleness_of(pending)
@@ -297,6 +299,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         prefix = f"{self.opts.app_label}_{self.opts.model_name}"
         wrap = self.admin_site.admin_view
         return [
+            *self.preview_edits_urls(),  # before the generic <object_id>/ routes: add/preview-edits/ is no object
             path("<path:object_id>/preview/", wrap(self.preview_view), name=f"{prefix}_preview"),
             path("<path:object_id>/diff/", wrap(self.diff_view), name=f"{prefix}_diff"),
             path("<path:object_id>/publish/", wrap(self.publish_view), name=f"{prefix}_publish"),

@@ -7,16 +7,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.db import transaction
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.template.response import TemplateResponse
-from django.urls import path
+from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from registry.admin.entries import VersionedEntryAdmin
 from registry.admin.filters import KindFilter
-from registry.admin.forms.entry import live_forms
 from registry.admin.forms.prompts import (
     PromptArgumentForm,
     PromptArgumentFormSet,
@@ -25,14 +21,15 @@ from registry.admin.forms.prompts import (
     PromptMessageFormSet,
 )
 from registry.admin.thumbnails import stored_thumbnail
+from registry.admin.views.preview_edits import Rows, named
 from registry.authoring.composition import db_resolver, expand_snapshot
-from registry.authoring.snapshots import Payloads, draft_loader, materialise_block, snapshot_of, snapshot_prompt
+from registry.authoring.snapshots import Payloads, draft_loader, materialise_block, snapshot_prompt
 from registry.authoring.validation import registry_resource_exists
 from registry.errors import ArgumentErrors, MissingArguments, RegistryError
 from registry.formats import argtypes
 from registry.formats.references import ExpansionError
 from registry.formats.rendering import render_prompt
-from registry.models import PRODUCTION, Prompt, PromptArgument, PromptMessage, VersionedEntry
+from registry.models import PRODUCTION, Prompt, PromptArgument, PromptMessage
 
 
 class OneBasedPositionInline(admin.StackedInline):
@@ -199,6 +196,7 @@ class PromptAdmin(VersionedEntryAdmin):
     inlines = [PromptArgumentInline, PromptMessageInline]
     key_field = "name"
     preview_template = "admin/registry/prompt/preview.html"
+    preview_panel_template = "admin/registry/prompt/_preview_panel.html"
     list_display = ["name", "title", "folder", "production_version", "updated_at"]
     list_filter = [*VersionedEntryAdmin.list_filter, KindFilter]
     search_fields = ["name", "title", "description", "tags"]
@@ -217,92 +215,12 @@ class PromptAdmin(VersionedEntryAdmin):
                 formset.argument_formset = arguments
         return formsets, inline_instances
 
-    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        if obj is not None and obj.pk:
-            context["registry_preview_edits_url"] = self._url("preview_edits", obj)
-        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+    def posted_snapshot(self, new_object: Prompt, rows: Rows, payloads: Payloads) -> dict[str, Any]:
+        return snapshot_prompt(new_object, payloads, arguments=named(rows.get("arguments", [])),
+                               messages=rows.get("messages", []))
 
-    def preview_context(self, request, obj: Prompt) -> dict[str, Any]:
-        payloads: Payloads = {}
-        snapshot = snapshot_of(obj, payloads)
-        return preview_result(snapshot, payloads, request.GET if "preview" in request.GET else None)
-
-    def get_urls(self):
-        prefix = f"{self.opts.app_label}_{self.opts.model_name}"
-        return [
-            path("<path:object_id>/preview-edits/", self.admin_site.admin_view(self.preview_edits_view),
-                 name=f"{prefix}_preview_edits"),
-            *super().get_urls(),
-        ]
-
-    def preview_edits_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """Render what is in the change form (unsaved) as `prompts/get` would. Never writes anything.
-
-        Editors want to see an edit before keeping it; the form and its inlines are validated as a
-        save would validate them, but nothing is saved: the rows are built in memory only.
-        """
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
-        obj = self._entry(request, object_id)
-        context: dict[str, Any] = {"errors": []}
-        payloads: Payloads = {}
-        with transaction.atomic():
-            snapshot = self._snapshot_of_posted_form(request, obj, context["errors"], payloads)
-            # Belt and braces: whatever a form or signal might have written is undone.
-            transaction.set_rollback(True)
-        if snapshot is not None:
-            context.update(preview_result(snapshot, payloads, request.POST if "preview" in request.POST else None))
-        context["form_url"] = self._url("preview_edits", obj)
-        if request.headers.get("X-Registry-Fragment"):
-            return TemplateResponse(request, "admin/registry/prompt/_preview_panel.html", context)
-        # Without JavaScript the page opens on its own; its form carries the edits again.
-        context["carried"] = [(key, value) for key, values in request.POST.lists() for value in values
-                              if key != "preview" and not key.startswith("arg-")]
-        context = self._context(request, obj, _("Preview of your unsaved edits of %(key)s") % {"key": obj.key},
-                                **context)
-        return TemplateResponse(request, "admin/registry/prompt/preview_edits.html", context)
-
-    def _snapshot_of_posted_form(self, request: HttpRequest, obj: VersionedEntry, errors: list[str],
-                                 payloads: Payloads) -> dict[str, Any] | None:
-        """The snapshot the posted change form would save, or None with `errors` filled in.
-
-        `payloads` collects the bytes of files it references (uploads included), so the preview
-        can show them without anything being written to the content store."""
-        form = self.get_form(request, obj, change=True)(request.POST, request.FILES, instance=obj)
-        form.is_valid()
-        # Someone else's newer save does not stop a preview; saving will still warn about it.
-        errors.extend(" ".join(e.messages) for key, errs in form.errors.as_data().items() for e in errs
-                      if not (key == "__all__" and e.code == "draft_conflict"))
-        new_object = form.instance  # validation has put the posted values on it, in memory
-        formsets, _ = self._create_formsets(request, new_object, change=True)
-        for formset in formsets:
-            if not formset.is_valid():
-                errors.extend(str(e) for e in formset.non_form_errors())
-                for i, item in enumerate(formset.errors, start=1):
-                    for field, messages_ in item.items():
-                        errors.extend(f"{_inline_name(formset)} {i} › {_field_name(formset, field)}: {m}"
-                                      for m in messages_)
-        if errors:
-            return None
-        arguments = messages = None
-        for formset in formsets:
-            live = sorted(live_forms(formset), key=lambda f: f.cleaned_data.get("position") or 0)
-            if isinstance(formset, PromptArgumentFormSet):
-                arguments = [f.instance for f in live if f.cleaned_data.get("name")]
-            elif isinstance(formset, PromptMessageFormSet):
-                messages = [f.instance for f in live]
-        return snapshot_prompt(new_object, payloads, arguments=arguments or [], messages=messages or [])
-
-
-def _inline_name(formset: Any) -> str:
-    """'Argument' / 'Message' (in the editor's language) for an error line of the inline."""
-    names = {"arguments": _("Argument"), "messages": _("Message")}
-    return names.get(formset.prefix, formset.prefix.capitalize()[:-1])
-
-
-def _field_name(formset: Any, field: str) -> str:
-    form_field = formset.form.base_fields.get(field)
-    return str(form_field.label) if form_field is not None and form_field.label else field
+    def preview_of(self, data: Any, snapshot: dict[str, Any], payloads: Payloads) -> dict[str, Any]:
+        return preview_result(snapshot, payloads, data)
 
 
 def preview_result(snapshot: dict[str, Any], payloads: Payloads, data: Any) -> dict[str, Any]:

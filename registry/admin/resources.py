@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
@@ -12,6 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from uritemplate import URITemplate
 
+from registry.admin.document_preview import document_preview
 from registry.admin.entries import VersionedEntryAdmin
 from registry.admin.filters import KindFilter
 from registry.admin.forms.resources import (
@@ -21,8 +21,16 @@ from registry.admin.forms.resources import (
     TemplateVariableFormSet,
 )
 from registry.admin.thumbnails import stored_thumbnail
+from registry.admin.views.preview_edits import Rows, named
 from registry.authoring.composition import db_resolver
-from registry.authoring.snapshots import Payloads, draft_loader, materialise, resource_content, snapshot_of
+from registry.authoring.snapshots import (
+    Payloads,
+    draft_loader,
+    materialise,
+    resource_content,
+    snapshot_resource,
+    snapshot_template,
+)
 from registry.errors import ContentMissing, RegistryError
 from registry.formats.references import ExpansionError, expand
 from registry.formats.rendering import render_body
@@ -37,6 +45,7 @@ class ResourceAdmin(VersionedEntryAdmin):
     form = ResourceForm
     key_field = "uri"
     preview_template = "admin/registry/resource/preview.html"
+    preview_panel_template = "admin/registry/resource/_preview_panel.html"
     list_display = ["uri", "name", "folder", "mime_type", "production_version", "updated_at"]
     list_filter = [*VersionedEntryAdmin.list_filter, KindFilter]
     search_fields = ["uri", "name", "title", "description", "tags"]
@@ -60,22 +69,20 @@ class ResourceAdmin(VersionedEntryAdmin):
         text = obj.text[:TEXT_PREVIEW_CHARS] + ("…" if len(obj.text) > TEXT_PREVIEW_CHARS else "")
         return format_html('<pre style="white-space:pre-wrap;max-height:20em;overflow:auto">{}</pre>', text)
 
-    def preview_context(self, request, obj: Resource) -> dict[str, Any]:
-        payloads: Payloads = {}
-        snapshot = snapshot_of(obj, payloads)
+    def posted_snapshot(self, new_object: Resource, rows: Rows, payloads: Payloads) -> dict[str, Any]:
+        return snapshot_resource(new_object, payloads)
+
+    def preview_of(self, data: Any, snapshot: dict[str, Any], payloads: Payloads) -> dict[str, Any]:
+        """The document as a client reads it from production (its snippets expanded there)."""
         try:
             item = materialise(resource_content(snapshot), draft_loader(payloads))
             if snapshot.get("includes") and isinstance(item.get("text"), str):  # as production clients get it
                 item["text"] = expand(item["text"], db_resolver(PRODUCTION))
         except ContentMissing as exc:
-            return {"result_json": "", "text": None, "thumbnail": format_html("<strong>{}</strong>", exc.message)}
+            return {"error": exc.message}
         except ExpansionError as exc:
-            return {"result_json": "", "text": None, "thumbnail": format_html("<strong>{}</strong>", str(exc))}
-        return {
-            "result_json": json.dumps({"contents": [item]}, indent=2, ensure_ascii=False),
-            "text": item.get("text"),
-            "thumbnail": stored_thumbnail(obj) if obj.data_sha256 else "",
-        }
+            return {"error": str(exc)}
+        return document_preview(item)
 
 
 class TemplateVariableInline(admin.TabularInline):
@@ -107,6 +114,7 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
     inlines = [TemplateVariableInline]
     key_field = "uri_template"
     preview_template = "admin/registry/resourcetemplate/preview.html"
+    preview_panel_template = "admin/registry/resourcetemplate/_preview_panel.html"
     list_display = ["uri_template", "name", "folder", "mime_type", "production_version", "updated_at"]
     search_fields = ["uri_template", "name", "title", "description", "tags"]
     fieldsets = [
@@ -116,8 +124,12 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
         (gettext_lazy("Hints for clients"), {"fields": ["audience", "priority"], "classes": ["collapse"]}),
     ]
 
-    def preview_context(self, request, obj: ResourceTemplate) -> dict[str, Any]:
-        snapshot = snapshot_of(obj)
+    def posted_snapshot(self, new_object: ResourceTemplate, rows: Rows, payloads: Payloads) -> dict[str, Any]:
+        return snapshot_template(new_object, variables=named(rows.get("variables", [])))
+
+    def preview_of(self, data: Any, snapshot: dict[str, Any], payloads: Payloads) -> dict[str, Any]:
+        """What a client reading one URI of the template gets from production: the URI typed, or
+        the one the variable values (`data`; None: the first suggestions) make."""
         context: dict[str, Any] = {}
         try:
             matcher = UriTemplateMatcher.build(snapshot["uriTemplate"])
@@ -126,14 +138,13 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
             context["error"] = exc.message
             return context
         suggestions = {v["name"]: v.get("suggestions", []) for v in snapshot.get("variables", [])}
-        form = TemplatePreviewForm(request.GET if "preview" in request.GET else None,
-                                   variables=list(dict.fromkeys(names)), suggestions=suggestions)
+        form = TemplatePreviewForm(data, variables=list(dict.fromkeys(names)), suggestions=suggestions)
         context["form"] = form
         if form.is_bound:
-            data = form.cleaned_data if form.is_valid() else {}
+            values_given = form.cleaned_data if form.is_valid() else {}
         else:
-            data = {name: field.initial for name, field in form.fields.items()}
-        uri = (data.get("uri") or "").strip()
+            values_given = {name: field.initial for name, field in form.fields.items()}
+        uri = (values_given.get("uri") or "").strip()
         try:
             if uri:
                 validate_uri(uri)
@@ -143,7 +154,7 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
                         "uri": uri, "template": snapshot["uriTemplate"]}
                     return context
             else:
-                given = {k[4:]: v for k, v in data.items() if k.startswith("var_") and v}
+                given = {k[4:]: v for k, v in values_given.items() if k.startswith("var_") and v}
                 missing = [name for name in dict.fromkeys(names) if name not in given]
                 if missing:
                     context["error"] = _("Type a URI, or fill in every variable to see what a client would read: "
@@ -169,8 +180,5 @@ class ResourceTemplateAdmin(VersionedEntryAdmin):
         except ExpansionError as exc:
             context["error"] = str(exc)
             return context
-        context.update(
-            uri=uri, values=values, text=content["text"],
-            result_json=json.dumps({"contents": [content]}, indent=2, ensure_ascii=False),
-        )
+        context.update(uri=uri, values=values, **document_preview(content))
         return context

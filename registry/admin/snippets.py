@@ -15,8 +15,9 @@ from django.utils.translation import gettext_lazy
 from registry.admin.entries import VersionedEntryAdmin
 from registry.admin.forms.snippets import SnippetArgumentForm, SnippetArgumentFormSet, SnippetForm
 from registry.admin.prompts import OneBasedPositionInline
+from registry.admin.views.preview_edits import Rows, named
 from registry.authoring.composition import db_resolver
-from registry.authoring.snapshots import snapshot_of
+from registry.authoring.snapshots import Payloads, snapshot_snippet
 from registry.formats.references import ExpansionError, expand
 from registry.models import PRODUCTION, Snippet, SnippetArgument
 
@@ -36,6 +37,7 @@ class SnippetAdmin(VersionedEntryAdmin):
     inlines = [SnippetArgumentInline]
     key_field = "name"
     preview_template = "admin/registry/snippet/preview.html"
+    preview_panel_template = "admin/registry/snippet/_preview_panel.html"
     list_display = ["name", "description", "folder", "production_version", "updated_at"]
     search_fields = ["name", "description", "text", "tags"]
     fieldsets = [
@@ -47,8 +49,11 @@ class SnippetAdmin(VersionedEntryAdmin):
         }),
     ]
 
-    def preview_context(self, request, obj: Snippet) -> dict[str, Any]:
-        snapshot = snapshot_of(obj)
+    def posted_snapshot(self, new_object: Snippet, rows: Rows, payloads: Payloads) -> dict[str, Any]:
+        return snapshot_snippet(new_object, arguments=named(rows.get("arguments", [])))
+
+    def preview_of(self, data: Any, snapshot: dict[str, Any], payloads: Payloads) -> dict[str, Any]:
+        """The text as entries served from production include it, with its own snippets expanded."""
         context: dict[str, Any] = {"arguments": snapshot.get("arguments", []), "includes": snapshot.get("includes")}
         try:
             context["text"] = expand(snapshot.get("text", ""), db_resolver(PRODUCTION))

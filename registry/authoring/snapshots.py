@@ -284,16 +284,19 @@ def snapshot_resource(resource: Resource, payloads: Payloads | None = None) -> d
     return _omit_empty(snap, "title", "description", "mimeType", "annotations", "tags", "includes")
 
 
-def snapshot_template(template: ResourceTemplate) -> dict[str, Any]:
-    variables = []
-    for variable in template.variables.all():
+def snapshot_template(template: ResourceTemplate, *, variables: Any = None) -> dict[str, Any]:
+    """A template's snapshot; `variables` (ordered rows) stand in for the saved ones (the admin's
+    preview of unsaved edits passes the rows of the submitted form)."""
+    rows = template.variables.all() if variables is None else variables
+    declared = []
+    for variable in rows:
         item = {"name": variable.name, "description": variable.description,
                 "suggestions": variable.suggestion_list}
-        variables.append(_omit_empty(item, "description", "suggestions"))
+        declared.append(_omit_empty(item, "description", "suggestions"))
     snap = {
         "uriTemplate": template.uri_template, "name": template.name, "title": template.title,
         "description": template.description, "mimeType": template.mime_type,
-        "annotations": _annotations(template), "body": template.body, "variables": variables,
+        "annotations": _annotations(template), "body": template.body, "variables": declared,
         "tags": _tag_list(template), "includes": _includes([template.body]),
     }
     return _omit_empty(snap, "title", "description", "mimeType", "annotations", "variables", "tags", "includes")

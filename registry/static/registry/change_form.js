@@ -116,6 +116,19 @@
 
     if (!panel) { return; }
     var output = panel.querySelector("[data-registry-preview-output]");
+    /* With unsaved edits, "Preview saved draft" would leave the page (asking "Leave site?") to show
+       the old text: preview the edits here instead, which is what the editor wants to see. */
+    document.querySelectorAll("[data-registry-preview-saved]").forEach(function (link) {
+      link.addEventListener("click", function (event) {
+        if (!dirty) { return; }
+        event.preventDefault();
+        var details = link.closest("details");
+        if (details) { details.open = false; }
+        var button = panel.querySelector("[data-registry-preview-button]");
+        panel.scrollIntoView({block: "start"});
+        if (button) { button.click(); }
+      });
+    });
     panel.addEventListener("click", function (event) {
       var button = event.target.closest("[data-registry-preview-button]");
       if (!button) { return; }
