@@ -56,3 +56,34 @@ def test_a_new_snippet_is_previewed_before_its_first_save(live_server, chromium)
     page.wait_for_selector("[data-registry-preview-output] pre")
     assert "Answer in two sentences." in page.inner_text("[data-registry-preview-output] pre")
     assert not Snippet.objects.exists()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("language", ["en", "de", "zh-hans"])
+def test_the_markdown_previews_pass_axe_in_every_language_and_scheme(live_server, chromium, language, scheme):  # noqa: F811
+    from registry.models import EditorPreference
+    from tests.registry.test_browser import screenshot
+    from tests.registry.test_browser_axe import serious_violations
+
+    editor = make_user("Editors")
+    EditorPreference.objects.create(user=editor, language=language)
+    text = "# Release plan\n\n1. Stage it\n2. Ship it\n\n| Step | Who |\n|:-|-:|\n| stage | Ada |\n\n[Runbook](https://example.com)\n"
+    resource = make_resource("docs://plan", text=text, mime_type="text/markdown")
+    # axe sets inline styles while it measures, which the site's Content-Security-Policy refuses.
+    page = chromium.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme,
+                                bypass_csp=True).new_page()
+    page.set_default_timeout(15_000)
+    log_in(page, live_server.url, editor.username)
+    page.goto(f"{live_server.url}/admin/registry/resource/{resource.pk}/preview/")
+    page.wait_for_selector("[data-registry-markdown] table")
+    found = serious_violations(page, "saved-preview")
+    screenshot(page, f"preview-markdown-{language}{'-dark' if scheme == 'dark' else ''}")
+    page.goto(f"{live_server.url}/admin/registry/resource/{resource.pk}/change/")
+    page.fill("#id_text", text.replace("Ship it", "Ship it on Monday"))
+    page.click("[data-registry-preview-button]")
+    page.wait_for_selector("[data-registry-preview-output] [data-registry-markdown] ol")
+    assert "Ship it on Monday" in page.inner_text("[data-registry-preview-output] [data-registry-markdown]")
+    found += serious_violations(page, "change-page-preview")
+    assert found == [], "\n".join(found)

@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from registry.models import AuditEntry, EditorPreference
 from registry.release import reviews, services
-from tests.factories import make_prompt, make_resource, make_template, release
+from tests.factories import make_prompt, make_resource, make_snippet, make_template, release
 from tests.oauth.conftest import HOST, authorize_params, pkce, register
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +36,7 @@ DATA = {
     "first release", "Review #1 (v2): Walk request", "release script", "command line (operator)",
     "Some content", "text/plain", "Greet tea warmly.", "Tell me more about tea.",
     "v1 — first release", "v2 — v2 for the walk",  # the diff's version menu: number and change note
+    "Plan", "stage", "text/markdown", "id",  # the Markdown document as rendered, its type; a URI variable's name
 }
 NAMES = {  # product names and terms kept in English in the catalogs on purpose
     "MCP", "MCP Registry", "OAuth", "URI", "JSON", "API", "ID", "Prompts", "production", "Production",
@@ -118,6 +119,8 @@ def walk(editor, publisher, auditor):
     release(resource)
     template = make_template("walk://{id}", name="walk-template")
     release(template)
+    markdown = make_resource("docs://walk-plan", name="walk-plan", text="# Plan\n\n- stage", mime_type="text/markdown")
+    snippet = make_snippet("walk-snippet", text="Be brief.")
     moved = AuditEntry.objects.filter(action="label_move").latest("pk")
     _status, app = register(_web(), client_name="Claude")
     consent = "/oauth/authorize/?" + urlencode(authorize_params(app["client_id"], pkce()[1]))
@@ -134,6 +137,11 @@ def walk(editor, publisher, auditor):
         "review": reverse("admin:registry_reviewrequest_change", args=[review.pk]),
         "diff": reverse("admin:registry_prompt_diff", args=[prompt.pk]),
         "preview": reverse("admin:registry_prompt_preview", args=[prompt.pk]) + "?preview=1&arg-topic=tea",
+        "markdown preview": reverse("admin:registry_resource_preview", args=[markdown.pk]),
+        "template preview": reverse("admin:registry_resourcetemplate_preview", args=[template.pk]),
+        "snippet change": reverse("admin:registry_snippet_change", args=[snippet.pk]),
+        "snippet preview": reverse("admin:registry_snippet_preview", args=[snippet.pk]),
+        "new resource": reverse("admin:registry_resource_add"),
         "audit list": reverse("admin:registry_auditentry_changelist"),
         "audit entry": reverse("admin:registry_auditentry_change", args=[moved.pk]),
         "history": reverse("admin:registry_prompt_history", args=[prompt.pk]),
