@@ -24,6 +24,7 @@ from registry.authoring.validation import (
     validate_snippet,
     validate_template,
 )
+from registry.formats import argtypes
 from registry.formats.folders import folder_problem, normalise_folder
 from registry.formats.uris import normalize_uri
 from registry.kinds import KINDS, kind_of
@@ -194,6 +195,14 @@ class ArgumentSerializer(serializers.Serializer):
     maximum = serializers.FloatField(required=False, allow_null=True, default=None,
                                      help_text="integer/number: largest value allowed.")
 
+
+    def to_internal_value(self, data: Any) -> Any:
+        # `"default": 5` for an integer argument, `true` for a boolean one: read as prompts as code read it.
+        if isinstance(data, dict):
+            typed = argtypes.typed_default_text(str(data.get("type") or ArgumentType.TEXT), data.get("default"))
+            if typed is not None:
+                data = {**data, "default": typed}
+        return super().to_internal_value(data)
 
     def validate_choices(self, value: list[str]) -> list[str]:
         return _one_line_values(value, "choice")

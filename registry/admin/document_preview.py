@@ -1,5 +1,5 @@
 """What a preview shows of one document a client reads (a resource, a template's URI): its text,
-rendered beside it when it is Markdown, an uploaded image as the image, and the exact JSON result."""
+rendered beside it when it is Markdown, an uploaded image or sound as itself, and the exact JSON result."""
 
 from __future__ import annotations
 
@@ -26,4 +26,6 @@ def document_preview(item: dict[str, Any]) -> dict[str, Any]:
         context["blob_size"] = len(blob) * 3 // 4 - blob[-2:].count("=")
         if mime.startswith("image/"):
             context["image_src"] = f"data:{mime};base64,{blob}"
+        elif mime.startswith("audio/"):
+            context["audio_src"] = f"data:{mime};base64,{blob}"
     return context

@@ -282,8 +282,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
                 messages.error(request, " ".join(exc.problems))
                 continue
             done += 1
-        text = _("Archived %(count)s %(things)s.") if archived else _("Restored %(count)s %(things)s.")
-        messages.success(request, text % {"count": done, "things": model_ngettext(self.opts, done)})
+        if done:  # every one refused: the errors above say it all
+            text = _("Archived %(count)s %(things)s.") if archived else _("Restored %(count)s %(things)s.")
+            messages.success(request, text % {"count": done, "things": model_ngettext(self.opts, done)})
 
     @admin.action(description=gettext_lazy("Archive selected (stop serving, keep history)"))
     def archive_selected(self, request, queryset):

@@ -67,7 +67,13 @@ def _text_ref(text: str, payloads: Payloads | None) -> dict[str, Any]:
 
 def _bytes_ref(row: Any, payloads: Payloads | None) -> dict[str, Any]:
     if payloads is not None:
-        payloads.setdefault(row.data_sha256, None)
+        # Bytes assigned and not stored yet (an upload in a form being previewed) are the draft's
+        # own payload, like its new text; anything else is read from the content store.
+        pending = row.__dict__.get("_stored_bytes")
+        if pending is not None and pending[2] and pending[0] == row.data_sha256:
+            payloads[row.data_sha256] = pending[1]
+        else:
+            payloads.setdefault(row.data_sha256, None)
     return {"sha256": row.data_sha256, "size": row.data_size, "encoding": "base64"}
 
 

@@ -77,6 +77,17 @@ def number_text(value: float | int) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
+def typed_default_text(kind: str, value: object) -> str | None:
+    """A default given as a number (integer/number arguments) or true/false (boolean ones), as
+    the text MCP sends it; None: not such a value, so the default must be given as text.
+    Prompts as code and the REST API both read `default: 5` with this rule."""
+    if kind in (INTEGER, NUMBER) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return number_text(value)
+    if kind == BOOLEAN and isinstance(value, bool):
+        return "true" if value else "false"
+    return None
+
+
 def plain_number(value: float | int | None) -> float | int | None:
     """A bound as JSON should hold it: whole numbers as integers."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:

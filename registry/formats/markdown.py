@@ -12,6 +12,7 @@ as links, not loaded: a preview must not fetch from hosts a document names. Pure
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import nh3
@@ -19,7 +20,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
-PREVIEW_LIMIT = 500_000  # characters rendered; a longer document is previewed up to there
+PREVIEW_LIMIT = 100_000  # characters rendered (hostile input costs at most about a second); the raw text shows all
 
 _TAGS = {"a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li", "ol", "p",
          "pre", "s", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul"}
@@ -33,10 +34,12 @@ def is_markdown(mime_type: str | None) -> bool:
 
 
 def _image_as_link(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    """`![alt](src)` as a link reading "[alt]": its plain alt text (no markup, so no link in a
+    link), else the address, never a data: URI's payload."""
     token = tokens[idx]
-    alt = self.renderInline(token.children or [], options, env) or token.attrGet("src") or ""
     src = str(token.attrGet("src") or "")  # normalised and scheme-checked by the parser; nh3 checks again
-    return f'<a href="{_escape(src)}">[{alt}]</a>'
+    shown = token.content or ("image" if src.lower().startswith("data:") else src)
+    return f'<a href="{_escape(src)}">[{_escape(shown)}]</a>'
 
 
 def _escape(text: str) -> str:
@@ -52,8 +55,18 @@ def _parser() -> MarkdownIt:
 _MD = _parser()
 
 
+def _absolute_links_only(tag: str, attribute: str, value: str) -> str | None:
+    """Drop an href that is relative or protocol-relative (`/admin/...`, `//host/x`): nh3's scheme
+    list lets those through, and a document must not link into the admin or leave it unasked."""
+    if tag == "a" and attribute == "href" and value.split(":", 1)[0].lower() not in _SCHEMES:
+        return None
+    return value
+
+
+@lru_cache(maxsize=32)  # a preview page is opened again and again on the same text
 def markdown_html(text: str) -> str:
-    """`text` rendered to HTML that is safe to insert into an admin page as is."""
+    """`text` rendered to HTML that is safe to insert into an admin page as is; links open in a new tab."""
     rendered = _MD.render(text[:PREVIEW_LIMIT])
     return nh3.clean(rendered, tags=_TAGS, attributes=_ATTRIBUTES, url_schemes=_SCHEMES,
+                     attribute_filter=_absolute_links_only, set_tag_attribute_values={"a": {"target": "_blank"}},
                      link_rel="noopener noreferrer nofollow", filter_style_properties={"text-align"})

@@ -321,12 +321,8 @@ def _number(c: _Checker, a: Mapping[str, Any], key: str, path: Path_) -> int | f
 
 def _argument_default(c: _Checker, a: Mapping[str, Any], path: Path_, kind: str) -> str:
     """`default: 5` and `default: true` are fine for numbers and booleans; stored as MCP sends them."""
-    value = a.get("default")
-    if kind in (argtypes.INTEGER, argtypes.NUMBER) and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return argtypes.number_text(value)
-    if kind == argtypes.BOOLEAN and isinstance(value, bool):
-        return "true" if value else "false"
-    return c.string(a, "default", path)
+    typed = argtypes.typed_default_text(kind, a.get("default"))
+    return typed if typed is not None else c.string(a, "default", path)
 
 
 def _spec(argument: Mapping[str, Any]) -> dict[str, Any]:

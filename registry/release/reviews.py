@@ -222,20 +222,16 @@ def request_publication(
     entry = services._lock(entry)
     base = _label_version(entry, label)
     digest, snapshot = "", None
+    payloads: Payloads = {}
     if version_number is None:
         report = validate_entry(entry)
         if not report.ok:
             raise InvalidEntry(report.errors)
-        payloads: Payloads = {}
         snapshot = snapshot_of(entry, payloads)
         digest = content_hash(snapshot)
         latest = services.latest_version(entry)
         if latest is not None and latest.content_hash == digest:
             version_number, digest, snapshot = latest.number, "", None
-        else:
-            # The reviewer is shown the requested texts, on any worker, long after: store them now
-            # (content-addressed and write-once; an approval publishes exactly these bytes).
-            store_payloads(payloads)
     if percent is not None and base is None:
         raise InvalidRollout(_("%(key)s has no '%(label)s' label yet, so there is nothing to roll out from: "
                                "request a full release first.") % {"key": entry.key, "label": label})
@@ -252,6 +248,10 @@ def request_publication(
     unfillable = argument_guard.release_refusal(entry, label, asked)
     if unfillable:  # an approval could never carry it out: say so to the requester, not at approval or go-live
         raise InvalidEntry(unfillable)
+    if snapshot is not None:
+        # The reviewer is shown the requested texts, on any worker, long after: store them now
+        # (content-addressed and write-once; an approval publishes exactly these bytes).
+        store_payloads(payloads)
     review = ReviewRequest.objects.create(
         entry_kind=entry.kind, entry_id=entry.pk, entry_key=entry.key, label=label,
         content_hash=digest, snapshot=snapshot, version_number=version_number, base_version=base, percent=percent,

@@ -64,3 +64,20 @@ def _declared_text_fields():
 def test_every_text_field_the_api_takes_is_strict():
     loose = [where for where, field in _declared_text_fields() if not isinstance(field, StrictCharField)]
     assert list(_declared_text_fields()) and loose == []
+
+
+@pytest.mark.parametrize("kind, given, stored",
+                         [("integer", 5, "5"), ("number", 0.5, "0.5"), ("boolean", True, "true")])
+def test_a_typed_argument_default_may_be_given_as_its_json_value_as_in_prompts_as_code(as_editor, kind, given, stored):
+    response = as_editor.post("/api/v1/prompts/", {
+        "name": "p", "arguments": [{"name": "n", "type": kind, "default": given, "required": False}],
+        "messages": [{"role": "user", "text": "Value {{ n }}"}]}, format="json")
+    assert response.status_code == 201, response.content
+    assert Prompt.objects.get(name="p").arguments.get().default == stored
+
+
+def test_a_number_default_of_a_text_argument_is_refused(as_editor):
+    response = as_editor.post("/api/v1/prompts/", {
+        "name": "p", "arguments": [{"name": "n", "default": 5}], "messages": [{"role": "user", "text": "{{ n }}"}]},
+        format="json")
+    assert response.status_code == 400 and "Expected a string" in str(response.json())

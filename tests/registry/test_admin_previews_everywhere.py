@@ -10,7 +10,7 @@ import json
 import pytest
 
 from registry.models import Prompt, Resource, ResourceTemplate, Snippet
-from tests.factories import make_resource, make_snippet, make_template, release
+from tests.factories import PNG_1X1, make_resource, make_snippet, make_template, release
 from tests.registry.test_admin import client_for, prompt_post, row_counts, url
 from tests.registry.test_admin_round_trip import browser_post
 
@@ -51,7 +51,7 @@ def test_a_markdown_document_is_rendered_beside_its_text_and_sanitised(client, e
     assert "<script" not in rendered and "onerror" not in rendered.replace("onerror=alert(2)&gt;", "")
     assert "&lt;script&gt;" in rendered  # shown as the text it is
     assert "javascript:" not in rendered.split("[bad]")[0] and 'href="javascript' not in rendered
-    assert '<a href="https://example.com/a" rel="noopener noreferrer nofollow">good</a>' in rendered
+    assert '<a href="https://example.com/a" target="_blank" rel="noopener noreferrer nofollow">good</a>' in rendered
     assert "<img" not in rendered and 'href="https://tracker.example/p.png"' in rendered
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.split("registry-document-text")[1]  # the raw text beside it
 
@@ -126,3 +126,35 @@ def test_every_change_page_has_the_preview_panel(client, editor, model):
              "snippet": lambda: make_snippet("s")}[model]()
     page = client_for(client, editor).get(url(f"{model}_change", entry.pk)).content.decode()
     assert url(f"{model}_preview_edits", entry.pk) in page and "data-registry-preview-button" in page
+
+
+def test_an_unsaved_upload_is_previewed_from_the_form_and_nothing_is_stored(client, editor, caplog):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from registry.storage import blobs
+
+    client_for(client, editor)
+    data = {"uri": "docs://logo", "name": "logo", "mime_type": "image/png", "_save": "Save",
+            "upload": SimpleUploadedFile("logo.png", PNG_1X1, "image/png")}
+    response = client.post(url("resource_add_preview_edits"), data, HTTP_X_REGISTRY_FRAGMENT="1")
+    assert response.status_code == 200 and not response.context.get("error"), response.context.get("error")
+    assert response.context["image_src"].startswith("data:image/png;base64,")
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]  # no false "missing from the store"
+    assert not blobs.exists(blobs.sha256_of(PNG_1X1))
+
+
+def test_a_saved_audio_resource_is_previewed_as_a_player(client, editor):
+    resource = make_resource("docs://chime", text="")
+    resource.mime_type, resource.data = "audio/wav", b"RIFF$\x00\x00\x00WAVEfmt "
+    resource.save()
+    page = client_for(client, editor).get(url("resource_preview", resource.pk)).content.decode()
+    assert '<audio controls src="data:audio/wav;base64,' in page
+
+
+def test_markdown_links_go_only_to_absolute_http_https_or_mailto_addresses_in_a_new_tab():
+    from registry.formats.markdown import markdown_html
+
+    html = markdown_html("[in](/admin/registry/prompt/1/delete/) [away](//evil.example/x) [ok](https://ok.example) "
+                         "![](data:image/png;base64,AAAA)")
+    assert 'href="/admin' not in html and 'href="//evil' not in html and "AAAA" not in html
+    assert '<a href="https://ok.example" target="_blank" rel="noopener noreferrer nofollow">ok</a>' in html

@@ -217,3 +217,17 @@ def test_restoring_an_entry_a_snippet_release_passed_by_while_archived_is_refuse
     reload()
     served = catalog_for("production").get_prompt(Viewer(), "reply", {"topic": "owls", "mood": "calm"})
     assert served.result["messages"][0]["content"]["text"] == "Be calm. About owls."
+
+
+def test_a_refused_request_stores_nothing_in_the_content_store(style, monkeypatch):
+    from registry.release import reviews
+    from tests.factories import make_user
+
+    follower("reply")
+    Snippet.objects.filter(pk=style.pk).update(text="Be {{ mood }}.")
+    SnippetArgument.objects.create(snippet=style, position=0, name="mood", type="text")
+    stored: list[object] = []
+    monkeypatch.setattr(reviews, "store_payloads", lambda payloads: stored.append(payloads))
+    with pytest.raises(InvalidEntry):
+        reviews.request_publication(Snippet.objects.get(pk=style.pk), acting_user=make_user("Editors"), note="x")
+    assert stored == []
