@@ -229,7 +229,43 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         if obj is not None and obj.versions.exists():
             messages.error(request, self._archive_hint(obj))
             return HttpResponseRedirect(self._url("change", obj))
+        if obj is not None:
+            refusal = self._ownership_refusal(request, obj)
+            if refusal is not None:  # says why, on the entry's read-only page, instead of a bare 403
+                if request.method == "POST":
+                    record_refusal(refusal)
+                messages.error(request, refusal.message)
+                return HttpResponseRedirect(self._url("change", obj))
         return super().delete_view(request, object_id, extra_context)
+
+    @staticmethod
+    def _ownership_refusal(request, obj):
+        """The refusal of deleting `obj` for a user who may delete entries but not in its folder
+        (None otherwise: a user without the delete permission meets Django's own 403)."""
+        if not request.user.has_perm(f"{obj._meta.app_label}.delete_{obj._meta.model_name}"):
+            return None
+        return roles.folder_refusal(request.user, [obj.folder], entry=obj, attempted="delete")
+
+    def _delete_leaving_owned_aside(self, delete_selected):
+        """Django's "delete selected" with the entries of folders the user's team does not own
+        taken out first, each refused with its reason and its audit row, rather than the whole
+        action ending in a bare 403 (Django refuses a queryset holding anything the user may not
+        delete, before delete_queryset could say why)."""
+
+        def action(modeladmin, request, queryset):
+            allowed = []
+            for obj in queryset:
+                refusal = self._ownership_refusal(request, obj)
+                if refusal is None:
+                    allowed.append(obj.pk)
+                    continue
+                record_refusal(refusal)
+                messages.error(request, refusal.message)
+            if not allowed:
+                return None  # back to the list, with the messages
+            return delete_selected(modeladmin, request, queryset.filter(pk__in=allowed))
+
+        return action
 
     def delete_model(self, request, obj):
         if obj.versions.exists():
@@ -265,6 +301,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
 
     def get_actions(self, request):
         actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            func, name, description = actions["delete_selected"]
+            actions["delete_selected"] = (self._delete_leaving_owned_aside(func), name, description)
         if not services.can_publish(request.user, self.model()):
             for name in ("publish_selected", "archive_selected", "unarchive_selected"):
                 actions.pop(name, None)

@@ -100,6 +100,39 @@ def test_the_admin_publish_page_tells_an_outsider_publisher_whose_folder_it_is(c
     assert "Ask a publisher" in page
 
 
+def test_an_outsiders_delete_is_refused_with_the_reason_and_audited_not_a_bare_403(client, team, editor):
+    prompt = make_prompt("inside", folder="support")
+    client_for(client, editor)
+    visit = client.get(url("prompt_delete", prompt.pk), follow=True)
+    assert visit.status_code == 200 and "belongs to the team" in visit.content.decode()
+    assert refused_rows() == []  # opening the page tries nothing
+    response = client.post(url("prompt_delete", prompt.pk), {"post": "yes"}, follow=True)
+    assert response.status_code == 200 and "Support team" in response.content.decode()
+    assert Prompt.objects.filter(pk=prompt.pk).exists()
+    [row] = refused_rows()
+    assert (row.actor, row.entry_key, changes_of(row)["attempted"]) == (editor, "inside", "delete")
+
+
+def test_delete_selected_deletes_the_allowed_entries_and_refuses_the_owned_ones_each_audited(client, team, editor):
+    inside, outside = make_prompt("inside", folder="support"), make_prompt("outside", folder="sales")
+    client_for(client, editor)
+    response = client.post(url("prompt_changelist"), {"action": "delete_selected", "post": "yes",
+                                                      "_selected_action": [inside.pk, outside.pk]}, follow=True)
+    assert response.status_code == 200 and "Support team" in response.content.decode()
+    assert list(Prompt.objects.values_list("name", flat=True)) == ["inside"]
+    [row] = refused_rows()
+    assert (row.entry_key, changes_of(row)["attempted"]) == ("inside", "delete")
+    assert AuditEntry.objects.filter(action=AuditAction.DELETE, entry_key="outside").exists()
+
+
+def test_delete_selected_of_only_owned_entries_deletes_nothing_and_says_why(client, team, editor):
+    inside = make_prompt("inside", folder="support")
+    response = client_for(client, editor).post(url("prompt_changelist"), {
+        "action": "delete_selected", "post": "yes", "_selected_action": [inside.pk]}, follow=True)
+    assert response.status_code == 200 and "belongs to the team" in response.content.decode()
+    assert Prompt.objects.filter(pk=inside.pk).exists() and len(refused_rows()) == 1
+
+
 def test_the_api_refusal_is_audited_after_the_views_transaction(team, editor):
     make_prompt("inside", folder="support")
     response = api_client_for(editor).patch("/api/v1/prompts/inside/", {"description": "x"}, format="json")
