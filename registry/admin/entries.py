@@ -230,21 +230,13 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
             messages.error(request, self._archive_hint(obj))
             return HttpResponseRedirect(self._url("change", obj))
         if obj is not None:
-            refusal = self._ownership_refusal(request, obj)
+            refusal = self._ownership_refusal(request, obj, attempted="delete")
             if refusal is not None:  # says why, on the entry's read-only page, instead of a bare 403
                 if request.method == "POST":
                     record_refusal(refusal)
                 messages.error(request, refusal.message)
                 return HttpResponseRedirect(self._url("change", obj))
         return super().delete_view(request, object_id, extra_context)
-
-    @staticmethod
-    def _ownership_refusal(request, obj):
-        """The refusal of deleting `obj` for a user who may delete entries but not in its folder
-        (None otherwise: a user without the delete permission meets Django's own 403)."""
-        if not request.user.has_perm(f"{obj._meta.app_label}.delete_{obj._meta.model_name}"):
-            return None
-        return roles.folder_refusal(request.user, [obj.folder], entry=obj, attempted="delete")
 
     def _delete_leaving_owned_aside(self, delete_selected):
         """Django's "delete selected" with the entries of folders the user's team does not own
@@ -255,7 +247,7 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         def action(modeladmin, request, queryset):
             allowed = []
             for obj in queryset:
-                refusal = self._ownership_refusal(request, obj)
+                refusal = self._ownership_refusal(request, obj, attempted="delete")
                 if refusal is None:
                     allowed.append(obj.pk)
                     continue
@@ -314,9 +306,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
         for obj in queryset:
             try:
                 services.set_archived(obj, archived=archived, acting_user=request.user)
-            except PublishPermissionDenied as exc:
-                messages.error(request, exc.message)
-                return
+            except PublishPermissionDenied as exc:  # another team's folder: say whose, go on with the rest
+                messages.error(request, _("%(key)s: %(reason)s") % {"key": obj.key, "reason": exc.message})
+                continue
             except InvalidEntry as exc:  # this one cannot be archived or restored now: say why, go on with the rest
                 messages.error(request, " ".join(exc.problems))
                 continue

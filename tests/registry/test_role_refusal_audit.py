@@ -79,6 +79,62 @@ def test_the_admin_publish_page_audits_an_editors_post_not_a_visit(client, edito
     assert "Refused: tried to publish, move a label or roll back." in page
 
 
+@pytest.mark.parametrize("page, form", [
+    ("label", {"label": "staging", "version": "1", "note": "x"}),
+    ("rollout", {"label": "staging", "version": "1", "percent": "10", "note": "x"}),
+])
+def test_the_admin_label_and_rollout_pages_audit_an_editors_post_not_a_visit(client, editor, page, form):
+    prompt = make_prompt("greet")
+    release(prompt, labels=("staging",))
+    client_for(client, editor)
+    visit = client.get(url(f"prompt_{page}", prompt.pk), {"label": "staging", "version": "1"})
+    assert refused_rows() == []  # opening the page tries nothing
+    response = client.post(url(f"prompt_{page}", prompt.pk), form)
+    assert response.status_code == 403 and visit.status_code in (200, 403)
+    [row] = refused_rows()
+    assert row.actor == editor and changes_of(row)["attempted"] == "publish"
+
+
+def test_publish_selected_refuses_an_outsider_publisher_with_the_team_and_audits_the_confirmed_attempt(
+        client, team, publisher):
+    inside = make_prompt("inside", folder="support")
+    client_for(client, publisher)
+    picked = {"action": "publish_selected", "_selected_action": [inside.pk]}
+    shown = client.post(url("prompt_changelist"), picked, follow=True).content.decode()
+    assert "Support team" in shown and refused_rows() == []
+    client.post(url("prompt_changelist"), {**picked, "confirm": "1", "note": "ship"}, follow=True)
+    assert not inside.versions.exists()
+    [row] = refused_rows()
+    assert row.actor == publisher and changes_of(row)["attempted"] == "decide"
+
+
+def test_the_restore_page_tells_an_outsider_whose_folder_it_is_and_audits_the_post(client, team, editor):
+    prompt = make_prompt("inside", folder="support")
+    release(prompt, labels=("staging",))
+    client_for(client, editor)
+    visit = client.get(url("prompt_restore", prompt.pk), {"version": "1"})
+    assert visit.status_code == 403 and "belongs to the team" in visit.content.decode()
+    assert refused_rows() == []
+    assert client.post(url("prompt_restore", prompt.pk), {"version": "1"}).status_code == 403
+    [row] = refused_rows()
+    assert row.actor == editor and changes_of(row)["attempted"] == "restore"
+
+
+def test_archive_selected_archives_what_the_publisher_may_and_refuses_another_teams_entry(client, team, publisher):
+    inside, outside = make_prompt("inside", folder="support"), make_prompt("outside", folder="sales")
+    release(inside, labels=("staging",))
+    release(outside, labels=("staging",))
+    response = client_for(client, publisher).post(url("prompt_changelist"), {
+        "action": "archive_selected", "_selected_action": [inside.pk, outside.pk]}, follow=True)
+    page = response.content.decode()
+    assert "Support team" in page and "Archived 1 prompt." in page
+    inside.refresh_from_db()
+    outside.refresh_from_db()
+    assert inside.archived_at is None and outside.archived_at is not None
+    [row] = refused_rows()
+    assert row.entry_key == "inside" and row.actor == publisher
+
+
 def test_an_allowed_publish_writes_no_refusal(release_manager):
     services.publish(make_prompt("greet"), acting_user=release_manager, note="ship", override_reason="incident")
     assert not AuditEntry.objects.filter(action=AuditAction.REFUSED).exists()

@@ -17,8 +17,10 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from registry.errors import InvalidEntry, RegistryError
+from registry import roles
+from registry.errors import FolderOwnershipDenied, InvalidEntry, PublishPermissionDenied, RegistryError
 from registry.models import VersionedEntry
+from registry.refusals import record_refusal
 from registry.release import services
 
 
@@ -63,3 +65,34 @@ class EntryPageMixin(admin.ModelAdmin):
     def _denied(self, request: HttpRequest, obj: VersionedEntry, message: str) -> HttpResponse:
         context = self._context(request, obj, _("Not allowed"), message=message)
         return TemplateResponse(request, "admin/registry/denied.html", context, status=403)
+
+    def _publisher_refusal(self, request: HttpRequest, obj: VersionedEntry) -> PublishPermissionDenied | None:
+        """Why the user may not publish, move labels, roll back or run rollouts of `obj` (the release
+        services' own refusal, ready to be audited), or None when they may."""
+        if services.can_publish(request.user, obj):
+            return None
+        try:
+            services.require_publisher(request.user, obj)
+        except PublishPermissionDenied as exc:
+            return exc
+        return None
+
+    def _refused(self, request: HttpRequest, obj: VersionedEntry, refusal: RegistryError,
+                 role_reason: str = "") -> HttpResponse:
+        """The "not allowed" page of a refused page. A POST is an attempt and leaves its `refused`
+        audit row (registry.refusals); opening the page tries nothing. `role_reason` words a
+        missing role for this page; a refusal by team ownership always says whose folder it is."""
+        if request.method == "POST":
+            record_refusal(refusal)
+        reason = refusal.message if isinstance(refusal, FolderOwnershipDenied) or not role_reason else role_reason
+        return self._denied(request, obj, reason)
+
+    @staticmethod
+    def _ownership_refusal(request: HttpRequest, obj: VersionedEntry, *, attempted: str) -> RegistryError | None:
+        """The refusal of `attempted` on `obj` for a user who holds the permission for the kind but
+        is not in the team owning its folder; None otherwise (a user without the permission at all
+        meets Django's own 403)."""
+        codename = "delete" if attempted == "delete" else "change"
+        if not request.user.has_perm(f"{obj._meta.app_label}.{codename}_{obj._meta.model_name}"):
+            return None
+        return roles.folder_refusal(request.user, [obj.folder], entry=obj, attempted=attempted)

@@ -32,9 +32,10 @@ class LabelPageMixin(EntryPageMixin):
     def label_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """Confirm, then point a label at an existing version (backwards = roll back)."""
         obj = self._entry(request, object_id)
-        if not services.can_publish(request.user, obj):
-            return self._denied(request, obj,
-                                _("You may edit drafts but not move labels or roll back. Ask a publisher."))
+        refusal = self._publisher_refusal(request, obj)
+        if refusal is not None:
+            return self._refused(request, obj, refusal,
+                                 _("You may edit drafts but not move labels or roll back. Ask a publisher."))
         data = request.POST if request.method == "POST" else request.GET
         label_name = data.get("label") or PRODUCTION
         current = obj.labels.filter(name=label_name).select_related("version").first()

@@ -29,16 +29,9 @@ class PublishPageMixin(EntryPageMixin):
 
     def publish_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         obj = self._entry(request, object_id)
-        if not services.can_publish(request.user, obj):
-            reason = _("You may edit drafts but not publish them. Ask a publisher.")
-            try:
-                services.require_publisher(request.user, obj)
-            except PublishPermissionDenied as exc:
-                if isinstance(exc, FolderOwnershipDenied):  # a publisher, but of another team: say so
-                    reason = exc.message
-                if request.method == "POST":  # an attempt, not a visit: the refusal is audited (registry.refusals)
-                    record_refusal(exc)
-            return self._denied(request, obj, reason)
+        refusal = self._publisher_refusal(request, obj)
+        if refusal is not None:
+            return self._refused(request, obj, refusal, _("You may edit drafts but not publish them. Ask a publisher."))
         label_names = [label.name for label in obj.labels.all()]
         protected = [label.name for label in obj.labels.all() if label.protected]
         protected += [name for name in services.protected_label_names() if name not in label_names]
@@ -97,8 +90,14 @@ class PublishPageMixin(EntryPageMixin):
     @admin.action(description=gettext_lazy("Publish selected drafts…"))
     def publish_selected(self, request, queryset):
         objs = list(queryset)
-        if not all(services.can_publish(request.user, obj) for obj in objs):
-            messages.error(request, _("You may edit drafts but not publish them."))
+        refused = [(obj, refusal) for obj in objs if (refusal := self._publisher_refusal(request, obj)) is not None]
+        if refused:  # nothing is published unless all of it may be; the confirmed attempt is audited
+            for obj, refusal in refused:
+                if request.POST.get("confirm"):
+                    record_refusal(refusal)
+                reason = (refusal.message if isinstance(refusal, FolderOwnershipDenied)
+                          else _("You may edit drafts but not publish them."))
+                messages.error(request, _("%(key)s: %(reason)s") % {"key": obj.key, "reason": reason})
             return None
         form = PublishForm(request.POST if request.POST.get("confirm") else None,
                            can_override=services.can_override(request.user), protected=services.protected_label_names())

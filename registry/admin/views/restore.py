@@ -22,7 +22,10 @@ class RestorePageMixin(EntryPageMixin):
         """Confirm, then overwrite the draft with a published version's content (audited)."""
         obj = self._entry(request, object_id)
         if not self.has_change_permission(request, obj):
-            raise PermissionDenied
+            refusal = self._ownership_refusal(request, obj, attempted="restore")
+            if refusal is None:
+                raise PermissionDenied
+            return self._refused(request, obj, refusal)
         data = request.POST if request.method == "POST" else request.GET
         number = data.get("version", "")
         version = obj.versions.filter(number=int(number)).first() if number.isdigit() else None

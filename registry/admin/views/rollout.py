@@ -46,9 +46,10 @@ class RolloutPageMixin(EntryPageMixin):
                            can_override=services.can_override(request.user),
                            labels=label_names, versions=version_choices(obj))
         if request.method == "POST":
-            if not can_publish:
-                return self._denied(request, obj, _("You may not change rollouts. Ask a publisher, or request a "
-                                                    "review with a percentage."))
+            refusal = self._publisher_refusal(request, obj)
+            if refusal is not None:
+                return self._refused(request, obj, refusal, _("You may not change rollouts. Ask a publisher, or "
+                                                              "request a review with a percentage."))
             if form.is_valid():
                 data = form.cleaned_data
                 try:
