@@ -293,8 +293,9 @@ class VersionedEntryAdmin(DeclaredFiltersOnlyMixin, PreviewPageMixin, ComparePag
 
     def get_actions(self, request):
         actions = super().get_actions(request)
-        if "delete_selected" in actions:
-            func, name, description = actions["delete_selected"]
+        stock = actions.get("delete_selected")
+        if stock is not None:
+            func, name, description = stock
             actions["delete_selected"] = (self._delete_leaving_owned_aside(func), name, description)
         if not services.can_publish(request.user, self.model()):
             for name in ("publish_selected", "archive_selected", "unarchive_selected"):
