@@ -10,6 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import ImmutableVersionError
+from registry.models.managers import guarded_manager
 
 
 def _entry_kind_name(kind: str) -> Any:
@@ -83,7 +84,7 @@ class AuditEntry(models.Model):
     )
     note = models.TextField(_("note"), blank=True)
 
-    objects = AppendOnlyQuerySet.as_manager()
+    objects = guarded_manager(AppendOnlyQuerySet)
 
     class Meta:
         verbose_name = _("audit entry")

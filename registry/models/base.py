@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
 from registry.formats.folders import FOLDER_HELP, FOLDER_MAX_LENGTH, normalise_folder, validate_folder
 from registry.formats.uris import lookup_uri, normalize_uri_template
+from registry.models.managers import guarded_manager
 from registry.signals import served_rows_bulk_created
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class VersionedEntry(models.Model):
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
-    objects = EntryQuerySet.as_manager()
+    objects = guarded_manager(EntryQuerySet)
     # The reverse relations of every concrete entry (its version and label models' `entry`); of Any
     # model, as an abstract model has no fields the stubs know of (`version`, `entry`).
     versions: RelatedManager[Any]
@@ -185,7 +186,7 @@ class EntryVersion(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
-    objects = ImmutableQuerySet.as_manager()
+    objects = guarded_manager(ImmutableQuerySet)
     entry: VersionedEntry  # each concrete version model's own foreign key to its entry model
 
     class Meta:
@@ -234,7 +235,7 @@ class ReleaseLabel(models.Model):
                   "pages can be read from the database in key order by an index (registry/serving/pages.py).",
     )
 
-    objects = LabelQuerySet.as_manager()
+    objects = guarded_manager(LabelQuerySet)
     # Each concrete label model's own foreign keys, to its entry and version models.
     entry: VersionedEntry
     version: EntryVersion

@@ -7,6 +7,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import PRODUCTION, ServedQuerySet, label_name_validator
+from registry.models.managers import guarded_manager
 
 # What a client is served follows from these, and nothing else: the Viewer its token stands for
 # (label, scope tags, and the name its rollout buckets are drawn by) and whether the token stands
@@ -46,7 +47,7 @@ class McpClient(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_seen_at = models.DateTimeField(_("last seen at"), null=True, blank=True, editable=False)
 
-    objects = ClientQuerySet.as_manager()
+    objects = guarded_manager(ClientQuerySet)
 
     class Meta:
         verbose_name_plural = _("MCP clients")

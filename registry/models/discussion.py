@@ -13,6 +13,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import ImmutableVersionError
+from registry.models.managers import guarded_manager
 from registry.models.reviews import ReviewRequest
 
 
@@ -41,7 +42,7 @@ class ReviewComment(models.Model):
     text = models.TextField(_("text"))
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
-    objects = InsertOnlyQuerySet.as_manager()
+    objects = guarded_manager(InsertOnlyQuerySet)
 
     class Meta:
         verbose_name = _("review comment")

@@ -13,6 +13,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import ServedQuerySet, label_name_validator
+from registry.models.managers import guarded_manager
 
 
 class ReviewStatus(models.TextChoices):
@@ -171,7 +172,7 @@ class Rollout(models.Model):
     )
     updated_by_name = models.CharField(_("updated by name"), max_length=150)
 
-    objects = RolloutQuerySet.as_manager()
+    objects = guarded_manager(RolloutQuerySet)
 
     class Meta:
         verbose_name = _("rollout")
