@@ -111,10 +111,11 @@ def long_arguments(arguments: dict[str, Any]) -> bool:
         > PATTERN_VALUE_MAX_LENGTH
 
 
-def personalisation(catalog: Any, viewer: Any) -> tuple[bool, tuple]:
+def personalisation(catalog: Any, viewer: Any, *, texts: bool = True) -> tuple[bool, tuple]:
     """(results differ per client, cache-key variant). Percentage rollouts serve some clients a
-    candidate version; their results are private and cached per variant."""
+    candidate version; their results are private and cached per variant. `texts=False` (lists):
+    only the rollouts that can change a listing count (a snippet's changes texts alone)."""
     personalised = getattr(catalog, "personalised", None)
-    if personalised is None or not personalised(viewer):
+    if personalised is None or not personalised(viewer, texts=texts):
         return False, ()
-    return True, tuple(catalog.variant(viewer))
+    return True, tuple(catalog.variant(viewer, texts=texts))

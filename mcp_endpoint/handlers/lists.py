@@ -27,7 +27,7 @@ async def _list(ctx: RequestContext, params: dict[str, Any], *, method: str, fie
         catalog = await page_catalog(ctx.identity.label, _KINDS[method], viewer, after)
     else:  # one page holds everything: nothing to gain from reading a part
         catalog = await get_catalog(ctx.identity.label)
-    private, variant = personalisation(catalog, viewer)
+    private, variant = personalisation(catalog, viewer, texts=False)
     cache_key = (method, ctx.identity.cache_key, ctx.version, ctx.cache_scope, private, variant, cursor,
                  mcp_settings.PAGE_SIZE)
     hit = results.get(cache_key, catalog.generation)

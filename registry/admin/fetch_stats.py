@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from django.db.models import Max, Sum
@@ -17,11 +18,12 @@ from django.utils import timezone
 
 from registry.formats.buckets import stable_bucket
 from registry.kinds import kind_of
-from registry.models import McpClient, Rollout, VersionedEntry
+from registry.models import PRODUCTION, McpClient, Rollout, VersionedEntry
 from registry.serving.catalogs import entry_item, load_catalog
 from registry.serving.clients import viewer_of
 from registry.serving.fetches import counters_for
-from registry.serving.viewer import served_item
+from registry.serving.items import ItemRollout
+from registry.serving.viewer import in_bucket, served_item
 
 RECENT_HOURS = 24
 
@@ -62,10 +64,31 @@ def served_by_version(entry: VersionedEntry) -> list[dict[str, Any]]:
     return out
 
 
+def _expected_of_snippet(snippet: VersionedEntry, rollout: Rollout) -> list[dict[str, Any]]:
+    """Per active client whose label resolves `snippet` from `rollout.label` (its own label's row,
+    else production's: the rule of registry/serving/composed.py): its bucket by the snippet's name
+    and whether it gets the candidate, by the serving bucket rule itself (`in_bucket`, on the
+    rollout as the catalog carries it into every dependent)."""
+    rows = set(snippet.labels.values_list("name", flat=True))
+    carried = SimpleNamespace(key=snippet.key, rollout=ItemRollout(rollout.percent, None, snippet=snippet.key))
+    expected = []
+    for client in McpClient.objects.filter(active=True).order_by("name"):
+        if not client.usable:
+            continue
+        resolves_from = client.label if client.label in rows else PRODUCTION
+        if resolves_from != rollout.label:
+            continue
+        expected.append({"name": client.name, "bucket": stable_bucket(client.name, snippet.key),
+                         "candidate": in_bucket(carried, viewer_of(client))})
+    return expected
+
+
 def _expected(entry: VersionedEntry, rollout: Rollout) -> list[dict[str, Any]]:
     """Per active client served `entry` from `rollout.label`: its bucket and whether it gets the
     candidate, by the serving rule itself (`entry_item` + `served_item`: label fallback, the
     bucket by the served key, the served version's own tags)."""
+    if entry.kind == "snippet":
+        return _expected_of_snippet(entry, rollout)
     items: dict[str, Any] = {}
     expected = []
     for client in McpClient.objects.filter(active=True).order_by("name"):
@@ -91,6 +114,7 @@ def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RE
     base = label.version.number if label else None
     expected = _expected(entry, rollout)
     since = timezone.now() - timedelta(hours=hours)
+    # A snippet is served inside its dependents and counted under them: no fetch names its version.
     recent = (counters_for(entry).filter(label=rollout.label, last_at__gte=since)
               .exclude(client_name="").values("client_name", "version")
               .annotate(total=Sum("count"), last=Max("last_at")))
@@ -106,6 +130,7 @@ def rollout_progress(entry: VersionedEntry, rollout: Rollout, *, hours: int = RE
         "observed_old": sorted(on_old),
         "observed_rows": sorted(recent, key=lambda r: (r["client_name"], -r["version"])),
         "hours": hours,
+        "counted": entry.kind != "snippet",
     }
 
 

@@ -210,6 +210,12 @@ def rollout_saving(sender: Any, instance: Rollout, raw: bool = False, update_fie
         setattr(instance, BEFORE, _stored(sender, instance, ("candidate_version", "percent", "label"), update_fields))
 
 
+def _record_rollout_dependents(rollout: Rollout, *labels: str | None) -> None:
+    """A snippet's rollout changed what its dependents serve part of their clients: their changes."""
+    if rollout.entry_kind == "snippet":
+        record_dependent_changes(rollout.entry_key, rollout.label, *labels)
+
+
 @_together
 def rollout_saved(sender: Any, instance: Rollout, created: bool, raw: bool = False, **kwargs: Any) -> None:
     if raw:
@@ -221,6 +227,7 @@ def rollout_saved(sender: Any, instance: Rollout, created: bool, raw: bool = Fal
     if stored is not None and stored["label"] != instance.label:
         record_change(kind=instance.entry_kind, key=instance.entry_key, label=stored["label"], list_changed=True)
     record_change(kind=instance.entry_kind, key=instance.entry_key, label=instance.label, list_changed=True)
+    _record_rollout_dependents(instance, stored["label"] if stored else None)
     _audit(instance.entry_kind, instance.entry_key, instance.entry_id, AuditAction.ROLLOUT_CHANGED,
            label=instance.label, from_version=_label_version(instance.entry_kind, instance.entry_id, instance.label),
            to_version=instance.candidate_version,
@@ -233,6 +240,7 @@ def rollout_saved(sender: Any, instance: Rollout, created: bool, raw: bool = Fal
 @_together
 def rollout_deleted(sender: Any, instance: Rollout, **kwargs: Any) -> None:
     record_change(kind=instance.entry_kind, key=instance.entry_key, label=instance.label, list_changed=True)
+    _record_rollout_dependents(instance)
     _audit(instance.entry_kind, instance.entry_key, instance.entry_id, AuditAction.ROLLOUT_CHANGED,
            label=instance.label, from_version=_label_version(instance.entry_kind, instance.entry_id, instance.label),
            to_version=instance.candidate_version,

@@ -212,10 +212,6 @@ def request_publication(
         label_name_validator(label)
     except ValidationError as exc:
         raise InvalidEntry(list(exc.messages)) from exc
-    if percent is not None:
-        from registry.release.rollouts import refuse_snippet_rollout
-
-        refuse_snippet_rollout(entry, percent)
     if percent is not None and (isinstance(percent, bool) or not isinstance(percent, int) or not 1 <= percent <= 99):
         raise InvalidRollout(_("A rollout request takes a percentage from 1 to 99 (100 is a full release: leave it "
                                "out)."))

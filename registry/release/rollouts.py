@@ -30,8 +30,12 @@ Rules (`set_rollout`, publisher permission):
   without If-Match): two publishers starting different candidates at once never silently undo
   each other. The check runs under the entry's row lock, so of two concurrent requests the
   second sees the first's result.
-- Snippets: no percentage rollouts (`refuse_snippet_rollout`). A snippet reaches clients only
-  through the entries that include it, each split by its own bucket; a known limit for now.
+- Snippets: a snippet's rollout serves its candidate inside every entry that follows the snippet
+  on that label, to the clients whose bucket by the snippet's name is in the share (so a client
+  gets the candidate in all of them or in none; registry/serving/catalogs.py). One rollout per
+  served entry at a time (`_crossing`): a snippet's rollout is refused while a dependent runs its
+  own, or follows another snippet rolling out there, and an entry's rollout while it follows a
+  snippet rolling out on that label; the refusal lists them.
 """
 
 from __future__ import annotations
@@ -128,11 +132,54 @@ def needs_review(label_row: ReleaseLabel, running: Rollout | None, version_numbe
     return not _inherited_authority(running, version_number, label_row.version.number)
 
 
-def refuse_snippet_rollout(entry: VersionedEntry, percent: object) -> None:
-    """Refuse a percentage rollout of a snippet (0 aborts and 100 completes nothing that could exist)."""
-    if entry.kind == "snippet" and percent not in (0, 100):
-        raise InvalidRollout(_("Snippets cannot be rolled out to a percentage of clients: release the version on "
-                               "a label (for example staging first, then production) instead."))
+def _crossing(entry: VersionedEntry, label: str) -> list[str]:
+    """What a new rollout of `entry` on `label` would cross: the rollouts that would split the same
+    entries' clients a second way ("prompt greet on 'staging'", ...), each once. Empty: none."""
+    from registry.release.uses import dependents
+
+    running = list(Rollout.objects.exclude(entry_kind=entry.kind, entry_id=entry.pk).values_list(
+        "entry_kind", "entry_id", "entry_key", "label"))
+    if not running:
+        return []
+    found: dict[str, None] = {}
+    if entry.kind == "snippet":
+        reached = dependents(entry.key, label)
+        rows = {(kind, key, name) for kind, key, name in reached}
+        ids = _entry_ids(reached)
+        for kind, entry_id, key, rollout_label in running:
+            if kind == "snippet":
+                if rows & set(dependents(key, rollout_label)):
+                    found[_("snippet %(name)s on '%(label)s'") % {"name": key, "label": rollout_label}] = None
+            elif (kind, entry_id, rollout_label) in ids:
+                found[_("%(kind)s %(key)s on '%(label)s'") % {"kind": kind, "key": key, "label": rollout_label}] = None
+        return list(found)
+    for kind, _entry_id, key, rollout_label in running:
+        if kind == "snippet" and (entry.kind, entry.key, label) in dependents(key, rollout_label):
+            found[_("snippet %(name)s on '%(label)s'") % {"name": key, "label": rollout_label}] = None
+    return list(found)
+
+
+def _entry_ids(rows: list[tuple[str, str, str]]) -> set[tuple[str, int, str]]:
+    """(kind, entry id, label name) of dependents' (kind, key, label name) rows."""
+    from registry.kinds import KINDS
+
+    out: set[tuple[str, int, str]] = set()
+    for kind in sorted({kind for kind, _key, _name in rows}):
+        spec = KINDS[kind]
+        keys = {key for k, key, _name in rows if k == kind}
+        ids = dict(spec.entry_model.objects.filter(**{f"{spec.key_field}__in": sorted(keys)}).values_list(
+            spec.key_field, "pk"))
+        out |= {(kind, ids[key], name) for k, key, name in rows if k == kind and key in ids}
+    return out
+
+
+def refuse_crossing(entry: VersionedEntry, label: str) -> None:
+    """Refuse starting a rollout of `entry` on `label` that another rollout would cross (`_crossing`)."""
+    crossed = _crossing(entry, label)
+    if crossed:
+        raise InvalidRollout(_("Another rollout already splits the clients of the entries this one would change: "
+                               "%(rollouts)s. Complete or stop it first, so each client is served one candidate.")
+                             % {"rollouts": ", ".join(crossed[:20])})
 
 
 @service_transaction
@@ -158,7 +205,6 @@ def set_rollout(
     None once it is completed or aborted.
     """
     services.require_publisher(acting_user, entry)
-    refuse_snippet_rollout(entry, percent)
     percent = _check_percent(percent)
     try:
         label_name_validator(label)
@@ -227,6 +273,8 @@ def set_rollout(
                                   override_reason=override_reason)
         return None
 
+    if existing is None:
+        refuse_crossing(entry, label)
     if inherited:
         authority = inherited
     else:

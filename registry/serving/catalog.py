@@ -26,6 +26,9 @@ stable bucket for the entry is below the percentage is served the candidate; ano
 always get the label's version. Lists then differ per client: `personalised(viewer)` tells the
 endpoint to answer them with cacheScope private, and `variant(viewer)` is the part of a cache
 key that tells such clients apart. Without rollouts everything takes the shared fast path.
+A snippet's rollout is carried by each entry that follows it on the rolled-out label (the same
+version with the snippet's candidate expanded, bucketed by the snippet's name): it changes
+texts, never listings, so lists stay shared (`texts=False`) while reads are personalised.
 """
 
 from __future__ import annotations
@@ -169,20 +172,29 @@ class Catalog:
     resource_items: dict[str, ResourceItem]
     template_items: list[TemplateItem]
     _lists: dict[tuple[str, frozenset[str]], list[dict[str, Any]]] = field(default_factory=dict)
-    rolled_out: tuple[Any, ...] = ()  # the items with a running rollout
+    rolled_out: tuple[Any, ...] = ()  # the items with a running rollout (their own or a snippet's)
+    # The snippet rollouts its items carry: (snippet name, label row, candidate version, percent).
+    snippet_rollouts: tuple[tuple[str, str, int, int], ...] = ()
     partial: bool = False  # holds only some entries (read_entries): answers one list page, never cached
     snippets: Any = None  # the SnippetMaps its composed items were resolved from (None: none read)
 
     # ---------------------------------------------------------------- rollouts
-    def personalised(self, viewer: Viewer) -> bool:
-        """Whether this viewer's results may differ from other viewers' with the same label and scope."""
-        return bool(viewer.client_name) and any(may_differ_by_client(item, viewer) for item in self.rolled_out)
+    def _rolled_out(self, texts: bool) -> Iterable[Any]:
+        """The rolled-out items; `texts=False`: only those whose listing may differ (an entry's own
+        rollout: a snippet's changes texts alone)."""
+        return self.rolled_out if texts else (item for item in self.rolled_out if not item.rollout.snippet)
 
-    def variant(self, viewer: Viewer) -> tuple[str, ...]:
+    def personalised(self, viewer: Viewer, *, texts: bool = True) -> bool:
+        """Whether this viewer's results (`texts=False`: its lists) may differ from other viewers'
+        with the same label and scope."""
+        return bool(viewer.client_name) and any(may_differ_by_client(item, viewer)
+                                                for item in self._rolled_out(texts))
+
+    def variant(self, viewer: Viewer, *, texts: bool = True) -> tuple[str, ...]:
         """Keys of the rolled-out entries this viewer gets the candidate of: add it to per-viewer cache keys."""
         if not viewer.client_name:
             return ()
-        return tuple(f"{item.key}@v{item.rollout.candidate.version}" for item in self.rolled_out
+        return tuple(f"{item.key}@{item.rollout.tag}" for item in self._rolled_out(texts)
                      if may_differ_by_client(item, viewer) and in_bucket(item, viewer))
 
     def served_to(self, viewer: Viewer) -> list[dict[str, Any]]:
@@ -198,13 +210,13 @@ class Catalog:
                 rows.append({
                     "kind": kind, "key": item.key, "version": served.version, "label": item.label,
                     "label_version": item.version, "in_rollout": served is not item,
-                    "rollout": f"v{item.rollout.candidate.version} to {item.rollout.percent}%" if item.rollout else "",
+                    "rollout": f"{item.rollout.tag} to {item.rollout.percent}%" if item.rollout else "",
                 })
         return rows
 
     # ---------------------------------------------------------------- lists
     def _list(self, kind: str, viewer: Viewer, items: Iterable[Any]) -> list[dict[str, Any]]:
-        if self.rolled_out and self.personalised(viewer):
+        if self.rolled_out and self.personalised(viewer, texts=False):
             return [served.listing for served in (served_item(item, viewer) for item in items) if served is not None]
         key = (kind, viewer.scope_tags)
         cached = self._lists.get(key)
@@ -229,13 +241,13 @@ class Catalog:
         return self._list("prompts", viewer, (self.prompt_items[k] for k in sorted(self.prompt_items)))
 
     def resources(self, viewer: Viewer) -> list[dict[str, Any]]:
-        if self.rolled_out and self.personalised(viewer):
+        if self.rolled_out and self.personalised(viewer, texts=False):
             return self._with_dynamic("resources", self._list("resources", viewer, (
                 self.resource_items[k] for k in sorted(self.resource_items))))
         return self._list("resources", viewer, (self.resource_items[k] for k in sorted(self.resource_items)))
 
     def templates(self, viewer: Viewer) -> list[dict[str, Any]]:
-        if self.rolled_out and self.personalised(viewer):
+        if self.rolled_out and self.personalised(viewer, texts=False):
             return self._with_dynamic("templates", self._list("templates", viewer, self.template_items))
         return self._list("templates", viewer, self.template_items)
 

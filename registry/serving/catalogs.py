@@ -20,9 +20,9 @@ from django.db.models.functions import Cast
 
 from registry import changes
 from registry.kinds import KINDS
-from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
+from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout
 from registry.serving.catalog import Catalog
-from registry.serving.composed import SnippetMaps, read_snippet_maps, uses_any
+from registry.serving.composed import SnippetMaps, moved, read_snippet_maps, uses_any
 from registry.serving.heap import release_freed_memory
 from registry.serving.items import (
     ITEM_BUILDERS,
@@ -188,12 +188,19 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         templates.update(items("template", ResourceTemplateLabel))
     if snippet_names and base is not None:
         _resolve_again(snippet_names, maps, read_keys, prompts, resources, templates)
+    snippet_rows: list[tuple[str, str, int, int]] | None = None
     if base is None or wanted:
-        _attach_rollouts(names, read_keys, base is not None, maps, prompts, resources, templates)
+        snippet_rows = _attach_rollouts(names, read_keys, base is not None, maps, prompts, resources, templates)
+    if base is not None and not snippet_names:  # no snippet changed: the same snippet rollouts run
+        snippet_rows = list(base.snippet_rollouts)
+    elif snippet_rows is None or base is not None:  # a refresh after a snippet change reads them again
+        snippet_rows = _snippet_rollout_rows(names)
+    applied = _attach_snippet_rollouts(snippet_rows, bool(base and base.snippet_rollouts), maps,
+                                       prompts, resources, templates)
     rolled_out = tuple(item for pool in (prompts, resources, templates) for item in pool.values()
                        if item.rollout is not None)
     return Catalog(label, generation, prompts, resources, sorted(templates.values(), key=lambda t: t.uri_template),
-                   rolled_out=rolled_out, partial=partial, snippets=maps_found[0])
+                   rolled_out=rolled_out, partial=partial, snippets=maps_found[0], snippet_rollouts=applied)
 
 
 def compose(item: Any, listing: Mapping[str, Any], maps: Callable[[], SnippetMaps]) -> Any:
@@ -211,6 +218,8 @@ def _resolve_again(names: set[str], maps: Callable[[], SnippetMaps], read_keys: 
     (directly or through another snippet), and its rollout's candidate, gets its parts again."""
 
     def again(item: Any) -> Any:
+        if item.rollout is not None and item.rollout.snippet:
+            item = replace(item, rollout=None)  # attached again afterwards (_attach_snippet_rollouts)
         if item.composed:
             item = with_parts(item, maps().parts(item.label, item.includes))
         if item.rollout is not None and item.rollout.candidate.composed:
@@ -235,12 +244,13 @@ def rollout_entries(names: list[str]) -> dict[str, set[int]]:
 
 
 def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], only_read: bool,
-                     maps: Callable[[], SnippetMaps], *pools: dict[str, Any]) -> None:
+                     maps: Callable[[], SnippetMaps], *pools: dict[str, Any]) -> list[tuple[str, str, int, int]] | None:
     """Give each item just read the rollout running on the label it is served from; one query if none run.
 
     Matched by entry id: a rollout row names the entry by its draft key when the rollout began, which
     differs from the key the label serves once the draft is renamed. `only_read`: a refresh, which
-    asks only about the entries it re-read (few)."""
+    asks only about the entries it re-read (few). Returns the snippet rollouts the query met (None:
+    a refresh's query asks for none)."""
     rows = Rollout.objects.filter(label__in=names)
     if only_read:
         wanted = Q()
@@ -248,10 +258,14 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
             if keys:
                 wanted |= Q(entry_kind=kind, entry_id__in=sorted(keys))
         if not wanted:
-            return
+            return None
         rows = rows.filter(wanted)
     by_kind = dict(zip(("prompt", "resource", "template"), pools, strict=True))
+    snippets: list[tuple[str, str, int, int]] = []
     for rollout in rows:
+        if rollout.entry_kind == "snippet":
+            snippets.append((rollout.entry_key, rollout.label, rollout.candidate_version, rollout.percent))
+            continue
         pool = by_kind.get(rollout.entry_kind)
         key = read_keys.get(rollout.entry_kind, {}).get(rollout.entry_id)
         item = pool.get(key) if pool is not None and key is not None else None
@@ -267,6 +281,48 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
         candidate = compose(ITEM_BUILDERS[rollout.entry_kind](Row(entry_id, rollout.label, version_id, number,
                                                                     listing, created_at)), listing, maps)
         pool[key] = replace(item, rollout=ItemRollout(rollout.percent, candidate))
+    return None if only_read else snippets
+
+
+def _snippet_rollout_rows(names: list[str]) -> list[tuple[str, str, int, int]]:
+    """The snippet rollouts running on `names`: (snippet name, label, candidate version, percent)."""
+    return list(Rollout.objects.filter(label__in=names, entry_kind="snippet").order_by("entry_key", "label")
+                .values_list("entry_key", "label", "candidate_version", "percent"))
+
+
+def _attach_snippet_rollouts(rows: list[tuple[str, str, int, int]], had_any: bool, maps: Callable[[], SnippetMaps],
+                             *pools: dict[str, Any]) -> tuple[tuple[str, str, int, int], ...]:
+    """Give every item that follows a rolled-out snippet on the label row it is served from that
+    snippet's rollout: its own version expanded with the candidate, for the share of clients whose
+    bucket by the snippet's name is in (registry/serving/viewer.py). An entry's own rollout wins
+    (registry/release/rollouts.py refuses to start one beside the other); of two snippets rolling out
+    in one entry, the first by name. Returns the rollouts that apply (the label row serves the
+    snippet, another version than the candidate). Costs nothing while no snippet rolls out."""
+    if not rows and not had_any:
+        return ()
+    for pool in pools:  # the base's snippet rollouts go; the running ones are attached again below
+        for key, item in list(pool.items()):
+            if item.rollout is not None and item.rollout.snippet:
+                pool[key] = replace(item, rollout=None)
+    applied = []
+    for name, row, candidate_version, percent in sorted(rows):
+        current = maps().rows.get(row, {}).get(name)
+        if current is None or current[0] == candidate_version:
+            continue
+        applied.append((name, row, candidate_version, percent))
+        candidate_maps = moved(maps(), row, name, candidate_version)
+        for pool in pools:
+            for key, item in list(pool.items()):
+                if item.rollout is not None or not item.composed or name not in dict(item.parts):
+                    continue
+                # The row its following reference to the snippet resolves from: its own label's, else production's.
+                if (item.label if name in maps().rows.get(item.label, {}) else PRODUCTION) != row:
+                    continue
+                candidate = with_parts(item, candidate_maps.parts(item.label, item.includes))
+                if candidate.parts != item.parts:
+                    pool[key] = replace(item, rollout=ItemRollout(percent, candidate, snippet=name,
+                                                                  snippet_version=candidate_version))
+    return tuple(applied)
 
 
 def held_labels() -> set[str]:

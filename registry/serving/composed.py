@@ -93,6 +93,14 @@ class SnippetMaps:
             self._walk(served_from, self.includes(ref.name, number), (*trail, ref.name), resolved)
 
 
+def moved(maps: SnippetMaps, row: str, name: str, number: int) -> SnippetMaps:
+    """`maps` with snippet `name` served as version `number` from label row `row`: what the
+    entries following it there are expanded with in its rollout's candidate."""
+    rows = {row_name: dict(found) for row_name, found in maps.rows.items()}
+    rows.setdefault(row, {})[name] = (number, maps.includes(name, number))
+    return SnippetMaps(maps.label, rows, maps.pinned)
+
+
 def read_snippet_maps(label: str) -> SnippetMaps:
     """The snippet rows `label`'s catalog resolves from (its own and production's; one query)."""
     rows: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {name: {} for name in fallback_names(label)}

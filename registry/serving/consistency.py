@@ -54,11 +54,17 @@ def served_fingerprint(label: str) -> Fingerprint:
         if key is None or served is None or not rollout_applies(served[1], served[0], rollout_label, candidate):
             continue
         out[(kind, key)] = (*served[:2], (percent, candidate))
-    snippet_rows = (SnippetLabel.objects.filter(name__in=names, entry__archived_at__isnull=True)
-                    .order_by("entry_id", "name").values_list("entry_id", "name", "entry__name", "version__number",
-                                                              named=True))
+    snippet_rows: list[Any] = list(SnippetLabel.objects.filter(name__in=names, entry__archived_at__isnull=True)
+                        .order_by("entry_id", "name").values_list("entry_id", "name", "entry__name",
+                                                                  "version__number", named=True))
     for row in pick_served(snippet_rows, label).values():
         out[("snippet", row.entry__name)] = (row.version__number, row.name, None)
+    # A snippet's rollout, as the catalog carries it: on a label row that serves the snippet another version.
+    serving = {(row.entry__name, row.name): row.version__number for row in snippet_rows}
+    for name, rollout_label, candidate, percent in Rollout.objects.filter(
+            label__in=names, entry_kind="snippet").values_list("entry_key", "label", "candidate_version", "percent"):
+        if serving.get((name, rollout_label), candidate) != candidate:
+            out[("snippet-rollout", f"{name}@{rollout_label}")] = (candidate, rollout_label, (percent, candidate))
     return out
 
 
@@ -70,13 +76,16 @@ def catalog_fingerprint(catalog: Any) -> Fingerprint:
     for kind, items in pools:
         for item in items:
             rollout = getattr(item, "rollout", None)
-            running = (rollout.percent, rollout.candidate.version) if rollout is not None else None
+            own = rollout if rollout is not None and not rollout.snippet else None  # a snippet's is the snippet's fact
+            running = (own.percent, own.candidate.version) if own is not None else None
             out[(kind, item.key)] = (item.version, item.label, running)
     maps = getattr(catalog, "snippets", None)
     if maps is not None:
         for row in reversed(fallback_names(maps.label)):  # the label's own rows win over production's
             for name, (number, _includes) in maps.rows.get(row, {}).items():
                 out[("snippet", name)] = (number, row, None)
+        for name, row, candidate, percent in getattr(catalog, "snippet_rollouts", ()):
+            out[("snippet-rollout", f"{name}@{row}")] = (candidate, row, (percent, candidate))
     return out
 
 
@@ -84,7 +93,7 @@ def stale_keys(catalog: Any, served: Fingerprint) -> list[tuple[str, str]]:
     """The (kind, key) pairs on which `catalog` and the database disagree (empty: consistent)."""
     built = catalog_fingerprint(catalog)
     if getattr(catalog, "snippets", None) is None:  # it resolved no reference: the snippet rows are not its input
-        served = {key: value for key, value in served.items() if key[0] != "snippet"}
+        served = {key: value for key, value in served.items() if key[0] not in ("snippet", "snippet-rollout")}
     return sorted(k for k in set(built) | set(served) if built.get(k) != served.get(k))
 
 

@@ -41,10 +41,26 @@ class Served:
 
 @dataclass(frozen=True, slots=True)
 class ItemRollout:
-    """A running percentage rollout: `candidate` (an item like its owner) for `percent`% of clients."""
+    """A running percentage rollout: `candidate` (an item like its owner) for `percent`% of clients.
+
+    The entry's own rollout serves another of its versions. A snippet's rollout (`snippet` set)
+    serves the same version with the snippet's candidate expanded in it (`candidate.parts`),
+    bucketed by the snippet's name, so one client gets the candidate in every entry that
+    follows the snippet, or in none (registry/serving/catalogs.py attaches it)."""
 
     percent: int
     candidate: Any  # PromptItem | ResourceItem | TemplateItem
+    snippet: str = ""  # the snippet whose rollout this is ("": the entry's own)
+    snippet_version: int = 0  # that snippet's candidate version
+
+    def bucket_key(self, item_key: str) -> str:
+        """What a client's stable bucket is drawn on: the snippet's name, else the entry's key."""
+        return self.snippet or item_key
+
+    @property
+    def tag(self) -> str:
+        """What tells this rollout's candidate apart in cache keys and the admin's words."""
+        return f"{self.snippet} v{self.snippet_version}" if self.snippet else f"v{self.candidate.version}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,9 +47,10 @@ def served_item(item: Any, viewer: Viewer) -> Any:
 
 def in_bucket(item: Any, viewer: Viewer) -> bool:
     """Whether a rollout runs on `item` and `viewer`'s stable bucket for it (by the key the label
-    serves it under, never the draft's) falls in its share: the one bucket test of serving."""
+    serves it under, never the draft's; a snippet's rollout by the snippet's name) falls in its
+    share: the one bucket test of serving."""
     rollout = getattr(item, "rollout", None)
-    return rollout is not None and gets_candidate(viewer.client_name, item.key, rollout.percent)
+    return rollout is not None and gets_candidate(viewer.client_name, rollout.bucket_key(item.key), rollout.percent)
 
 
 def may_differ_by_client(item: Any, viewer: Viewer) -> bool:

@@ -197,10 +197,10 @@ class _RolloutCatalog:
     def prompts(self, viewer):
         return [{"name": "p", "description": f"variant for {viewer.client_name or 'anonymous'}"}]
 
-    def personalised(self, viewer):
+    def personalised(self, viewer, *, texts=True):
         return bool(viewer.client_name)
 
-    def variant(self, viewer):
+    def variant(self, viewer, *, texts=True):
         return ("p@v2",) if viewer.client_name == "canary" else ()
 
 

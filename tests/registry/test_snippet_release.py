@@ -1,12 +1,12 @@
 """Snippets through the release pipeline: drafts, review, labels, rollback, audit, and the rules that
-protect their dependents (archive refusal, protected dependents, no percentage rollouts)."""
+protect their dependents (archive refusal, protected dependents, percentage rollouts)."""
 
 from __future__ import annotations
 
 import pytest
 
 from registry.authoring.drafts import draft_data, restore_draft, save_draft
-from registry.errors import ApprovalRequired, InvalidEntry, InvalidRollout
+from registry.errors import ApprovalRequired, InvalidEntry
 from registry.models import AuditEntry, PromptMessage, Snippet, SnippetLabel
 from registry.release import reviews, rollouts, services
 from tests.factories import make_prompt, make_snippet, release
@@ -108,14 +108,15 @@ def test_a_snippet_label_move_without_protected_dependents_needs_no_review(publi
     assert not services.is_protected(snippet, "staging")
 
 
-def test_a_percentage_rollout_of_a_snippet_is_refused(publisher, editor):
+def test_a_percentage_rollout_of_a_snippet_runs_and_a_request_may_ask_for_one(publisher, editor):
     snippet = make_snippet("house-style", text="v1")
     release(snippet, labels=["staging"])
     snippet.text = "v2"
     snippet.save()
     services.publish(snippet, acting_user=publisher, note="v2", labels=[])
-    with pytest.raises(InvalidRollout, match="Snippets cannot be rolled out"):
-        rollouts.set_rollout(snippet, label="staging", version_number=2, percent=10, acting_user=publisher)
-    with pytest.raises(InvalidRollout, match="Snippets cannot be rolled out"):
-        reviews.request_publication(snippet, acting_user=editor, note="try", label="staging", version_number=2,
-                                    percent=10)
+    assert rollouts.set_rollout(snippet, label="staging", version_number=2, percent=10,
+                                acting_user=publisher).percent == 10
+    rollouts.set_rollout(snippet, label="staging", version_number=2, percent=0, acting_user=publisher)
+    request = reviews.request_publication(snippet, acting_user=editor, note="try", label="staging",
+                                          version_number=2, percent=10)
+    assert request.percent == 10
