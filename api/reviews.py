@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
@@ -44,8 +45,17 @@ class ReviewSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_go_live_at(self, review: ReviewRequest) -> str | None:
-        row = review.schedules.filter(status=ScheduleStatus.SCHEDULED).first()
-        return serializers.DateTimeField().to_representation(row.go_live_at) if row is not None else None
+        waiting = getattr(review, "waiting_schedules", None)  # prefetched for a page (with_schedules)
+        if waiting is None:
+            waiting = list(review.schedules.filter(status=ScheduleStatus.SCHEDULED)[:1])
+        return serializers.DateTimeField().to_representation(waiting[0].go_live_at) if waiting else None
+
+
+def with_schedules(queryset: QuerySet[ReviewRequest]) -> QuerySet[ReviewRequest]:
+    """`queryset` with each request's waiting scheduled release read for the whole page in one query."""
+    return queryset.prefetch_related(Prefetch(
+        "schedules", queryset=ScheduledRelease.objects.filter(status=ScheduleStatus.SCHEDULED),
+        to_attr="waiting_schedules"))
 
 
 class CommentSerializer(serializers.ModelSerializer):
@@ -148,7 +158,7 @@ class ReviewViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cre
         for param, field in (("status", "status"), ("kind", "entry_kind"), ("key", "entry_key"), ("label", "label")):
             if param in params:
                 queryset = queryset.filter(**{field: params[param]})
-        page = self.paginate_queryset(queryset)
+        page = self.paginate_queryset(with_schedules(queryset))
         return self.get_paginated_response(ReviewSerializer(page, many=True).data)
 
     @extend_schema(request=ReviewCreateSerializer, responses={201: ReviewSerializer})

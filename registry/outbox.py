@@ -9,9 +9,10 @@ it is defined here once:
   True)` where the database has it (PostgreSQL), and everywhere a compare-and-set on the lease
   token read, so of two workers claiming one row exactly one wins, on SQLite too.
 - The lease is far longer than one attempt may take, so no send outlives its lease and nobody
-  else sends the row meanwhile. Only the worker holding the token records the outcome
-  (`record_outcome`): a worker whose lease ran out and was taken over records nothing, so a late
-  outcome never overwrites a newer one.
+  else sends the row meanwhile; a worker sending several claimed rows in turn renews each row's
+  lease just before its attempt (`renew`) and skips a row whose lease it lost. Only the worker
+  holding the token records the outcome (`record_outcome`): a worker whose lease ran out and was
+  taken over records nothing, so a late outcome never overwrites a newer one.
 - A failed attempt is retried after the next step of the backoff; after the last one the row is
   marked failed.
 - The sending runs outside any transaction and never in a web request: in a worker
@@ -93,6 +94,19 @@ def outcome_changes(row: Any, *, sent: bool, permanent: bool, error: str, backof
     else:
         changes.update(next_attempt_at=now + timedelta(seconds=backoff_s[attempts - 1]))
     return changes
+
+
+def renew(row: Any, *, lease_s: float, now: datetime | None = None) -> bool:
+    """Extend this worker's lease on `row` to `lease_s` from now, if it still holds it (and the row
+    is pending); returns whether it does. A worker sending several claimed rows in turn renews
+    before each one, so a slow server can never let a lease run out on a row not yet sent and a
+    second worker send it too."""
+    until = (now or timezone.now()) + timedelta(seconds=lease_s)
+    held = bool(type(row).objects.filter(pk=row.pk, lease_token=row.lease_token, status=PENDING).update(
+        leased_until=until))
+    if held:
+        row.leased_until = until
+    return held
 
 
 def record_outcome(row: Any, changes: dict[str, Any]) -> bool:

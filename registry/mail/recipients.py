@@ -18,6 +18,7 @@ get nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from registry.models import (
@@ -112,5 +113,12 @@ def recipients(audit: AuditEntry, review: ReviewRequest | None) -> list[tuple[An
         chosen[user.pk] = (user, kind)
     if not chosen:
         return []
-    off = dict(EditorPreference.objects.filter(user_id__in=chosen).values_list("user_id", "mail_off"))
-    return [(user, kind) for pk, (user, kind) in chosen.items() if kind not in (off.get(pk) or [])]
+    off = kinds_off(chosen)
+    return [(user, kind) for pk, (user, kind) in chosen.items() if kind not in off.get(pk, ())]
+
+
+def kinds_off(user_ids: Iterable[int]) -> dict[int, frozenset[str]]:
+    """The kinds of e-mail each of these users turned off in their preferences: asked when an event
+    is queued and again when its message is sent (a kind turned off meanwhile is not sent)."""
+    rows = EditorPreference.objects.filter(user_id__in=sorted(set(user_ids))).values_list("user_id", "mail_off")
+    return {user_id: frozenset(off or ()) for user_id, off in rows}

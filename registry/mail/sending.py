@@ -8,10 +8,13 @@ yet (`make run`); other commands leave it to them. Both may run at once: the lea
 (registry/outbox.py, shared with webhooks) decides who sends a message, and only its holder
 records the outcome, so a message is sent once.
 
-A server that is down or refuses a message for now leaves it pending for the next step of the
-backoff; a refused recipient address fails it for good; after the last attempt it is marked
-failed. The event itself (the release, the review) was committed before anything was sent and
-is never touched by a failure here.
+A server that is down or refuses a message for now (a 4xx reply: greylisting, a full mailbox)
+leaves it pending for the next step of the backoff; an address refused for good (5xx) fails it at
+once; after the last attempt it is marked failed. The messages of a batch go one by one, each
+after its lease is renewed, so a slow server never lets a lease run out on a message not yet sent
+(another worker would send it too). The recipient's preferences are asked again before each one.
+The event itself (the release, the review) was committed before anything was sent and is never
+touched by a failure here.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from django.utils import timezone
 from registry import outbox
 from registry.conf import registry_settings
 from registry.mail.compose import compose
+from registry.mail.recipients import kinds_off
 from registry.models import MailMessage, MailStatus
 
 log = logging.getLogger(__name__)
@@ -53,8 +57,12 @@ def claim(limit: int = BATCH, *, now: datetime | None = None, exclude: frozenset
 
 
 def _permanent(exc: BaseException) -> bool:
-    """Retrying cannot help: the server refused the address itself."""
-    return isinstance(exc, smtplib.SMTPRecipientsRefused)
+    """Retrying cannot help: the server refused the address itself for good (a 5xx reply). A 4xx
+    refusal (greylisting, a full mailbox, a busy server) is temporary and retried with the backoff."""
+    if not isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return False
+    codes = [reply[0] for reply in exc.recipients.values() if isinstance(reply, tuple) and reply]
+    return bool(codes) and all(isinstance(code, int) and code >= 500 for code in codes)
 
 
 def _short(exc: BaseException) -> str:
@@ -110,11 +118,20 @@ def _send_batch(batch: list[MailMessage], *, now: datetime | None) -> list[MailM
     except Exception as exc:  # the server is down: every message of the batch waits for the next step
         return [record(message, sent=False, error=_short(exc), now=now) for message in batch]
     done = []
+    off = kinds_off(message.recipient_id for message in batch)
     try:
         for message in batch:
+            if not outbox.renew(message, lease_s=LEASE_S, now=now):
+                # The lease ran out while earlier messages were sent and another worker holds it now.
+                log.warning("e-mail %s: lease lost before it was sent; left to its holder", message.pk)
+                continue
             if not message.recipient.is_active or not message.recipient.email:
                 done.append(record(message, sent=False, error="The recipient has no address or is inactive.",
                                    permanent=True, now=now))
+                continue
+            if message.kind in off.get(message.recipient_id, ()):
+                done.append(record(message, sent=False, permanent=True, now=now,
+                                   error="The recipient turned this kind of e-mail off before it was sent."))
                 continue
             try:
                 _email(message, connection).send()

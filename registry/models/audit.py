@@ -10,7 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import ImmutableVersionError
-from registry.models.managers import guarded_manager
+from registry.models.managers import GuardedManager, InsertOnly
 
 
 def _entry_kind_name(kind: str) -> Any:
@@ -53,12 +53,18 @@ class AuditAction(models.TextChoices):
     REFUSED = "refused", _("Refused: the change was not allowed")
 
 
-class AppendOnlyQuerySet(models.QuerySet):
+class AppendOnlyQuerySet(InsertOnly):
+    overwrite_refused = "The audit log is append-only."
+
     def update(self, **kwargs):
         raise ImmutableVersionError("The audit log is append-only.")
 
     def delete(self):
         raise ImmutableVersionError("The audit log is append-only.")
+
+
+class AuditManager(GuardedManager.from_queryset(AppendOnlyQuerySet)):  # type: ignore[misc]
+    """AppendOnlyQuerySet's rules, in data migrations too (registry/models/managers.py)."""
 
 
 class AuditEntry(models.Model):
@@ -84,7 +90,7 @@ class AuditEntry(models.Model):
     )
     note = models.TextField(_("note"), blank=True)
 
-    objects = guarded_manager(AppendOnlyQuerySet)
+    objects = AuditManager()
 
     class Meta:
         verbose_name = _("audit entry")

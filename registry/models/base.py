@@ -17,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
 from registry.formats.folders import FOLDER_HELP, FOLDER_MAX_LENGTH, normalise_folder, validate_folder
 from registry.formats.uris import lookup_uri, normalize_uri_template
-from registry.models.managers import guarded_manager
+from registry.models.managers import GuardedManager, InsertOnly
 from registry.signals import served_rows_bulk_created
 
 if TYPE_CHECKING:
@@ -79,6 +79,10 @@ class EntryQuerySet(ServedQuerySet):
     governed_fields = frozenset({"folder"})  # who may edit it (registry.roles); in no snapshot, so no review goes stale
 
 
+class EntryManager(GuardedManager.from_queryset(EntryQuerySet)):  # type: ignore[misc]
+    """EntryQuerySet's rules, in data migrations too (registry/models/managers.py)."""
+
+
 class LabelQuerySet(ServedQuerySet):
     served_fields = frozenset({"entry", "version", "name"})
 
@@ -88,6 +92,10 @@ class LabelQuerySet(ServedQuerySet):
             if not label.served_key:
                 label.served_key = served_key_of(label.version.listing, label.version.snapshot)
         return super().bulk_create(objs, *args, **kwargs)
+
+
+class LabelManager(GuardedManager.from_queryset(LabelQuerySet)):  # type: ignore[misc]
+    """LabelQuerySet's rules, in data migrations too (registry/models/managers.py)."""
 
 
 class VersionedEntry(models.Model):
@@ -122,7 +130,7 @@ class VersionedEntry(models.Model):
 
     kind: str = ""  # "prompt", "resource" or "template"; set by each concrete model
 
-    objects = guarded_manager(EntryQuerySet)
+    objects = EntryManager()
     # The reverse relations of every concrete entry (its version and label models' `entry`); of Any
     # model, as an abstract model has no fields the stubs know of (`version`, `entry`).
     versions: RelatedManager[Any]
@@ -148,8 +156,10 @@ class VersionedEntry(models.Model):
         raise NotImplementedError
 
 
-class ImmutableQuerySet(models.QuerySet):
+class ImmutableQuerySet(InsertOnly):
     """Bulk updates and deletes would bypass the per-row guard, so they are refused too."""
+
+    overwrite_refused = "Published versions cannot be changed."
 
     def update(self, **kwargs):
         raise ImmutableVersionError("Published versions cannot be changed.")
@@ -159,6 +169,10 @@ class ImmutableQuerySet(models.QuerySet):
 
     def for_entry(self, entry: VersionedEntry) -> ImmutableQuerySet:
         return self.filter(entry=entry).order_by("-number")
+
+
+class VersionManager(GuardedManager.from_queryset(ImmutableQuerySet)):  # type: ignore[misc]
+    """ImmutableQuerySet's rules, in data migrations too (registry/models/managers.py)."""
 
 
 class EntryVersion(models.Model):
@@ -186,7 +200,7 @@ class EntryVersion(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
-    objects = guarded_manager(ImmutableQuerySet)
+    objects = VersionManager()
     entry: VersionedEntry  # each concrete version model's own foreign key to its entry model
 
     class Meta:
@@ -235,7 +249,7 @@ class ReleaseLabel(models.Model):
                   "pages can be read from the database in key order by an index (registry/serving/pages.py).",
     )
 
-    objects = guarded_manager(LabelQuerySet)
+    objects = LabelManager()
     # Each concrete label model's own foreign keys, to its entry and version models.
     entry: VersionedEntry
     version: EntryVersion

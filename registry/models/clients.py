@@ -7,7 +7,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import PRODUCTION, ServedQuerySet, label_name_validator
-from registry.models.managers import guarded_manager
+from registry.models.managers import GuardedManager
 
 # What a client is served follows from these, and nothing else: the Viewer its token stands for
 # (label, scope tags, and the name its rollout buckets are drawn by) and whether the token stands
@@ -20,6 +20,10 @@ SERVED_FIELDS = ("name", "token_hash", "label", "scope_tags", "active", "expires
 class ClientQuerySet(ServedQuerySet):
     # last_seen_at and the description may be bulk-updated.
     served_fields = frozenset(SERVED_FIELDS)
+
+
+class ClientManager(GuardedManager.from_queryset(ClientQuerySet)):  # type: ignore[misc]
+    """ClientQuerySet's rules, in data migrations too (registry/models/managers.py)."""
 
 
 class McpClient(models.Model):
@@ -47,7 +51,7 @@ class McpClient(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_seen_at = models.DateTimeField(_("last seen at"), null=True, blank=True, editable=False)
 
-    objects = guarded_manager(ClientQuerySet)
+    objects = ClientManager()
 
     class Meta:
         verbose_name_plural = _("MCP clients")

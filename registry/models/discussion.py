@@ -13,7 +13,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import ImmutableVersionError
-from registry.models.managers import guarded_manager
+from registry.models.managers import GuardedManager, InsertOnly
 from registry.models.reviews import ReviewRequest
 
 
@@ -22,12 +22,18 @@ class CommentKind(models.TextChoices):
     CHANGES_REQUESTED = "changes", _("Changes requested")
 
 
-class InsertOnlyQuerySet(models.QuerySet):
+class InsertOnlyQuerySet(InsertOnly):
+    overwrite_refused = "Review comments are never changed once written."
+
     def update(self, **kwargs: Any) -> int:
         raise ImmutableVersionError("Review comments are never changed once written.")
 
     def delete(self) -> tuple[int, dict[str, int]]:
         raise ImmutableVersionError("Review comments are never deleted.")
+
+
+class CommentManager(GuardedManager.from_queryset(InsertOnlyQuerySet)):  # type: ignore[misc]
+    """InsertOnlyQuerySet's rules, in data migrations too (registry/models/managers.py)."""
 
 
 class ReviewComment(models.Model):
@@ -42,7 +48,7 @@ class ReviewComment(models.Model):
     text = models.TextField(_("text"))
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
-    objects = guarded_manager(InsertOnlyQuerySet)
+    objects = CommentManager()
 
     class Meta:
         verbose_name = _("review comment")

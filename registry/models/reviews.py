@@ -13,7 +13,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from registry.models.base import ServedQuerySet, label_name_validator
-from registry.models.managers import guarded_manager
+from registry.models.managers import GuardedManager
 
 
 class ReviewStatus(models.TextChoices):
@@ -139,6 +139,10 @@ class RolloutQuerySet(ServedQuerySet):
     )
 
 
+class RolloutManager(GuardedManager.from_queryset(RolloutQuerySet)):  # type: ignore[misc]
+    """RolloutQuerySet's rules, in data migrations too (registry/models/managers.py)."""
+
+
 class Rollout(models.Model):
     """A candidate version served to `percent`% of the clients of one label of one entry.
 
@@ -172,7 +176,7 @@ class Rollout(models.Model):
     )
     updated_by_name = models.CharField(_("updated by name"), max_length=150)
 
-    objects = guarded_manager(RolloutQuerySet)
+    objects = RolloutManager()
 
     class Meta:
         verbose_name = _("rollout")

@@ -40,6 +40,11 @@ class ScheduledRelease(models.Model):
                                         help_text=_("Who cancelled it, or the worker that carried it out."))
     outcome = models.TextField(_("outcome"), blank=True, help_text=_("What went live, or why it did not."))
     result_version = models.PositiveIntegerField(_("result version"), null=True, blank=True)
+    # An attempt that failed for a reason other than the release's own (an outage, a bug) leaves it
+    # scheduled, retried at `retry_at`, so it never holds up the releases due after it.
+    attempts = models.PositiveSmallIntegerField(_("failed attempts"), default=0, editable=False)
+    retry_at = models.DateTimeField(_("retry at"), null=True, blank=True, editable=False)
+    last_error = models.TextField(_("last error"), blank=True, editable=False)
 
     class Meta:
         verbose_name = _("scheduled release")

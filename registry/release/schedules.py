@@ -21,10 +21,11 @@ again) or move its time; the requester may cancel it as well. Every step is audi
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -54,15 +55,30 @@ def for_entry(kind: str, entry_id: int) -> QuerySet[ScheduledRelease]:
             .select_related("review").order_by("-go_live_at", "-id"))
 
 
+# After a failed attempt (not the release's own refusal), wait this long before the next; after
+# the last one the release is recorded as failed and its people are told (about 18 minutes in all).
+RETRY_S = (30, 60, 120, 300, 600)
+
+
 def _due(now: datetime) -> QuerySet[ScheduledRelease]:
-    return ScheduledRelease.objects.filter(status=ScheduleStatus.SCHEDULED, go_live_at__lte=now)
+    return ScheduledRelease.objects.filter(Q(retry_at__isnull=True) | Q(retry_at__lte=now),
+                                           status=ScheduleStatus.SCHEDULED, go_live_at__lte=now)
 
 
 def next_due_in(*, now: datetime | None = None) -> float | None:
     """Seconds until the next scheduled release is due (None: nothing is scheduled)."""
     now = now or timezone.now()
-    nxt = upcoming().order_by("go_live_at").values_list("go_live_at", flat=True).first()
+    nxt = (upcoming().annotate(due_at=Greatest("go_live_at", Coalesce("retry_at", "go_live_at")))
+           .order_by("due_at").values_list("due_at", flat=True).first())
     return None if nxt is None else max(0.0, (nxt - now).total_seconds())
+
+
+class _AttemptFailed(Exception):
+    """Carrying out `row` failed for a reason that is not the release's own: retried later."""
+
+    def __init__(self, row: ScheduledRelease) -> None:
+        super().__init__(row.pk)
+        self.row = row
 
 
 def run_due(*, now: datetime | None = None) -> list[ScheduledRelease]:
@@ -71,13 +87,45 @@ def run_due(*, now: datetime | None = None) -> list[ScheduledRelease]:
     handled: list[ScheduledRelease] = []
     passed: set[int] = set()
     while True:
-        found = _run_one(now or timezone.now(), exclude=passed)
+        moment = now or timezone.now()
+        try:
+            found = _run_one(moment, exclude=passed)
+        except _AttemptFailed as failed:  # its claim rolled back; the releases after it still go
+            passed.add(failed.row.pk)
+            if _retry_later(failed.row, failed.__cause__, moment):
+                handled.append(failed.row)
+            continue
         if found is None:
             return handled
         row, ran = found
         passed.add(row.pk)
         if ran:
             handled.append(row)
+
+
+def _retry_later(row: ScheduledRelease, cause: BaseException | None, now: datetime) -> bool:
+    """Record a failed attempt: retried after the next step of RETRY_S, or, after the last one, the
+    release fails (audited; its requester and approver are told). Returns whether it failed."""
+    reason = f"{type(cause).__name__}: {cause}"[:300] if cause is not None else "unknown error"
+    log.error("scheduled release %s could not be carried out (attempt %s): %s", row.pk, row.attempts + 1, reason,
+              exc_info=cause)
+    with transaction.atomic():
+        current = ScheduledRelease.objects.select_for_update().filter(
+            pk=row.pk, status=ScheduleStatus.SCHEDULED).first()
+        if current is None:  # cancelled or carried out by another worker meanwhile
+            return False
+        current.attempts += 1
+        current.last_error = reason
+        if current.attempts > len(RETRY_S):
+            current.finished_at = now
+            current.save(update_fields=["attempts", "last_error", "finished_at"])
+            _fail(current, _("it could not be carried out after %(count)s attempts; the last error was: "
+                             "%(reason)s") % {"count": current.attempts, "reason": reason})
+            row.status = current.status
+            return True
+        current.retry_at = now + timedelta(seconds=RETRY_S[current.attempts - 1])
+        current.save(update_fields=["attempts", "last_error", "retry_at"])
+    return False
 
 
 def _run_one(now: datetime, *, exclude: set[int]) -> tuple[ScheduledRelease, bool] | None:
@@ -100,6 +148,8 @@ def _run_one(now: datetime, *, exclude: set[int]) -> tuple[ScheduledRelease, boo
                 number = _go_live(row)
         except RegistryError as exc:
             _fail(row, exc.message)
+        except Exception as exc:  # an outage or a bug: the claim rolls back with it, retried later
+            raise _AttemptFailed(row) from exc
         else:
             row.result_version = number
             row.finished_by_name = scheduled_by_actor(row.scheduled_by_name)

@@ -117,3 +117,18 @@ def test_a_request_for_a_label_nobody_uses_is_refused_unless_confirmed_new(as_ed
     assert filed.status_code == 201, filed.json()
     assert filed.json()["label"] == "nightly"
     assert request_review(as_editor, label="staging").status_code == 201
+
+
+def test_the_review_queue_reads_a_page_in_the_same_queries_for_3_rows_as_for_15(as_editor, as_auditor):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries_for(count: int, start: int) -> int:
+        for i in range(start, start + count):
+            make_prompt(f"entry-{i}")
+            assert request_review(as_editor, key=f"entry-{i}").status_code == 201
+        with CaptureQueriesContext(connection) as seen:
+            assert len(as_auditor.get("/api/v1/reviews/", {"page_size": 50}).json()["results"]) == start + count
+        return len(seen.captured_queries)
+
+    assert queries_for(3, 0) == queries_for(12, 3)

@@ -21,6 +21,15 @@ class Recorder:
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
         self.lock = threading.Lock()
+        self.refuse: dict[str, str] = {}  # recipient address -> the reply that refuses it ("550 ...", "451 ...")
+
+    async def handle_RCPT(self, server, session, envelope, address, rcpt_options) -> str:
+        with self.lock:
+            reply = self.refuse.get(address)
+        if reply is not None:
+            return reply
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server, session, envelope) -> str:
         parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
@@ -50,6 +59,14 @@ class SmtpServer:
     def messages(self) -> list[EmailMessage]:
         with self.recorder.lock:
             return list(self.recorder.messages)
+
+    def refuse(self, address: str, reply: str | None) -> None:
+        """Answer RCPT TO `address` with `reply` from now on (None: accept it again)."""
+        with self.recorder.lock:
+            if reply is None:
+                self.recorder.refuse.pop(address, None)
+            else:
+                self.recorder.refuse[address] = reply
 
     def to(self, address: str) -> list[EmailMessage]:
         return [m for m in self.messages if address in str(m["To"])]

@@ -70,6 +70,9 @@ def test_comments_are_never_edited_or_deleted(editor, publisher):
         ReviewComment.objects.update(text="rewritten")
     with pytest.raises(ImmutableVersionError):
         ReviewComment.objects.all().delete()
+    with pytest.raises(ImmutableVersionError):  # an upsert would overwrite the stored row in the database
+        ReviewComment.objects.bulk_create([comment], update_conflicts=True, unique_fields=["id"],
+                                          update_fields=["text"])
     assert ReviewComment.objects.get().text == "Looks fine"
 
 

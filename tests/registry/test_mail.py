@@ -166,7 +166,7 @@ def test_an_smtp_outage_leaves_the_release_done_and_the_mail_pending_until_the_s
     assert len(smtp.messages) == MailMessage.objects.count()
 
 
-def test_a_message_refused_for_its_address_fails_for_good_after_the_last_attempt_others_go(smtp, people):
+def test_a_message_that_cannot_be_delivered_fails_after_the_last_attempt(smtp, people):
     filed(people)
     smtp.stop()
     when = timezone.now()
@@ -241,3 +241,44 @@ def test_manage_py_check_warns_when_mail_goes_out_with_links_to_nowhere(settings
     settings.EMAIL_HOST = "localhost"
     settings.MCP_ENDPOINT = {**settings.MCP_ENDPOINT, "PUBLIC_URL": ""}
     assert check_public_url() == []
+
+
+def test_an_address_refused_for_good_fails_at_once_and_the_others_go(smtp, people):
+    smtp.refuse(people["other"].email, "550 5.1.1 No such user")
+    filed(people)
+    sending.send_due()
+    assert addresses(smtp.messages) == {people["publisher"].email}
+    refused = MailMessage.objects.get(recipient=people["other"])
+    assert refused.status == MailStatus.FAILED and refused.attempts == 1 and "550" in refused.last_error
+
+
+def test_a_temporary_refusal_is_retried_and_delivered_later(smtp, people):
+    smtp.refuse(people["other"].email, "451 4.7.1 Greylisted, try again later")
+    filed(people)
+    start = timezone.now()
+    sending.send_due(now=start)
+    waiting = MailMessage.objects.get(recipient=people["other"])
+    assert (waiting.status, waiting.attempts) == (MailStatus.PENDING, 1) and "451" in waiting.last_error
+    smtp.refuse(people["other"].email, None)
+    sending.send_due(now=start + timedelta(seconds=sending.BACKOFF_S[0] + 1))
+    assert people["other"].email in addresses(smtp.messages)
+    assert MailMessage.objects.get(recipient=people["other"]).status == MailStatus.SENT
+
+
+def test_a_batch_whose_lease_ran_out_sends_nothing_its_new_holder_sent(smtp, people):
+    filed(people)
+    slow = sending.claim()  # a worker claims the batch, then stalls past the lease
+    assert len(slow) == 2
+    MailMessage.objects.update(leased_until=timezone.now() - timedelta(seconds=1))
+    assert len(sending.send_due()) == 2  # another worker takes them over and sends them
+    assert sending._send_batch(slow, now=None) == []  # the stalled one wakes: nothing is sent twice
+    assert len(smtp.messages) == 2
+
+
+def test_a_kind_turned_off_after_the_mail_was_queued_is_not_sent(smtp, people):
+    filed(people)
+    EditorPreference.objects.create(user=people["other"], mail_off=[MailKind.REVIEW_REQUESTED])
+    sending.send_due()
+    assert addresses(smtp.messages) == {people["publisher"].email}
+    skipped = MailMessage.objects.get(recipient=people["other"])
+    assert skipped.status == MailStatus.FAILED and "turned this kind of e-mail off" in skipped.last_error

@@ -68,3 +68,21 @@ def test_no_later_data_migration_writes_registry_rows_unless_allowed_with_a_reas
         "A data migration's saves reach none of the registry's receivers (no audit row, no announcement): "
         "move folders, labels or versions with the registry services in a command run after migrate, or "
         "list the migration in ALLOWED_DATA_MIGRATIONS with why it may")
+
+
+def test_the_models_and_the_migrations_agree():
+    """No change waits for a migration (a manager that compared unequal to its migration state
+    would make `makemigrations` write one on every run)."""
+    from django.core.management import call_command
+
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)
+
+
+def test_bulk_create_may_insert_but_never_overwrite_a_written_once_row():
+    from registry.models import AuditEntry, PromptVersion
+
+    release(make_prompt("greet"))
+    for model, field in ((AuditEntry, "note"), (PromptVersion, "change_note")):
+        row = model.objects.first()
+        with pytest.raises(ImmutableVersionError):
+            model.objects.bulk_create([row], update_conflicts=True, unique_fields=["id"], update_fields=[field])

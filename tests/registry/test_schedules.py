@@ -174,3 +174,51 @@ def test_two_workers_racing_for_one_scheduled_release_move_the_label_once():
     assert AuditEntry.objects.filter(action="label_move", to_version=2).count() == 1
     assert AuditEntry.objects.filter(action="release_went_live").count() == 1
     assert production(prompt) == 2
+
+
+def test_a_release_failing_for_an_outage_is_retried_later_and_never_holds_up_the_next(editor, publisher, monkeypatch):
+    first, first_review, when = scheduled(editor, publisher, minutes=30)
+    second, second_review, _later = scheduled(editor, publisher, minutes=31)
+    carry_out = reviews.carry_out
+
+    def storage_down_for_the_first(review, *args, **kwargs):
+        if review.pk == first_review.pk:
+            raise OSError("content store unreachable")
+        return carry_out(review, *args, **kwargs)
+
+    monkeypatch.setattr(reviews, "carry_out", storage_down_for_the_first)
+    moment = when + timedelta(minutes=2)
+    [done] = schedules.run_due(now=moment)
+    assert done.review_id == second_review.pk and production(second) == 2  # the next one went live
+    row = first_review.schedules.get()
+    assert (row.status, row.attempts, production(first)) == (ScheduleStatus.SCHEDULED, 1, 1)
+    assert "content store unreachable" in row.last_error and row.retry_at > moment
+    assert schedules.run_due(now=moment + timedelta(seconds=1)) == []  # not before its retry time
+    monkeypatch.setattr(reviews, "carry_out", carry_out)  # the store is back
+    [again] = schedules.run_due(now=row.retry_at + timedelta(seconds=1))
+    assert again.pk == row.pk and production(first) == 2
+    assert AuditEntry.objects.filter(action="release_went_live").count() == 2
+
+
+def test_a_release_that_keeps_failing_is_recorded_as_failed_and_its_people_are_told(editor, publisher, monkeypatch):
+    for person in (editor, publisher):
+        person.email = f"{person.username}@example.com"
+        person.save()
+    prompt, review, when = scheduled(editor, publisher)
+    monkeypatch.setattr(reviews, "carry_out", lambda *args, **kwargs: 1 / 0)
+    moment = when
+    for _attempt in schedules.RETRY_S:
+        moment += timedelta(hours=1)
+        assert schedules.run_due(now=moment) == []
+    moment += timedelta(hours=1)
+    [gave_up] = schedules.run_due(now=moment)
+    assert gave_up.pk == review.schedules.get().pk
+    row = review.schedules.get()
+    assert (row.status, row.attempts) == (ScheduleStatus.FAILED, len(schedules.RETRY_S) + 1)
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.FAILED and production(prompt) == 1
+    audit = AuditEntry.objects.get(action="release_failed")
+    assert "ZeroDivisionError" in audit.note and f"after {len(schedules.RETRY_S) + 1} attempts" in audit.note
+    from registry.models import MailMessage
+
+    assert set(MailMessage.objects.filter(audit=audit).values_list("recipient", flat=True)) == {editor.pk, publisher.pk}

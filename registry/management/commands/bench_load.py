@@ -207,7 +207,7 @@ def load_blobs(b: int, seed: int, note: str) -> int:
         if uri in existing:
             continue
         data = random.Random(f"{seed}:bench-big:{i}").randbytes(BIG_BLOB_BYTES)
-        resource = Resource.objects.create(  # type: ignore[misc]  # `data` is a property Model() sets
+        resource = Resource.objects.create(
             uri=uri, name=f"big-{i:05d}", description="Synthetic 4 MiB blob", mime_type="application/octet-stream",
             data=data, tags=TAGS)
         _publish_rows("resource", [resource], [_resource_snapshot(resource)])  # one at a time: bounded memory
