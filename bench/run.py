@@ -5,6 +5,7 @@ Starts each server pinned to CPU 0 and drives it from CPU 1 with the shared load
 (`../shared/bench/mcp_load.py`, which verifies every reply), at both wire generations:
 
   trivial ASGI app under uvicorn/daphne (the per-process ceiling: a fixed reply to every POST)
+  the floor under uvicorn (bench/floor_asgi.py: prompts/get and resources/read with nothing checked)
   ours under uvicorn (the mixed workload, then prompts/get alone and resources/read alone)
   peer under uvicorn                    (`../shared/bench/peer_server.py --json-response`)
   ours under daphne                     (registry loaded with `manage.py bench_load`)
@@ -98,6 +99,9 @@ def targets(args: argparse.Namespace) -> dict[str, tuple]:
     # Ours on uvicorn is started the way production starts it (manage.py serve, one worker).
     return {
         "trivial-uvicorn": (lambda p: [PY, *uvicorn, "--port", str(p), "trivial_asgi:app"], SHARED, ("raw",)),
+        # The floor of any Python MCP server here: parse, look up, render, encode, nothing checked.
+        "floor-uvicorn": (lambda p: [PY, *uvicorn, "--port", str(p), "--app-dir", str(ROOT / "bench"),
+                                     "floor_asgi:app"], ROOT, ("get", "read")),
         "ours-uvicorn": (lambda p: [PY, "manage.py", "serve", "--workers", "1", "--port", str(p)], ROOT,
                          ("get", "read", "mixed-modern", "mixed-legacy")),
         "peer-uvicorn": (lambda p: [PY, "peer_server.py", "--prompts", str(args.prompts), "--resources",
@@ -220,6 +224,12 @@ def report(results: dict, before: dict[str, str], after: dict[str, str], args: a
         f"| uvicorn, one worker | {pct(rps('ours-uvicorn', 'get'), tu)} ({rps('ours-uvicorn', 'get'):,.0f} req/s) | "
         f"{pct(rps('ours-uvicorn', 'read'), tu)} ({rps('ours-uvicorn', 'read'):,.0f} req/s) | {tu:,.0f} req/s | "
         f"{lat('ours-uvicorn', 'get')} / {lat('ours-uvicorn', 'read')} |",
+        f"| the floor, uvicorn (`bench/floor_asgi.py`: parse, look up, render, encode; nothing checked, "
+        f"counted or cached) | {pct(rps('floor-uvicorn', 'get'), tu)} ({rps('floor-uvicorn', 'get'):,.0f} req/s) | "
+        f"{pct(rps('floor-uvicorn', 'read'), tu)} ({rps('floor-uvicorn', 'read'):,.0f} req/s) | | "
+        f"{lat('floor-uvicorn', 'get')} / {lat('floor-uvicorn', 'read')} |",
+        f"| this registry against the floor | {pct(rps('ours-uvicorn', 'get'), rps('floor-uvicorn', 'get'))} | "
+        f"{pct(rps('ours-uvicorn', 'read'), rps('floor-uvicorn', 'read'))} | | |",
         f"| the same, per second of the server's CPU | {pct(per_cpu('ours-uvicorn', 'get'), cu)} "
         f"({per_cpu('ours-uvicorn', 'get'):,.0f} req per CPU-s) | "
         f"{pct(per_cpu('ours-uvicorn', 'read'), cu)} "
@@ -263,6 +273,7 @@ def main() -> None:
     env = dict(os.environ, DATABASE_URL=f"sqlite:///{tmp}/bench.sqlite3", MCP_ALLOW_ANONYMOUS="1", DJANGO_DEBUG="0",
                ALLOWED_HOSTS="127.0.0.1,localhost", DJANGO_SECRET_KEY="bench-only-not-a-secret-0123456789")
     env.pop("REDIS_URL", None)
+    env.update(MCP_SHARED_BENCH=str(SHARED), FLOOR_PROMPTS=str(args.prompts), FLOOR_RESOURCES=str(args.resources))
     subprocess.run([PY, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
     t0 = time.time()
     subprocess.run([PY, "manage.py", "bench_load", "--prompts", str(args.prompts), "--resources", str(args.resources)],
