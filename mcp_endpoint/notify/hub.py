@@ -59,6 +59,7 @@ from .reads import (
     parts_behind,
     recent_ids,
     refresh_catalog,
+    repairs,
     served_fingerprint,
     stale_keys,
     warm,
@@ -391,9 +392,9 @@ class Hub:
                 current = cached_catalog(label) or await database_sync_to_async(refresh_catalog)(label, [])
                 # Both the catalog served from and what listeners were last told must agree.
                 told = self.told.get(label)
-                stale = [key for key in sorted(set(stale_keys(current, served))
-                                               | set(stale_keys(told, served) if told else ())
-                                               | set(parts_behind(told, current) if told else ()))
+                stale = [key for key in repairs(sorted(set(stale_keys(current, served))
+                                                       | set(stale_keys(told, served) if told else ())
+                                                       | set(parts_behind(told, current) if told else ())))
                          if not self._held(*key)]
                 if not stale:
                     continue

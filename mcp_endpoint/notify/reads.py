@@ -30,6 +30,7 @@ from registry.changes import recent_ids
 from registry.serving.clients import forget_cached_tokens
 from registry.serving.consistency import followers
 from registry.serving.consistency import parts_behind
+from registry.serving.consistency import repairs
 from registry.serving.consistency import served_fingerprint
 from registry.serving.consistency import stale_keys
 from registry.serving.dynamic import affected_uris
@@ -47,5 +48,5 @@ __all__ = [
     "cached_catalog", "catalog_for", "change_log_bounds", "change_rows_after", "changes_after",
     "changes_wanted", "credentials_changed", "followers", "forget_cached_tokens", "forget_catalogs",
     "held_labels", "may_differ_by_client", "parts_behind", "prune_change_log", "recent_ids", "refresh_catalog",
-    "registry_changed", "served_fingerprint", "served_item", "stale_keys", "visible", "warm",
+    "registry_changed", "repairs", "served_fingerprint", "served_item", "stale_keys", "visible", "warm",
 ]

@@ -12,7 +12,7 @@ A server that is down or refuses a message for now (a 4xx reply: greylisting, a 
 leaves it pending for the next step of the backoff; an address refused for good (5xx) fails it at
 once; after the last attempt it is marked failed. The messages of a batch go one by one, each
 after its lease is renewed, so a slow server never lets a lease run out on a message not yet sent
-(another worker would send it too). The recipient's preferences are asked again before each one.
+(another worker would send it too). The recipients' preferences are read again for each batch.
 The event itself (the release, the review) was committed before anything was sent and is never
 touched by a failure here.
 """

@@ -41,6 +41,7 @@ Rules (`set_rollout`, publisher permission):
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
@@ -49,7 +50,7 @@ from registry.audit import User, actor_name, user_row, write_audit
 from registry.changes import service_transaction
 from registry.errors import InvalidRollout, RolloutConflict
 from registry.kinds import kind_of
-from registry.models import AuditAction, ReleaseLabel, Rollout, VersionedEntry
+from registry.models import AuditAction, EntryVersion, ReleaseLabel, Rollout, VersionedEntry
 from registry.models.base import label_name_validator, served_key_of
 from registry.models.reviews import rollout_diff
 from registry.release import argument_guard, services
@@ -127,15 +128,23 @@ def needs_review(label_row: ReleaseLabel, running: Rollout | None, version_numbe
     """Whether a publisher's rollout of `version_number` on `label_row` (any share, 100 included) would be
     refused for want of an approval, without an override: the rule `set_rollout` applies. The admin
     asks it before offering a one-click rollout, so it offers only what would be done."""
-    if not label_row.protected:
+    if not _protected(label_row.entry, label_row):
         return False
     return not _inherited_authority(running, version_number, label_row.version.number)
 
 
-def _crossing(entry: VersionedEntry, label: str) -> list[str]:
+def _protected(entry: VersionedEntry, label_row: ReleaseLabel) -> bool:
+    """Whether exposing a candidate on `label_row` needs the authority of moving the label: its own
+    flag, or for a snippet a protected row of a dependent it would change (`services.is_protected`,
+    the rule of a snippet's label move)."""
+    return label_row.protected or (entry.kind == "snippet" and services.is_protected(entry, label_row.name))
+
+
+def _crossing(entry: VersionedEntry, label: str, candidate: EntryVersion | None = None) -> list[str]:
     """What a new rollout of `entry` on `label` would cross: the rollouts that would split the same
-    entries' clients a second way ("prompt greet on 'staging'", ...), each once. Empty: none."""
-    from registry.release.uses import dependents
+    entries' clients a second way ("prompt greet on 'staging'", ...), each once. Empty: none.
+    `candidate`: the version an entry's rollout would serve, judged with the one the label serves."""
+    from registry.release.uses import dependents, reaching
 
     running = list(Rollout.objects.exclude(entry_kind=entry.kind, entry_id=entry.pk).values_list(
         "entry_kind", "entry_id", "entry_key", "label"))
@@ -154,9 +163,19 @@ def _crossing(entry: VersionedEntry, label: str) -> list[str]:
                 found[_("%(kind)s %(key)s on '%(label)s'") % {"kind": kind, "key": key, "label": rollout_label}] = None
         return list(found)
     for kind, _entry_id, key, rollout_label in running:
-        if kind == "snippet" and (entry.kind, entry.key, label) in dependents(key, rollout_label):
+        if kind != "snippet":
+            continue
+        if (entry.kind, entry.key, label) in dependents(key, rollout_label) or (
+                candidate is not None and _reaches(entry.kind, candidate, reaching([key]))):
             found[_("snippet %(name)s on '%(label)s'") % {"name": key, "label": rollout_label}] = None
     return list(found)
+
+
+def _reaches(kind: str, version: EntryVersion, reach: Any) -> bool:
+    """Whether `version` (of an entry of `kind`) reaches the snippets of `reach` (its EntryUse rows)."""
+    from registry.models import EntryUse
+
+    return EntryUse.objects.filter(reach.uses(), user_kind=kind, user_version_id=version.pk).exists()
 
 
 def _entry_ids(rows: list[tuple[str, str, str]]) -> set[tuple[str, int, str]]:
@@ -173,9 +192,10 @@ def _entry_ids(rows: list[tuple[str, str, str]]) -> set[tuple[str, int, str]]:
     return out
 
 
-def refuse_crossing(entry: VersionedEntry, label: str) -> None:
-    """Refuse starting a rollout of `entry` on `label` that another rollout would cross (`_crossing`)."""
-    crossed = _crossing(entry, label)
+def refuse_crossing(entry: VersionedEntry, label: str, candidate: EntryVersion | None = None) -> None:
+    """Refuse starting a rollout of `entry` on `label` (of `candidate`) that another rollout would
+    cross (`_crossing`)."""
+    crossed = _crossing(entry, label, candidate if entry.kind != "snippet" else None)
     if crossed:
         raise InvalidRollout(_("Another rollout already splits the clients of the entries this one would change: "
                                "%(rollouts)s. Complete or stop it first, so each client is served one candidate.")
@@ -273,14 +293,15 @@ def set_rollout(
                                   override_reason=override_reason)
         return None
 
-    if existing is None:
-        refuse_crossing(entry, label)
+    if not same_candidate:  # a new candidate may reach other snippets, or be reached by them
+        refuse_crossing(entry, label, version)
     if inherited:
         authority = inherited
     else:
         authority = services.authorise_protected(
-            entry, label, protected=current.protected, acting_user=acting_user, override_reason=override_reason,
-            actor=actor, from_version=current.version.number, to_version=version.number,
+            entry, label, protected=_protected(entry, current), acting_user=acting_user,
+            override_reason=override_reason, actor=actor, from_version=current.version.number,
+            to_version=version.number,
         )
     rollout = existing or Rollout(entry_kind=entry.kind, entry_id=entry.pk, label=label)
     rollout.entry_key = entry.key

@@ -262,7 +262,9 @@ def reschedule(review: ReviewRequest, *, acting_user: User, go_live_at: datetime
     row = _locked_schedule(review)
     before = row.go_live_at
     row.go_live_at = go_live_at
-    row.save(update_fields=["go_live_at"])
+    # A new time is a new start: the failed attempts of the old one do not count against it.
+    row.attempts, row.retry_at, row.last_error = 0, None, ""
+    row.save(update_fields=["go_live_at", "attempts", "retry_at", "last_error"])
     write_audit(entry=reviews.entry_of(review), entry_kind=review.entry_kind, entry_key=review.entry_key,
                 entry_id=review.entry_id, action=AuditAction.RELEASE_RESCHEDULED, acting_user=acting_user,
                 label=review.label, from_version=review.base_version, to_version=review.version_number,

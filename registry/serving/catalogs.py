@@ -27,6 +27,7 @@ from registry.serving.heap import release_freed_memory
 from registry.serving.items import (
     ITEM_BUILDERS,
     ROW_FIELDS,
+    SNIPPET_ROLLOUT,
     ItemRollout,
     Row,
     decode_listing,
@@ -34,10 +35,12 @@ from registry.serving.items import (
     forget_shared,
     pick_served,
     rollout_applies,
+    snippet_of,
     with_parts,
 )
 
 _cache: dict[str, Catalog] = {}
+
 _build_lock = threading.Lock()
 _building: set[str] = set()  # the label whose catalog is being built or refreshed (under _build_lock)
 
@@ -145,7 +148,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
 
     # Snippet rows are read once, when the first item with includes needs them; a refresh keeps the
     # base's unless a snippet changed (then every item following it is re-resolved, below).
-    snippet_names = {key for kind, key in changed or () if kind == "snippet"}
+    snippet_names = {snippet_of(kind, key) for kind, key in changed or () if kind in ("snippet", SNIPPET_ROLLOUT)}
     maps_found: list[SnippetMaps | None] = [base.snippets if base is not None and not snippet_names else None]
 
     def maps() -> SnippetMaps:

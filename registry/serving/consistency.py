@@ -22,7 +22,7 @@ from typing import Any
 
 from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, Rollout, SnippetLabel
 from registry.serving.composed import uses_any
-from registry.serving.items import fallback_names, pick_served, rollout_applies
+from registry.serving.items import SNIPPET_ROLLOUT, fallback_names, pick_served, rollout_applies, snippet_of
 
 # (kind, key) -> (version number, label row it is served from, (rollout percent, candidate) or None)
 Fingerprint = dict[tuple[str, str], tuple[int, str, tuple[int, int] | None]]
@@ -64,7 +64,7 @@ def served_fingerprint(label: str) -> Fingerprint:
     for name, rollout_label, candidate, percent in Rollout.objects.filter(
             label__in=names, entry_kind="snippet").values_list("entry_key", "label", "candidate_version", "percent"):
         if serving.get((name, rollout_label), candidate) != candidate:
-            out[("snippet-rollout", f"{name}@{rollout_label}")] = (candidate, rollout_label, (percent, candidate))
+            out[(SNIPPET_ROLLOUT, f"{name}@{rollout_label}")] = (candidate, rollout_label, (percent, candidate))
     return out
 
 
@@ -85,7 +85,7 @@ def catalog_fingerprint(catalog: Any) -> Fingerprint:
             for name, (number, _includes) in maps.rows.get(row, {}).items():
                 out[("snippet", name)] = (number, row, None)
         for name, row, candidate, percent in getattr(catalog, "snippet_rollouts", ()):
-            out[("snippet-rollout", f"{name}@{row}")] = (candidate, row, (percent, candidate))
+            out[(SNIPPET_ROLLOUT, f"{name}@{row}")] = (candidate, row, (percent, candidate))
     return out
 
 
@@ -93,8 +93,15 @@ def stale_keys(catalog: Any, served: Fingerprint) -> list[tuple[str, str]]:
     """The (kind, key) pairs on which `catalog` and the database disagree (empty: consistent)."""
     built = catalog_fingerprint(catalog)
     if getattr(catalog, "snippets", None) is None:  # it resolved no reference: the snippet rows are not its input
-        served = {key: value for key, value in served.items() if key[0] not in ("snippet", "snippet-rollout")}
+        served = {key: value for key, value in served.items() if key[0] not in ("snippet", SNIPPET_ROLLOUT)}
     return sorted(k for k in set(built) | set(served) if built.get(k) != served.get(k))
+
+
+def repairs(stale: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The changes that bring the stale (kind, key) pairs up to date, each once: a snippet's
+    rollout on a label row is a change of the snippet (its rollouts are read with its rows)."""
+    return list(dict.fromkeys((("snippet", snippet_of(kind, key)) if kind == SNIPPET_ROLLOUT else (kind, key))
+                              for kind, key in stale))
 
 
 def _parts(item: Any) -> tuple[Any, Any]:

@@ -39,6 +39,15 @@ class Served:
     counted: bool = True  # computed resources are not versions a client could be counted as fetching
 
 
+# The consistency check's key of a snippet's rollout on a label row: ("snippet-rollout", "name@label").
+SNIPPET_ROLLOUT = "snippet-rollout"
+
+
+def snippet_of(kind: str, key: str) -> str:
+    """The snippet a ("snippet", name) or ("snippet-rollout", "name@label") key is about."""
+    return key.rsplit("@", 1)[0] if kind == SNIPPET_ROLLOUT else key
+
+
 @dataclass(frozen=True, slots=True)
 class ItemRollout:
     """A running percentage rollout: `candidate` (an item like its owner) for `percent`% of clients.

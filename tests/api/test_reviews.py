@@ -132,3 +132,21 @@ def test_the_review_queue_reads_a_page_in_the_same_queries_for_3_rows_as_for_15(
         return len(seen.captured_queries)
 
     assert queries_for(3, 0) == queries_for(12, 3)
+
+
+def test_the_review_queue_shows_each_scheduled_requests_go_live_time(as_editor, as_publisher, as_auditor):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    make_prompt("greet")
+    make_prompt("other")
+    scheduled, waiting = request_review(as_editor).json(), request_review(as_editor, key="other").json()
+    when = (timezone.now() + timedelta(hours=2)).replace(microsecond=0)
+    approved = as_publisher.post(f"/api/v1/reviews/{scheduled['id']}/approve/",
+                                 {"comment": "at two", "go_live_at": when.isoformat()}, format="json")
+    assert approved.status_code == 200, approved.content
+    listed = {r["id"]: r["go_live_at"] for r in as_auditor.get("/api/v1/reviews/").json()["results"]}
+    assert listed[waiting["id"]] is None
+    assert listed[scheduled["id"]] is not None and listed[scheduled["id"]].startswith(
+        timezone.localtime(when).strftime("%Y-%m-%dT%H:%M:%S"))

@@ -222,3 +222,13 @@ def test_a_release_that_keeps_failing_is_recorded_as_failed_and_its_people_are_t
     from registry.models import MailMessage
 
     assert set(MailMessage.objects.filter(audit=audit).values_list("recipient", flat=True)) == {editor.pk, publisher.pk}
+
+
+def test_a_new_go_live_time_starts_the_attempts_afresh(editor, publisher, monkeypatch):
+    _prompt, review, when = scheduled(editor, publisher)
+    monkeypatch.setattr(reviews, "carry_out", lambda *args, **kwargs: 1 / 0)
+    schedules.run_due(now=when + timedelta(seconds=1))
+    assert review.schedules.get().attempts == 1
+    schedules.reschedule(review, acting_user=publisher, go_live_at=timezone.now() + timedelta(days=1))
+    row = review.schedules.get()
+    assert (row.attempts, row.retry_at, row.last_error) == (0, None, "")

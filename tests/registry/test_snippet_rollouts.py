@@ -212,3 +212,39 @@ def test_the_rollout_page_of_a_snippet_places_each_client_by_the_snippet_s_bucke
     assert f'class="registry-expected-new">{expected_new}<' in html
     assert "inside every entry that follows the snippet" in html
     assert "registry-observed-new" not in html  # a snippet's fetches are counted under its dependents
+
+
+def test_the_consistency_check_repairs_a_snippet_rollout_ended_behind_the_catalogs_back(style, publisher):
+    from registry.serving.consistency import repairs
+
+    set_rollout(style, label="staging", version_number=2, percent=50, acting_user=publisher)
+    fresh()
+    Rollout.objects.filter(entry_kind="snippet").delete()
+    stale = stale_keys(load_catalog("staging"), served_fingerprint("staging"))
+    assert repairs(stale) == [("snippet", "style")]
+    changes.bump_generation()
+    repaired = refresh_catalog("staging", repairs(stale))
+    assert stale_keys(repaired, served_fingerprint("staging")) == []
+    assert prompt_text(repaired, INSIDE[0], "reply") == "Be brief. owls"
+
+
+def test_a_snippet_rollout_that_changes_a_protected_dependent_needs_its_review(style, publisher):
+    from registry.errors import ApprovalRequired
+    from registry.models import PromptLabel
+
+    PromptLabel.objects.filter(entry__name="reply", name="staging").update(protected=True)
+    with pytest.raises(ApprovalRequired):
+        set_rollout(style, label="staging", version_number=2, percent=99, acting_user=publisher)
+    assert not Rollout.objects.exists()
+    set_rollout(style, label="staging", version_number=2, percent=99, acting_user=None, actor="release script")
+    assert Rollout.objects.get().authority  # the command line's audited override
+
+
+def test_an_entrys_rollout_whose_candidate_follows_a_rolling_snippet_is_refused(style, publisher):
+    plain = make_prompt("plain", messages=[{"role": "user", "kind": "text", "text": "Plain {{ topic }}"}])
+    release(plain, labels=("staging",))
+    PromptMessage.objects.filter(prompt=plain).update(text="{{> style }} plain {{ topic }}")
+    release(Prompt.objects.get(pk=plain.pk), labels=())
+    set_rollout(style, label="staging", version_number=2, percent=50, acting_user=publisher)
+    with pytest.raises(InvalidRollout, match="snippet style on 'staging'"):
+        set_rollout(plain, label="staging", version_number=2, percent=99, acting_user=publisher)

@@ -91,10 +91,9 @@ class PublishPageMixin(EntryPageMixin):
     def publish_selected(self, request, queryset):
         objs = list(queryset)
         refused = [(obj, refusal) for obj in objs if (refusal := self._publisher_refusal(request, obj)) is not None]
-        if refused:  # nothing is published unless all of it may be; the confirmed attempt is audited
+        if refused:  # nothing is published unless all of it may be; the attempt (the action's POST) is audited
             for obj, refusal in refused:
-                if request.POST.get("confirm"):
-                    record_refusal(refusal)
+                record_refusal(refusal)
                 reason = (refusal.message if isinstance(refusal, FolderOwnershipDenied)
                           else _("You may edit drafts but not publish them."))
                 messages.error(request, _("%(key)s: %(reason)s") % {"key": obj.key, "reason": reason})
