@@ -34,9 +34,13 @@ def pytest_runtest_teardown(item):
 
 @pytest.fixture(autouse=True)
 def fresh_catalog():
-    """Each test starts from a new catalog generation, so no cached catalog leaks between tests."""
+    """Each test starts from a new catalog generation, so no cached catalog leaks between tests, and
+    with no fetch counted by an earlier test still waiting for its flush (the counters are per process)."""
     changes.bump_generation()
     fetches.AUTO_FLUSH = False
+    with fetches._lock:
+        fetches._pending.clear()
+        fetches._last_seen.clear()
     yield
     changes.bump_generation()
 
