@@ -56,8 +56,6 @@ class AuditAction(models.TextChoices):
 class AppendOnlyQuerySet(InsertOnly):
     overwrite_refused = "The audit log is append-only."
 
-    def update(self, **kwargs):
-        raise ImmutableVersionError("The audit log is append-only.")
 
     def delete(self):
         raise ImmutableVersionError("The audit log is append-only.")

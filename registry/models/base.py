@@ -161,8 +161,6 @@ class ImmutableQuerySet(InsertOnly):
 
     overwrite_refused = "Published versions cannot be changed."
 
-    def update(self, **kwargs):
-        raise ImmutableVersionError("Published versions cannot be changed.")
 
     def delete(self):
         raise ImmutableVersionError("Published versions cannot be deleted.")

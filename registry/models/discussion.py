@@ -25,8 +25,6 @@ class CommentKind(models.TextChoices):
 class InsertOnlyQuerySet(InsertOnly):
     overwrite_refused = "Review comments are never changed once written."
 
-    def update(self, **kwargs: Any) -> int:
-        raise ImmutableVersionError("Review comments are never changed once written.")
 
     def delete(self) -> tuple[int, dict[str, int]]:
         raise ImmutableVersionError("Review comments are never deleted.")

@@ -31,11 +31,16 @@ class GuardedManager(models.Manager):
 
 
 class InsertOnly(models.QuerySet):
-    """A QuerySet whose rows are written once: `bulk_create` may insert, never overwrite a stored
-    row (`update_conflicts` would rewrite it in the database, past every per-row guard). Its
-    subclasses refuse update() and delete() with their own words."""
+    """A QuerySet whose rows are written once: update() is refused, and `bulk_create` may insert,
+    never overwrite a stored row (`update_conflicts` would rewrite it in the database, past every
+    per-row guard), both in the subclass's words (`overwrite_refused`). Subclasses refuse delete()."""
 
     overwrite_refused = "These rows are written once and never changed."
+
+    def update(self, **kwargs: Any) -> int:
+        from registry.errors import ImmutableVersionError
+
+        raise ImmutableVersionError(self.overwrite_refused)
 
     def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("update_conflicts"):

@@ -40,7 +40,6 @@ from registry.serving.items import (
 )
 
 _cache: dict[str, Catalog] = {}
-
 _build_lock = threading.Lock()
 _building: set[str] = set()  # the label whose catalog is being built or refreshed (under _build_lock)
 
@@ -191,13 +190,14 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         templates.update(items("template", ResourceTemplateLabel))
     if snippet_names and base is not None:
         _resolve_again(snippet_names, maps, read_keys, prompts, resources, templates)
-    snippet_rows: list[tuple[str, str, int, int]] | None = None
-    if base is None or wanted:
-        snippet_rows = _attach_rollouts(names, read_keys, base is not None, maps, prompts, resources, templates)
-    if base is not None and not snippet_names:  # no snippet changed: the same snippet rollouts run
-        snippet_rows = list(base.snippet_rollouts)
-    elif snippet_rows is None or base is not None:  # a refresh after a snippet change reads them again
+    met = _attach_rollouts(names, read_keys, base is not None, maps, prompts, resources, templates) \
+        if base is None or wanted else None
+    if base is None:  # a build's rollout query met the snippet rollouts too
+        snippet_rows = met or []
+    elif snippet_names:  # a refresh after a snippet change reads them again
         snippet_rows = _snippet_rollout_rows(names)
+    else:  # no snippet changed: the same snippet rollouts run
+        snippet_rows = list(base.snippet_rollouts)
     applied = _attach_snippet_rollouts(snippet_rows, bool(base and base.snippet_rollouts), maps,
                                        prompts, resources, templates)
     rolled_out = tuple(item for pool in (prompts, resources, templates) for item in pool.values()
