@@ -101,6 +101,7 @@ def main() -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from config.gc_tuning import tune_for_serving
     from mcp_endpoint.dispatch.discovery import server_info
     from mcp_endpoint.handlers import catalogs as handler_catalogs
     from mcp_endpoint.handlers import reads
@@ -114,6 +115,10 @@ def main() -> None:
         started = time.perf_counter()
         call_command("bench_load", prompts=args.size, resources=args.size, verbosity=0)
         print(f"bench_load {args.size}+{args.size}: {time.perf_counter() - started:.1f} s", flush=True)
+    # A serving process tunes its garbage collector once it starts serving (config/gc_tuning.py:
+    # start-up objects frozen, older passes rare); without it every cold walk here paid about 11
+    # full collections over the runs it built, which no served walk pays.
+    tune_for_serving()
     before_load = load_average()
     ctx = RequestContext(version="2026-07-28", modern=True, identity=anonymous(),
                          server_info=server_info("2026-07-28"), session=None)

@@ -24,6 +24,7 @@ from registry.models import PRODUCTION, PromptLabel, ResourceLabel, ResourceTemp
 from registry.serving.catalog import Catalog
 from registry.serving.composed import SnippetMaps, moved, read_snippet_maps, uses_any
 from registry.serving.heap import release_freed_memory
+from registry.serving.id_lists import id_in
 from registry.serving.items import (
     ITEM_BUILDERS,
     ROW_FIELDS,
@@ -134,8 +135,9 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
         if base is not None:
             qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
-        if partial and reread[kind] is not None:
-            qs = qs.filter(entry_id__in=reread[kind])
+        ids = reread.get(kind) if partial else None
+        if ids is not None:
+            qs = qs.filter(id_in(model, "entry_id", ids))
         qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField()))
         if kind != "resource":  # only resources list a date; converting 20k of them costs a quarter second
             return (Row(entry_id, name, version_id, number, decode_listing(listing, share), None)
