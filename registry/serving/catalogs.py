@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from itertools import groupby
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any
 
 from django.db.models import Q, TextField
@@ -39,6 +40,7 @@ from registry.serving.items import (
     snippet_of,
     with_parts,
 )
+from registry.serving.per_generation import remembered
 
 _cache: dict[str, Catalog] = {}
 _build_lock = threading.Lock()
@@ -99,7 +101,7 @@ def read_entries(label: str, entry_ids: Mapping[str, Iterable[int] | None]) -> C
     `personalised()` and `variant()` answer as the whole catalog would. Never cached: it answers
     one request while the whole catalog warms up (registry/serving/pages.py)."""
     rolled = rollout_entries(fallback_names(label))
-    return _read(label, None, None, {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, set()))
+    return _read(label, None, None, {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, frozenset()))
                                      for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()})
 
 
@@ -240,12 +242,17 @@ def _resolve_again(names: set[str], maps: Callable[[], SnippetMaps], read_keys: 
                 pool[key] = again(item)
 
 
-def rollout_entries(names: list[str]) -> dict[str, set[int]]:
-    """Per kind, the entries with a rollout running on one of `names` (one small query)."""
-    out: dict[str, set[int]] = {}
-    for kind, entry_id in Rollout.objects.filter(label__in=names).values_list("entry_kind", "entry_id"):
-        out.setdefault(kind, set()).add(entry_id)
-    return out
+def rollout_entries(names: list[str]) -> Mapping[str, frozenset[int]]:
+    """Per kind (snippets too), the entries with a rollout running on one of `names` (one small
+    query, once per generation: registry/serving/per_generation.py)."""
+
+    def ask() -> Mapping[str, frozenset[int]]:
+        out: dict[str, set[int]] = {}
+        for kind, entry_id in Rollout.objects.filter(label__in=names).values_list("entry_kind", "entry_id"):
+            out.setdefault(kind, set()).add(entry_id)
+        return MappingProxyType({kind: frozenset(ids) for kind, ids in out.items()})
+
+    return remembered(("rollout entries", tuple(names)), ask)
 
 
 def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], only_read: bool,
@@ -256,6 +263,8 @@ def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], onl
     differs from the key the label serves once the draft is renamed. `only_read`: a refresh, which
     asks only about the entries it re-read (few). Returns the snippet rollouts the query met (None:
     a refresh's query asks for none)."""
+    if not rollout_entries(names):  # none runs on these labels at this generation: no query
+        return None if only_read else []
     rows = Rollout.objects.filter(label__in=names)
     if only_read:
         wanted = Q()

@@ -36,6 +36,7 @@ from registry.serving import catalogs, dynamic
 from registry.serving import page_runs as runs
 from registry.serving.catalog import Catalog
 from registry.serving.items import fallback_names
+from registry.serving.per_generation import remembered
 from registry.serving.viewer import Viewer, served_item
 
 try:
@@ -156,7 +157,8 @@ def _served(label: str, kind: str) -> QuerySet[Any]:
     rows = labels.filter(name__in=names, entry__archived_at__isnull=True)
     if label != PRODUCTION:
         rows = rows.filter(Q(name=label) | ~Exists(labels.filter(entry_id=OuterRef("entry_id"), name=label)))
-    if labels.filter(name__in=names, served_key="").exists():
+    if remembered(("unkeyed label rows", kind, tuple(names)),
+                  lambda: labels.filter(name__in=names, served_key="").exists()):
         # Rows written around the model (raw SQL): read the key from the version, more slowly.
         listed, snapshot = _KEYS[kind]
         return rows.annotate(sort_key=_code_point_order(Coalesce(_text(listed), _text(snapshot))))
