@@ -9,10 +9,18 @@ are shared across items so a large catalog stays small. `pick_served` is the lab
 from __future__ import annotations
 
 import json
+import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from datetime import UTC, datetime
 from typing import Any, ClassVar, NamedTuple
+
+from django.db import connection
+from django.db.models import F, TextField
+from django.db.models.functions import Cast
+from django.utils.dateparse import parse_datetime
+from django.utils.timezone import is_aware, make_aware
 
 from registry.authoring.listing import listing_of
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template
@@ -79,7 +87,7 @@ class PromptItem:
     version: int
     label: str
     listing: dict[str, Any]
-    suggestions: Mapping[str, tuple[str, ...]]
+    suggestions: Mapping[str, Sequence[str]]
     version_id: int = 0  # the version row: what the compiled body is cached and loaded by
     rollout: ItemRollout | None = None
     resource_arguments: frozenset[str] = frozenset()  # arguments whose values are registry resource URIs
@@ -118,7 +126,7 @@ class TemplateItem:
     listing: dict[str, Any]
     matcher: UriTemplateMatcher
     mime_type: str
-    suggestions: Mapping[str, tuple[str, ...]]
+    suggestions: Mapping[str, Sequence[str]]
     version_id: int = 0
     rollout: ItemRollout | None = None
     parts: ClassVar[tuple[tuple[str, int], ...]] = ()
@@ -174,7 +182,36 @@ class Row(NamedTuple):
     created_at: Any
 
 
-ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "listing_text", "version__created_at")
+ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "listing_text", "created_stored")
+
+
+def created_stored() -> Any:
+    """What rows read as `created_stored`: the version's creation time as SQLite stores it, as text
+    (parsing 20k of them into aware datetimes was a tenth of a cold walk of resources,
+    bench/cold_listing.py), else (PostgreSQL, whose driver returns datetimes in C) the column."""
+    if connection.vendor == "sqlite" and connection.timezone_name == "UTC":
+        return Cast("version__created_at", output_field=TextField())
+    return F("version__created_at")
+
+
+# Django's SQLite backend stores an aware datetime as its UTC value's str(): "YYYY-MM-DD HH:MM:SS"
+# with ".ffffff" when the microseconds are not 0. Anything else (written around the model, or a
+# future Django) is parsed instead.
+_STORED_UTC = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?")
+
+
+def last_modified(created: datetime | str) -> str:
+    """A version's creation time as resources list it (`lastModified`: ISO 8601, UTC, "Z")."""
+    if isinstance(created, str):
+        if _STORED_UTC.fullmatch(created):
+            return f"{created[:10]}T{created[11:]}Z"
+        parsed = parse_datetime(created)
+        if parsed is None:
+            raise ValueError(f"not a stored time: {created!r}")
+        created = parsed if is_aware(parsed) else make_aware(parsed, UTC)
+    return created.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 # Listing values that recur across entries (MIME types, encodings, tags, argument schemas,
 # suggestions): one shared string each instead of one per entry keeps a large catalog small.
 
@@ -238,11 +275,14 @@ def _shared(value: Any) -> Any:
     return _frozen.setdefault(value, value)
 
 
-def _suggestions(listing: Mapping[str, Any], share: bool) -> dict[str, tuple[str, ...]]:
-    pairs = (listing.get("suggestions") or {}).items()
+def _suggestions(listing: Mapping[str, Any], share: bool) -> Mapping[str, Sequence[str]]:
+    """Completion's values per argument. A part (`share` false) keeps the decoded mapping as it is:
+    it answers one list page or read, never a completion, so copying it would be spent for nothing
+    (a tenth of building a cold run of prompts)."""
+    found = listing.get("suggestions") or {}
     if not share:
-        return {name: tuple(values) for name, values in pairs}
-    return _shared_value({_intern(name): _shared(tuple(values)) for name, values in pairs})
+        return found
+    return _shared_value({_intern(name): _shared(tuple(values)) for name, values in found.items()})
 
 
 def decode_listing(text: str | None, share: bool = True) -> dict[str, Any]:
@@ -318,7 +358,7 @@ def _resource_item(row: Row, share: bool = True) -> ResourceItem:
     uri = lookup_uri(item["uri"])  # versions published before URIs were normalised on save
     item["uri"] = listing["content"]["uri"] = uri if uri != item["uri"] else item["uri"]  # one string for all
     annotations = item.get("annotations") or {}
-    annotations["lastModified"] = row.created_at.isoformat().replace("+00:00", "Z")
+    annotations["lastModified"] = last_modified(row.created_at)
     item["annotations"] = annotations
     return ResourceItem(item["uri"], _tags(listing, share), row.number, _intern(row.name), item, listing["content"],
                         row.version_id)
