@@ -46,7 +46,7 @@ test: lint
 		DATABASE_URL="$$TEST_POSTGRES_URL" $(PY) -m pytest -q -p no:cacheprovider \
 			tests/registry/test_reviews.py tests/registry/test_services.py tests/registry/test_models.py tests/registry/test_schedules.py \
 			tests/api/test_concurrent_edits.py tests/mcp_endpoint/test_change_log_gaps.py \
-			tests/registry/test_consistency.py tests/webhooks/test_delivery.py tests/registry/test_bulk_import.py tests/registry/test_catalog_pages.py tests/registry/test_fetches.py tests/registry/test_id_lists.py tests/registry/test_page_runs.py; \
+			tests/registry/test_consistency.py tests/webhooks/test_delivery.py tests/registry/test_bulk_import.py tests/registry/test_catalog_pages.py tests/registry/test_fetches.py tests/registry/test_id_lists.py tests/registry/test_page_runs.py tests/registry/test_cold_read_shortcuts.py; \
 	fi
 	bash bin/conformance
 
