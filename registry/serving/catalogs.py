@@ -110,17 +110,20 @@ def entry_item(label: str, kind: str, entry_id: int) -> Any | None:
     """The item `label` serves of one entry, with the rollout running on it, exactly as the
     catalog holds it (None: `label` serves nothing of it). With `viewer.served_item` this answers
     "which version does this client get of this entry" for the admin pages without a whole
-    catalog (sync: a few queries)."""
-    part = _read(label, None, None, {kind: [entry_id]})
+    catalog (sync: a few queries). Always asks the database which rollouts run: an admin-only
+    process may never catch up on other processes' changes, so a probe kept per generation could
+    hide a rollout begun elsewhere."""
+    part = _read(label, None, None, {kind: [entry_id]}, fresh=True)
     pool: Iterable[Any] = {"prompt": part.prompt_items.values(), "resource": part.resource_items.values(),
                            "template": part.template_items}[kind]
     return next(iter(pool), None)
 
 
 def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | None,
-          entry_ids: Mapping[str, Iterable[int] | None] | None = None) -> Catalog:
+          entry_ids: Mapping[str, Iterable[int] | None] | None = None, fresh: bool = False) -> Catalog:
     """The catalog built from the database: all of it (no base), `base` with the `changed` keys
-    re-read, or (entry_ids) just those entries. The same row rules serve all three."""
+    re-read, or (entry_ids) just those entries. The same row rules serve all three. `fresh`: ask
+    the rollout query even where the generation's probe says none runs."""
     generation = changes.generation()
     names = fallback_names(label)
     wanted: dict[str, set[str]] = {}
@@ -195,7 +198,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         templates.update(items("template", ResourceTemplateLabel))
     if snippet_names and base is not None:
         _resolve_again(snippet_names, maps, read_keys, prompts, resources, templates)
-    met = _attach_rollouts(names, read_keys, base is not None, maps, prompts, resources, templates) \
+    met = _attach_rollouts(names, read_keys, base is not None, maps, prompts, resources, templates, fresh=fresh) \
         if base is None or wanted else None
     if base is None:  # a build's rollout query met the snippet rollouts too
         snippet_rows = met or []
@@ -257,14 +260,15 @@ def rollout_entries(names: list[str]) -> Mapping[str, frozenset[int]]:
 
 
 def _attach_rollouts(names: list[str], read_keys: dict[str, dict[int, str]], only_read: bool,
-                     maps: Callable[[], SnippetMaps], *pools: dict[str, Any]) -> list[tuple[str, str, int, int]] | None:
+                     maps: Callable[[], SnippetMaps], *pools: dict[str, Any],
+                     fresh: bool = False) -> list[tuple[str, str, int, int]] | None:
     """Give each item just read the rollout running on the label it is served from; one query if none run.
 
     Matched by entry id: a rollout row names the entry by its draft key when the rollout began, which
     differs from the key the label serves once the draft is renamed. `only_read`: a refresh, which
     asks only about the entries it re-read (few). Returns the snippet rollouts the query met (None:
     a refresh's query asks for none)."""
-    if not rollout_entries(names):  # none runs on these labels at this generation: no query
+    if not fresh and not rollout_entries(names):  # none runs on these labels at this generation: no query
         return None if only_read else []
     rows = Rollout.objects.filter(label__in=names)
     if only_read:

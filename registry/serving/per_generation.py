@@ -8,6 +8,13 @@ kept here under the generation taken before the query (`changes.generation()`), 
 committed change bumps, here or caught up from another process; so an answer is never older than
 the runs and catalogs read at the same generation, and a change committed during the query makes
 it stale at once. Values must not be changed by callers (they are shared).
+
+Two limits, both deliberate. Rows written around the model (raw SQL) move no generation, so a
+kept answer meets them only after the next change or the endpoint hub's consistency check, which
+repairs what they change in what is served; the runs and catalogs of that generation do not see
+them either. And a process that never starts the hub (one serving only admin pages) never
+catches up on other processes' changes: its answers for one entry ask the database afresh
+(`catalogs.entry_item`).
 """
 
 from __future__ import annotations

@@ -94,3 +94,16 @@ def test_a_cold_page_lists_the_creation_time_the_whole_catalog_does():
     listed = {item["uri"]: item["annotations"]["lastModified"]
               for item in part.resources(viewer) if item["uri"] in created}
     assert listed == {uri: moment.astimezone(UTC).isoformat().replace("+00:00", "Z") for uri, moment in created.items()}
+
+
+@pytest.mark.django_db
+def test_the_admins_answer_for_one_entry_sees_a_rollout_begun_where_this_process_did_not_hear_of_it(publisher):
+    prompt = make_prompt("greet")
+    release(prompt, note="v1", labels=("staging",))
+    PromptMessage.objects.filter(prompt=prompt).update(text="New take on {{ topic }}.")
+    release(prompt, note="v2", labels=())
+    assert catalogs.entry_item("staging", "prompt", prompt.id).rollout is None  # kept: none runs
+    generation = changes.generation()
+    rollouts.set_rollout(prompt, label="staging", version_number=2, percent=50, acting_user=publisher)
+    assert changes.generation() == generation  # uncommitted here: as if another process began it
+    assert catalogs.entry_item("staging", "prompt", prompt.id).rollout.percent == 50
