@@ -23,6 +23,7 @@ from registry.audit import without_names
 from registry.conf import registry_settings
 from registry.errors import UnknownPrompt, UnknownResource
 from registry.formats.uris import UriTemplateMatcher
+from registry.serving.items import last_modified
 from registry.serving.viewer import served_item
 
 # render(catalog, viewer, params, uri) -> the resource's contents items (each with uri and mimeType)
@@ -152,7 +153,7 @@ def visible(catalog: Any, viewer: Any, kind: str, key: str) -> bool:
 
 
 def _when(value: Any) -> str:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else ""
+    return last_modified(value) if value is not None else ""
 
 
 def _cell(value: Any) -> str:

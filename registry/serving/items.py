@@ -201,7 +201,8 @@ _STORED_UTC = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?")
 
 
 def last_modified(created: datetime | str) -> str:
-    """A version's creation time as resources list it (`lastModified`: ISO 8601, UTC, "Z")."""
+    """A stored time as clients are shown it (ISO 8601, UTC, "Z"): resources' `lastModified`, and
+    the times in the history resources (registry/serving/dynamic.py)."""
     if isinstance(created, str):
         if _STORED_UTC.fullmatch(created):
             return f"{created[:10]}T{created[11:]}Z"
