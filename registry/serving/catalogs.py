@@ -16,8 +16,7 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-from django.db.models import Q, TextField
-from django.db.models.functions import Cast
+from django.db.models import Q
 
 from registry import changes
 from registry.kinds import KINDS
@@ -36,6 +35,7 @@ from registry.serving.items import (
     decode_listing,
     fallback_names,
     forget_shared,
+    listing_text,
     pick_served,
     rollout_applies,
     snippet_of,
@@ -144,7 +144,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         ids = reread.get(kind) if partial else None
         if ids is not None:
             qs = qs.filter(id_in(model, "entry_id", ids))
-        qs = qs.annotate(listing_text=Cast("version__listing", output_field=TextField())).order_by("entry_id", "name")
+        qs = qs.annotate(listing_text=listing_text(kind, share)).order_by("entry_id", "name")
         if kind != "resource":  # only resources list a date
             return (Row(entry_id, name, version_id, number, decode_listing(listing, share), None)
                     for entry_id, name, version_id, number, listing

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, NamedTuple
 
 from django.db import connection
-from django.db.models import F, TextField
+from django.db.models import F, Func, TextField
 from django.db.models.functions import Cast
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_aware, make_aware
@@ -185,6 +185,31 @@ class Row(NamedTuple):
 ROW_FIELDS = ("entry_id", "name", "version_id", "version__number", "listing_text", "created_stored")
 
 
+class _ListingWithoutSuggestions(Func):
+    """The listing column as text without its `suggestions`, dropped by the database (SQLite's
+    json_remove, PostgreSQL's jsonb minus a key)."""
+
+    output_field = TextField()
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"json_remove({sql}, '$.suggestions')", params
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"(({sql}) - 'suggestions')::text", params
+
+
+def listing_text(kind: str, share: bool) -> Any:
+    """What rows of `kind` read as `listing_text`. A part (`share` false) answers list pages and
+    reads, never a completion, so its prompts and templates leave completion's suggestions in the
+    database: decoding them was over a third of a cold walk of prompts (bench/cold_listing.py).
+    Resources have none, and asking the database to take them out would cost it a parse."""
+    if share or kind == "resource" or connection.vendor not in ("sqlite", "postgresql"):
+        return Cast("version__listing", output_field=TextField())
+    return _ListingWithoutSuggestions("version__listing")
+
+
 def created_stored() -> Any:
     """What rows read as `created_stored`: the version's creation time as SQLite stores it, as text
     (parsing 20k of them into aware datetimes was a tenth of a cold walk of resources,
@@ -277,9 +302,8 @@ def _shared(value: Any) -> Any:
 
 
 def _suggestions(listing: Mapping[str, Any], share: bool) -> Mapping[str, Sequence[str]]:
-    """Completion's values per argument. A part (`share` false) keeps the decoded mapping as it is:
-    it answers one list page or read, never a completion, so copying it would be spent for nothing
-    (a tenth of building a cold run of prompts)."""
+    """Completion's values per argument. A part (`share` false) reads its rows without them
+    (`listing_text`), as it answers list pages and reads, never a completion: it finds none."""
     found = listing.get("suggestions") or {}
     if not share:
         return found

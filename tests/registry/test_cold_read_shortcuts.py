@@ -107,3 +107,19 @@ def test_the_admins_answer_for_one_entry_sees_a_rollout_begun_where_this_process
     rollouts.set_rollout(prompt, label="staging", version_number=2, percent=50, acting_user=publisher)
     assert changes.generation() == generation  # uncommitted here: as if another process began it
     assert catalogs.entry_item("staging", "prompt", prompt.id).rollout.percent == 50
+
+
+@pytest.mark.django_db
+def test_a_cold_page_leaves_completion_values_unread_and_lists_what_the_whole_catalog_lists():
+    prompt = make_prompt("greet", arguments=[
+        {"name": "topic", "required": True, "suggestions": "billing\nsecurity"},
+        {"name": "tone", "required": False, "type": "enum", "choices": "formal\nwarm"}])
+    release(prompt, note="v1")
+    part = catalog_pages.page_catalog("production", "prompt", Viewer(), None, 10)
+    assert part.partial and part.prompt_items["greet"].suggestions == {}
+    whole = catalogs.load_catalog("production")
+    assert dict(whole.prompt_items["greet"].suggestions) == {"topic": ("billing", "security"),
+                                                             "tone": ("formal", "warm")}
+    assert part.prompts(Viewer()) == whole.prompts(Viewer())
+    completed = whole.complete(Viewer(), {"type": "ref/prompt", "name": "greet"}, "topic", "b")
+    assert completed["values"] == ["billing"]
