@@ -17,9 +17,9 @@ On a fresh SQLite file: migrate, `bench_load --prompts N --resources N`, then wa
 Each repeat (--repeat) walks cold, builds the whole catalog (timed: what a real server's
 background build takes before its pages turn warm), then walks warm and cached, so cold and warm
 see like conditions; the table gives medians and the median of the repeats' cold/warm ratios.
---profile prints cProfile's top functions of the cold path's database part and the queries of one
-cold page. Prints a Markdown table with the conditions (machine, load average, what ran beside)
-and writes bench/results/cold-listing-<time>.json.
+--profile prints, for prompts and then resources, cProfile's top functions of the cold path's
+database part and the queries of one cold page. Prints a Markdown table with the conditions
+(machine, load average, what ran beside) and writes bench/results/cold-listing-<time>.json.
 
   .venv/bin/python bench/cold_listing.py [--size 20000] [--repeat 3] [--profile] [--db /tmp/x.sqlite3]
 """
@@ -183,7 +183,8 @@ def main() -> None:
         handler_catalogs.reset_caches()
         catalogs.forget_catalogs()
     if args.profile:
-        profile(handlers["prompts/list"], ctx, connection, CaptureQueriesContext)
+        for kind in ("prompt", "resource"):
+            profile(kind, connection, CaptureQueriesContext)
     after_load = load_average()
     beside = [" ".join(name.split()[:1] + name.split()[-1:]) for name in busy_processes({os.getpid()})]
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
@@ -230,10 +231,10 @@ def cached_walk(handler: Any, ctx: Any) -> tuple[float, int]:
     return asyncio.run(run())
 
 
-def profile(handler: Any, ctx: Any, connection: Any, capture: Any) -> None:
-    """cProfile of the cold path's database part over a whole walk (registry/serving/pages.py, run in
-    this thread: the handler runs it in an executor thread, which the profiler does not see), and the
-    queries of one cold page after a cursor."""
+def profile(kind: str, connection: Any, capture: Any) -> None:
+    """cProfile of the cold path's database part over a whole walk of `kind` (prompt, resource;
+    registry/serving/pages.py, run in this thread: the handler runs it in an executor thread, which
+    the profiler does not see), and the queries of one cold page after a cursor."""
     from registry import changes
     from registry.serving import catalogs
     from registry.serving import pages as catalog_pages
@@ -243,15 +244,18 @@ def profile(handler: Any, ctx: Any, connection: Any, capture: Any) -> None:
     changes.bump_generation()
     viewer = Viewer()
 
+    key = {"prompt": "name", "resource": "uri"}[kind]
+
     def page(after: str | None) -> str | None:
-        part = catalog_pages.page_catalog("production", "prompt", viewer, after, 101)
-        listed = [p["name"] for p in part.prompts(viewer) if after is None or p["name"] > after]
+        part = catalog_pages.page_catalog("production", kind, viewer, after, 101)
+        items = part.prompts(viewer) if kind == "prompt" else part.resources(viewer)
+        listed = [p[key] for p in items if after is None or p[key] > after]
         return listed[99] if len(listed) > 100 else None
 
     second = page(None)
     with capture(connection) as queries:
         page(second)
-    print(f"\nqueries of one cold read (the run the second page starts): {len(queries)}")
+    print(f"\n{kind}s: queries of one cold read (the run the second page starts): {len(queries)}")
     for query in queries:
         print(f"  {query['time']}s  {query['sql'][:400]}")
     profiler = cProfile.Profile()
