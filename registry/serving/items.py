@@ -197,7 +197,9 @@ class _ListingWithoutSuggestions(Func):
 
     def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         sql, params = compiler.compile(self.source_expressions[0])
-        return f"(({sql}) - 'suggestions')::text", params
+        # jsonb refuses to take a key out of a scalar; a listing written around the model may be one.
+        return (f"(CASE WHEN jsonb_typeof({sql}) = 'object' THEN ({sql}) - 'suggestions' ELSE ({sql}) END)::text",
+                (*params, *params, *params))
 
 
 def listing_text(kind: str, share: bool) -> Any:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
 
 from registry import changes
 from registry.formats import buckets
-from registry.models import PromptMessage, ResourceVersion
+from registry.models import PromptMessage, PromptVersion, ResourceVersion
 from registry.release import rollouts
 from registry.serving import catalogs
 from registry.serving import pages as catalog_pages
@@ -123,3 +124,13 @@ def test_a_cold_page_leaves_completion_values_unread_and_lists_what_the_whole_ca
     assert part.prompts(Viewer()) == whole.prompts(Viewer())
     completed = whole.complete(Viewer(), {"type": "ref/prompt", "name": "greet"}, "topic", "b")
     assert completed["values"] == ["billing"]
+
+
+@pytest.mark.django_db
+def test_a_cold_page_serves_from_the_snapshot_a_listing_written_around_the_model_as_no_object():
+    release(make_prompt("greet"), note="v1")
+    cast = "::jsonb" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:  # what a write around the model could leave
+        cursor.execute(f"UPDATE {PromptVersion._meta.db_table} SET listing = %s{cast}", ['"not an object"'])
+    part = catalog_pages.page_catalog("production", "prompt", Viewer(), None, 10)
+    assert [p["name"] for p in part.prompts(Viewer())] == ["greet"]
