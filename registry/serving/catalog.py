@@ -359,6 +359,8 @@ class Catalog:
         self, viewer: Viewer, ref: Mapping[str, Any], argument_name: str, value: str,
         context: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
+        if self.partial:  # its rows were read without suggestions (items.listing_text)
+            raise RuntimeError("a part of the catalog answers no completion: ask the whole catalog")
         ref_type = ref.get("type") if isinstance(ref, Mapping) else None
         if not isinstance(argument_name, str) or not isinstance(value, str):
             raise InvalidArguments("completion/complete needs argument.name and argument.value as strings.")

@@ -305,7 +305,8 @@ def _shared(value: Any) -> Any:
 
 def _suggestions(listing: Mapping[str, Any], share: bool) -> Mapping[str, Sequence[str]]:
     """Completion's values per argument. A part (`share` false) reads its rows without them
-    (`listing_text`), as it answers list pages and reads, never a completion: it finds none."""
+    (`listing_text`), as it answers list pages and reads, never a completion (`Catalog.complete`
+    refuses to); what it finds anyway (a listing summarised from its snapshot) it keeps as decoded."""
     found = listing.get("suggestions") or {}
     if not share:
         return found

@@ -124,6 +124,8 @@ def test_a_cold_page_leaves_completion_values_unread_and_lists_what_the_whole_ca
     assert part.prompts(Viewer()) == whole.prompts(Viewer())
     completed = whole.complete(Viewer(), {"type": "ref/prompt", "name": "greet"}, "topic", "b")
     assert completed["values"] == ["billing"]
+    with pytest.raises(RuntimeError, match="whole catalog"):  # never a wrong "no such argument"
+        part.complete(Viewer(), {"type": "ref/prompt", "name": "greet"}, "topic", "b")
 
 
 @pytest.mark.django_db
