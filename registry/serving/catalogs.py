@@ -109,11 +109,10 @@ def read_entries(label: str, entry_ids: Mapping[str, Iterable[int] | None]) -> C
 def entry_item(label: str, kind: str, entry_id: int) -> Any | None:
     """The item `label` serves of one entry, with the rollout running on it, as the catalog holds
     it but for completion's suggestions, which a part leaves unread (None: `label` serves nothing
-    of it). With `viewer.served_item` this answers
-    "which version does this client get of this entry" for the admin pages without a whole
-    catalog (sync: a few queries). Always asks the database which rollouts run: an admin-only
-    process may never catch up on other processes' changes, so a probe kept per generation could
-    hide a rollout begun elsewhere."""
+    of it). With `viewer.served_item` this answers "which version does this client get of this
+    entry" for the admin pages without a whole catalog (sync: a few queries). Always asks the
+    database which rollouts run: an admin-only process may never catch up on other processes'
+    changes, so a probe kept per generation could hide a rollout begun elsewhere."""
     part = _read(label, None, None, {kind: [entry_id]}, fresh=True)
     pool: Iterable[Any] = {"prompt": part.prompt_items.values(), "resource": part.resource_items.values(),
                            "template": part.template_items}[kind]
