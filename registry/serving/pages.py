@@ -35,6 +35,7 @@ from registry.models import PRODUCTION
 from registry.serving import catalogs, dynamic
 from registry.serving import page_runs as runs
 from registry.serving.catalog import Catalog
+from registry.serving.heap import collector_paused
 from registry.serving.items import fallback_names
 from registry.serving.per_generation import remembered
 from registry.serving.viewer import Viewer, served_item
@@ -68,11 +69,12 @@ def page_catalog(label: str, kind: str, viewer: Viewer, after: str | None, count
         return found
     size = max(count, runs.next_size(label, kind, viewer, after))
     generation = changes.generation()  # before the first read: a change committed meanwhile retires the run
-    keyed = visible_keys(label, kind, viewer, after, size)
-    ids = [entry_id for entry_id, _key in keyed]
-    if kind == "resource":  # a stored resource of a dynamic resource's URI hides the dynamic one
-        ids += _ids_of(_served(label, kind).filter(sort_key__in=[p.uri for p in dynamic.fixed()]))
-    catalog = catalogs.read_entries(label, {kind: ids})
+    with collector_paused():  # the run's objects all survive: collecting meanwhile finds nothing (heap.py)
+        keyed = visible_keys(label, kind, viewer, after, size)
+        ids = [entry_id for entry_id, _key in keyed]
+        if kind == "resource":  # a stored resource of a dynamic resource's URI hides the dynamic one
+            ids += _ids_of(_served(label, kind).filter(sort_key__in=[p.uri for p in dynamic.fixed()]))
+        catalog = catalogs.read_entries(label, {kind: ids})
     catalog.generation = generation
     runs.add(runs.Run(label, kind, viewer.scope_tags, after, keyed[-1][1] if keyed else None, len(keyed) < size,
                       size, catalog))
