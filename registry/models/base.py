@@ -7,6 +7,8 @@ the next immutable version; release labels point at versions and are what client
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -84,13 +86,15 @@ class EntryManager(GuardedManager.from_queryset(EntryQuerySet)):  # type: ignore
 
 
 class LabelQuerySet(ServedQuerySet):
-    served_fields = frozenset({"entry", "version", "name"})
+    served_fields = frozenset({"entry", "version", "name", "served"})  # served: what cold pages list
 
     def bulk_create(self, objs, *args, **kwargs):
         objs = list(objs)
-        for label in objs:  # save() is not called: give each row its served key here
+        for label in objs:  # save() is not called: give each row its served key and projection here
             if not label.served_key:
                 label.served_key = served_key_of(label.version.listing, label.version.snapshot)
+            if not label.served:
+                label.served = served_projection(label.version)
         return super().bulk_create(objs, *args, **kwargs)
 
 
@@ -230,6 +234,24 @@ def served_key_of(listing: dict | None, snapshot: dict | None) -> str:
     return ""
 
 
+def served_projection(version: Any) -> str:
+    """What a label row keeps of the version it points at, for cold list pages to read label rows
+    alone (registry/serving/catalogs.py): JSON of [version id, number, creation time as SQLite
+    stores it (UTC, "YYYY-MM-DD HH:MM:SS[.ffffff]"), listing without completion's suggestions].
+    A version row carries its whole snapshot (a prompt's fills most of a database page), so
+    reading 20k of them for their listings was most of a cold walk's database time
+    (bench/cold_listing.py). Versions are immutable, so the projection goes stale only when the
+    row is pointed elsewhere; readers compare its version id with the row's and read the version
+    where they differ (a row written around the model)."""
+    listing = {k: v for k, v in (version.listing or {}).items() if k != "suggestions"}
+    created = version.created_at
+    stored = ""
+    if isinstance(created, datetime):
+        utc = created.astimezone(UTC) if created.tzinfo is not None else created
+        stored = utc.strftime("%Y-%m-%d %H:%M:%S") + (f".{utc.microsecond:06d}" if utc.microsecond else "")
+    return json.dumps([version.pk, version.number, stored, listing], ensure_ascii=False, separators=(",", ":"))
+
+
 class ReleaseLabel(models.Model):
     """A named pointer ('production', 'staging', custom) from an entry to one of its versions."""
 
@@ -245,6 +267,12 @@ class ReleaseLabel(models.Model):
         max_length=2048, blank=True, default="", editable=False,
         help_text="The served version's name or URI (served_key_of), kept on the label row so list "
                   "pages can be read from the database in key order by an index (registry/serving/pages.py).",
+    )
+
+    served = models.TextField(
+        _("served projection"), blank=True, default="", editable=False,
+        help_text="What the version lists, kept on the label row (served_projection), so cold list pages "
+                  "read label rows alone, not the version rows with their snapshots.",
     )
 
     objects = LabelManager()
@@ -264,6 +292,7 @@ class ReleaseLabel(models.Model):
         fields = kwargs.get("update_fields")
         if fields is None or {"version", "version_id"} & set(fields):
             self.served_key = served_key_of(self.version.listing, self.version.snapshot)
+            self.served = served_projection(self.version)
             if fields is not None:
-                kwargs["update_fields"] = [*fields, "served_key"]
+                kwargs["update_fields"] = [*fields, "served_key", "served"]
         super().save(*args, **kwargs)

@@ -66,7 +66,7 @@ from registry.models import (
     TemplateVariable,
     VersionedEntry,
 )
-from registry.models.base import label_name_validator, served_key_of
+from registry.models.base import label_name_validator, served_key_of, served_projection
 from registry.release import argument_guard, services
 from registry.release.uses import record_uses
 from registry.storage import blobs as content
@@ -382,11 +382,13 @@ class BulkWriter:
         for plan in self.publishes:
             # What ReleaseLabel.save() keeps on the row: cold list pages order and find entries by it.
             key = served_key_of(plan.version.listing, plan.version.snapshot)  # type: ignore[attr-defined]
+            served = served_projection(plan.version)
             for row, _move in plan.labels:
                 label = label_model(pk=row.pk, entry=plan.entry, name=row.name, protected=row.protected,
-                                    version=plan.version, moved_by=self.actor, moved_at=now, served_key=key)
+                                    version=plan.version, moved_by=self.actor, moved_at=now, served_key=key,
+                                    served=served)
                 (moved if row.pk is not None else created).append(label)
-        _update_rows(label_model, moved, ["version", "moved_by", "moved_at", "served_key"])
+        _update_rows(label_model, moved, ["version", "moved_by", "moved_at", "served_key", "served"])
         if created:  # the plain bulk_create: no served_rows_bulk_created, each label's change is recorded here
             models.QuerySet(label_model).bulk_create(created, batch_size=CHUNK)
 

@@ -37,6 +37,7 @@ from registry.serving.items import (
     forget_shared,
     listing_text,
     pick_served,
+    projected_rows,
     rollout_applies,
     snippet_of,
     with_parts,
@@ -144,6 +145,8 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         ids = reread.get(kind) if partial else None
         if ids is not None:
             qs = qs.filter(id_in(model, "entry_id", ids))
+        if not share:  # a part: from the label rows' projections of their versions
+            return projected_rows(qs.order_by("entry_id", "name"), kind)
         qs = qs.annotate(listing_text=listing_text(kind, share)).order_by("entry_id", "name")
         if kind != "resource":  # only resources list a date
             return (Row(entry_id, name, version_id, number, decode_listing(listing, share), None)

@@ -221,6 +221,34 @@ def created_stored() -> Any:
     return F("version__created_at")
 
 
+def projected_rows(rows: Any, kind: str) -> list[Row]:
+    """The rows of a part read from the label rows' projections of their versions
+    (registry.models.base.served_projection), in entry order: no version row is read, as a
+    version row holds its whole snapshot. A row whose projection is missing, malformed or names
+    another version than the row does (written around the model) is read from its version as a
+    whole build reads it, so a stale projection is never served."""
+    found: list[Row] = []
+    stale: list[int] = []
+    for pk, entry_id, name, version_id, served in rows.values_list(
+            "pk", "entry_id", "name", "version_id", "served").iterator(chunk_size=2000):
+        try:
+            projected_version, number, created, listing = _loads(served)
+        except (ValueError, TypeError):  # none, or not the projection's shape
+            stale.append(pk)
+            continue
+        if projected_version != version_id or not isinstance(listing, dict) or not created:
+            stale.append(pk)
+            continue
+        found.append(Row(entry_id, name, version_id, number, listing, created))
+    if stale:
+        from_versions = rows.filter(pk__in=stale).annotate(
+            listing_text=listing_text(kind, False), created_stored=created_stored())
+        found += (Row(entry_id, name, version_id, number, decode_listing(listing, False), created)
+                  for entry_id, name, version_id, number, listing, created in from_versions.values_list(*ROW_FIELDS))
+        found.sort(key=lambda row: (row.entry_id, row.name))
+    return found
+
+
 # Django's SQLite backend stores an aware datetime as its UTC value's str(): "YYYY-MM-DD HH:MM:SS"
 # with ".ffffff" when the microseconds are not 0. Anything else (written around the model, or a
 # future Django) is parsed instead.

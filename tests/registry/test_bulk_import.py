@@ -244,11 +244,11 @@ def test_a_bulk_import_sends_one_announcement_and_reimporting_it_writes_nothing(
     assert not Prompt.objects.filter(name="two-greet", revision__gt=2).exists()
 
 
-def test_label_rows_written_in_bulk_carry_the_served_key_of_their_version(tmp_path):
-    """Cold list pages read the served key off the label row (registry/serving/pages.py): a bulk-created
-    label without one sends every page down the slow path, and a label moved onto a renamed draft's
-    new version must follow the new name."""
-    from registry.models.base import served_key_of
+def test_label_rows_written_in_bulk_carry_the_served_key_and_projection_of_their_version(tmp_path):
+    """Cold list pages read the served key and the version's projection off the label row
+    (registry/serving/pages.py, catalogs.py): a bulk-created label without them sends pages down
+    the slow path, and a label moved onto a renamed draft's new version must follow the new name."""
+    from registry.models.base import served_key_of, served_projection
 
     path = tmp_path / "doc.yaml"
     path.write_text(document("two", 1))
@@ -262,6 +262,7 @@ def test_label_rows_written_in_bulk_carry_the_served_key_of_their_version(tmp_pa
         rows = list(model.objects.select_related("version"))
         assert rows and all(label.served_key == served_key_of(label.version.listing, label.version.snapshot)
                             for label in rows), model.__name__
+        assert all(label.served == served_projection(label.version) for label in rows), model.__name__
     assert set(PromptLabel.objects.filter(entry=greet).values_list("served_key", flat=True)) == {"two-hello"}
 
 
