@@ -14,6 +14,14 @@ class RegistryConfig(AppConfig):
 
         receivers.connect()
         credentials.connect()
+        from django.db.models.signals import pre_save
+
+        from registry.models import PromptLabel, ResourceLabel, ResourceTemplateLabel, SnippetLabel
+        from registry.models.base import project_loaded_label
+
+        for label_model in (PromptLabel, ResourceLabel, ResourceTemplateLabel, SnippetLabel):
+            # A fixture restore's label rows take their version's projection as loaded.
+            pre_save.connect(project_loaded_label, sender=label_model, dispatch_uid=f"registry.project:{label_model}")
         # A draft change makes open requests for the draft stale: told once, in the changing transaction.
         signals.audit_recorded.connect(stale.audit_recorded, dispatch_uid="registry.stale_requests")
         signals.audits_recorded.connect(stale.audits_recorded, dispatch_uid="registry.stale_requests_bulk")

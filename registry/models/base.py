@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.validators import RegexValidator
-from django.db import models
+from django.db import connection, models
 from django.utils.translation import gettext_lazy as _
 
 from registry.errors import BulkUpdateRefused, ImmutableVersionError
@@ -234,6 +234,19 @@ def served_key_of(listing: dict | None, snapshot: dict | None) -> str:
     return ""
 
 
+def _in_jsonb_order(value: Any) -> Any:
+    """`value` with every object's keys in the order PostgreSQL's jsonb returns them (shorter keys
+    first, equal lengths by their UTF-8 bytes), as a listing read from a jsonb column has them:
+    the projection must list keys in the order a whole build does, byte for byte (pinned by
+    tests/mcp_endpoint/test_pagination_cold.py on PostgreSQL)."""
+    if isinstance(value, dict):
+        ordered = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
+        return {key: _in_jsonb_order(value[key]) for key in ordered}
+    if isinstance(value, list):
+        return [_in_jsonb_order(item) for item in value]
+    return value
+
+
 def served_projection(version: Any) -> str:
     """What a label row keeps of the version it points at, for cold list pages to read label rows
     alone (registry/serving/catalogs.py): JSON of [version id, number, creation time as SQLite
@@ -243,13 +256,28 @@ def served_projection(version: Any) -> str:
     (bench/cold_listing.py). Versions are immutable, so the projection goes stale only when the
     row is pointed elsewhere; readers compare its version id with the row's and read the version
     where they differ (a row written around the model)."""
-    listing = {k: v for k, v in (version.listing or {}).items() if k != "suggestions"}
+    listing: Any = {k: v for k, v in (version.listing or {}).items() if k != "suggestions"}
+    if connection.vendor == "postgresql":  # as the version's listing reads back, so both paths list alike
+        listing = _in_jsonb_order(listing)
     created = version.created_at
     stored = ""
     if isinstance(created, datetime):
         utc = created.astimezone(UTC) if created.tzinfo is not None else created
         stored = utc.strftime("%Y-%m-%d %H:%M:%S") + (f".{utc.microsecond:06d}" if utc.microsecond else "")
     return json.dumps([version.pk, version.number, stored, listing], ensure_ascii=False, separators=(",", ":"))
+
+
+def project_loaded_label(sender: Any, instance: ReleaseLabel, raw: bool = False, **kwargs: Any) -> None:
+    """pre_save of label rows: a raw save (loaddata, a fixture restore) writes the row as dumped,
+    projection included, but the dump may not keep what the version holds (Django's serialiser
+    keeps milliseconds of its creation time, not microseconds), so the projection is taken again
+    from the version as loaded, or dropped ("": read from the version) if it is not loaded yet."""
+    if not raw:
+        return
+    model: Any = type(instance)
+    version = model._meta.get_field("version").related_model._default_manager.filter(
+        pk=getattr(instance, "version_id", None)).first()
+    instance.served = served_projection(version) if version is not None else ""
 
 
 class ReleaseLabel(models.Model):

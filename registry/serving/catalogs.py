@@ -101,7 +101,9 @@ def read_entries(label: str, entry_ids: Mapping[str, Iterable[int] | None]) -> C
     """A catalog of `label` holding only the given entries of each kind (None: every entry of that
     kind; a kind left out: none), plus every entry with a running rollout on the label, so that
     `personalised()` and `variant()` answer as the whole catalog would. Never cached: it answers
-    one request while the whole catalog warms up (registry/serving/pages.py)."""
+    one request while the whole catalog warms up (registry/serving/pages.py). Its rows are read
+    from the label rows' projections of their versions (`items.projected_rows`), not from the
+    version rows a whole build reads."""
     rolled = rollout_entries(fallback_names(label))
     return _read(label, None, None, {kind: None if ids is None else sorted(set(ids) | rolled.get(kind, frozenset()))
                                      for kind, ids in {**dict.fromkeys(rolled, ()), **entry_ids}.items()})

@@ -5,7 +5,8 @@ Building a label's whole catalog reads every entry it serves (about a second at 
 catalog, would wait for it. Instead such a request is answered from the database: the entries
 of its page are found in key order (keyset: key > the cursor's last key, LIMIT page + 1, or a
 longer run when the request continues a walk, registry/serving/page_runs.py) and the catalog
-code builds just those (`catalogs.read_entries`), so the label fallback, scope tags, rollouts
+code builds just those (`catalogs.read_entries`, from the label rows' projections of their
+versions, registry.models.base.served_projection), so the label fallback, scope tags, rollouts
 and dynamic resources follow the catalog's own rules; meanwhile the whole catalog warms up in
 the background (registry/serving/warmup.py).
 
