@@ -150,6 +150,12 @@ async def test_a_process_without_streams_still_serves_changes_committed_elsewher
     headers, body = modern_request("resources/read", {"uri": "test://static-text"})
     first = await call_asgi(app, "POST", headers, body)
     assert first.json()["result"]["contents"][0]["text"].startswith("This is the content")
+    # The read answered from its one entry and started the catalog's build: let it end first, as the
+    # test database (SQLite's shared in-memory cache) locks a table a reader holds, where a file in
+    # WAL mode lets the writer through.
+    from registry.serving import warmup
+
+    warmup.join()
     with monkeypatch.context() as patch:  # committed "by another process": no announcement here at all
         patch.setattr(ChangeBatch, "__call__", lambda self: None)
         await edit_and_publish_resource("test://static-text", "Changed elsewhere")
