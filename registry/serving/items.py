@@ -26,6 +26,7 @@ from registry.authoring.listing import listing_of
 from registry.formats.uris import UriTemplateMatcher, lookup_uri, normalize_uri_template
 from registry.kinds import KINDS
 from registry.models.base import PRODUCTION
+from registry.serving.id_lists import id_in
 
 try:  # several times faster than the stdlib decoder, and it shares repeated keys
     from orjson import loads as _loads
@@ -241,7 +242,7 @@ def projected_rows(rows: Any, kind: str) -> list[Row]:
             continue
         found.append(Row(entry_id, name, version_id, number, listing, created))
     if stale:
-        from_versions = rows.filter(pk__in=stale).annotate(
+        from_versions = rows.filter(id_in(rows.model, "id", stale)).annotate(
             listing_text=listing_text(kind, False), created_stored=created_stored())
         found += (Row(entry_id, name, version_id, number, decode_listing(listing, False), created)
                   for entry_id, name, version_id, number, listing, created in from_versions.values_list(*ROW_FIELDS))
