@@ -2,6 +2,7 @@
 cold list page reads label rows alone. Existing rows get it from their version; rows of an
 older projection or none are read from the version anyway (registry/serving/catalogs.py)."""
 
+from itertools import islice
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,16 +21,11 @@ def forwards(apps: Any, schema_editor: Any) -> None:
         sql = f"UPDATE {quote(labels._meta.db_table)} SET {quote('served')} = %s WHERE {quote('id')} = %s"
         rows = labels.objects.values_list("pk", "version_id", "version__number", "version__created_at",
                                           "version__listing")
-        batch: list[tuple[str, int]] = []
-        for pk, version_id, number, created_at, listing in rows.iterator(chunk_size=2000):
-            version = SimpleNamespace(pk=version_id, number=number, created_at=created_at, listing=listing)
-            batch.append((served_projection(version), pk))
-            if len(batch) >= 2000:
-                with connection.cursor() as cursor:  # the label manager refuses update() of `served`
-                    cursor.executemany(sql, batch)
-                batch = []
-        if batch:
-            with connection.cursor() as cursor:
+        found = rows.iterator(chunk_size=2000)
+        while batch := [(served_projection(SimpleNamespace(pk=version_id, number=number, created_at=created_at,
+                                                           listing=listing)), pk)
+                        for pk, version_id, number, created_at, listing in islice(found, 2000)]:
+            with connection.cursor() as cursor:  # the label manager refuses update() of `served`
                 cursor.executemany(sql, batch)
 
 

@@ -261,9 +261,8 @@ def served_projection(version: Any) -> str:
         listing = _in_jsonb_order(listing)
     created = version.created_at
     stored = ""
-    if isinstance(created, datetime):
-        utc = created.astimezone(UTC) if created.tzinfo is not None else created
-        stored = utc.strftime("%Y-%m-%d %H:%M:%S") + (f".{utc.microsecond:06d}" if utc.microsecond else "")
+    if isinstance(created, datetime):  # str() of the naive UTC value: what Django's SQLite backend stores
+        stored = str((created.astimezone(UTC) if created.tzinfo is not None else created).replace(tzinfo=None))
     return json.dumps([version.pk, version.number, stored, listing], ensure_ascii=False, separators=(",", ":"))
 
 
