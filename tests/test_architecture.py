@@ -194,6 +194,15 @@ def test_no_module_reads_the_private_state_of_djangos_transactions():
     assert found == []
 
 
+def test_label_rows_leave_archived_entries_out_through_their_queryset_alone():
+    """Which label rows are served (those of unarchived entries) is `LabelQuerySet.of_unarchived_entries`:
+    a filter across the relation (`entry__archived_at`) reads every entry's row, draft and all."""
+    found = [str(path.relative_to(ROOT)) for folder in PACKAGES
+             for path in sorted((ROOT / folder).rglob("*.py")) if "migrations" not in path.parts
+             if "entry__archived_at" in path.read_text()]
+    assert found == []
+
+
 # Rules with one definition: the names that decide them, and the only modules that may use them.
 # A second module deciding the same thing (say, which clients a rollout reaches) fails here.
 ONE_PLACE = {

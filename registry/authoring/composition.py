@@ -27,8 +27,8 @@ def snippet_version_text(name: str, number: int) -> str | None:
 
 def served_snippet_number(name: str, label: str) -> int | None:
     """The version number of snippet `name` that label `label` serves (production's where it has none)."""
-    rows = dict(SnippetLabel.objects.filter(entry__name=name, entry__archived_at__isnull=True,
-                                            name__in={label, PRODUCTION}).values_list("name", "version__number"))
+    rows = dict(SnippetLabel.objects.filter(entry__name=name, name__in={label, PRODUCTION}).of_unarchived_entries()
+                .values_list("name", "version__number"))
     return rows.get(label, rows.get(PRODUCTION))
 
 

@@ -537,7 +537,7 @@ def export_document(*, include_archived: bool = False) -> dict[str, list[dict[st
         entries = list(entries)
         label_rows = kind.label_model.objects.all()
         if not include_archived:
-            label_rows = label_rows.filter(entry__archived_at__isnull=True)
+            label_rows = label_rows.of_unarchived_entries()
         labels: dict[int, list[tuple[str, int]]] = {}
         for entry_id, name, number in label_rows.order_by("entry_id", "name").values_list(
                 "entry_id", "name", "version__number"):

@@ -145,7 +145,7 @@ def dependents(snippet_name: str, label: str) -> list[tuple[str, str, str]]:
         numbers.setdefault(kind, set()).add((entry_id, number))
     for kind, ids in sorted(versions.items()):
         spec = KINDS[kind]
-        rows = spec.label_model.objects.filter(version_id__in=sorted(ids), entry__archived_at__isnull=True)
+        rows = spec.label_model.objects.filter(version_id__in=sorted(ids)).of_unarchived_entries()
         if label != PRODUCTION:
             rows = rows.filter(name=label)
         for key, name in rows.values_list(f"entry__{spec.key_field}", "name").order_by(f"entry__{spec.key_field}",
@@ -159,8 +159,8 @@ def dependents(snippet_name: str, label: str) -> list[tuple[str, str, str]]:
     for kind in sorted({kind for kind, _entry_id, _name in candidates}):
         spec = KINDS[kind]
         keys = dict(spec.label_model.objects.filter(
-            entry_id__in={entry_id for k, entry_id, _n in candidates if k == kind}, entry__archived_at__isnull=True,
-        ).values_list("entry_id", f"entry__{spec.key_field}"))
+            entry_id__in={entry_id for k, entry_id, _n in candidates if k == kind},
+        ).of_unarchived_entries().values_list("entry_id", f"entry__{spec.key_field}"))
         for k, entry_id, name in candidates:
             if k == kind and entry_id in keys:
                 out[(kind, keys[entry_id], name)] = None

@@ -141,7 +141,7 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
     share = not partial  # a part answers one request: its values are not worth sharing
 
     def rows(model: Any, kind: str) -> Iterable[Row]:
-        qs = model.objects.filter(name__in=names, entry__archived_at__isnull=True)
+        qs = model.objects.filter(name__in=names).of_unarchived_entries()
         if base is not None:
             qs = qs.filter(**{_KEY_FIELDS[kind]: sorted(wanted.get(kind, ()))})
         ids = reread.get(kind) if partial else None

@@ -105,7 +105,7 @@ def read_snippet_maps(label: str) -> SnippetMaps:
     """The snippet rows `label`'s catalog resolves from (its own and production's; one query)."""
     rows: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {name: {} for name in fallback_names(label)}
     for row_name, name, number, listing in SnippetLabel.objects.filter(
-            name__in=fallback_names(label), entry__archived_at__isnull=True).values_list(
+            name__in=fallback_names(label)).of_unarchived_entries().values_list(
             "name", "entry__name", "version__number", "version__listing"):
         rows[row_name][name] = (number, tuple((listing or {}).get("includes") or ()))
     return SnippetMaps(label, rows)

@@ -38,7 +38,7 @@ def served_fingerprint(label: str) -> Fingerprint:
     out: Fingerprint = {}
     keys: dict[tuple[str, int], str] = {}  # (kind, entry id) -> the key its item is served under
     for kind, model, key_field in _MODELS:
-        rows = (model.objects.filter(name__in=names, entry__archived_at__isnull=True)
+        rows = (model.objects.filter(name__in=names).of_unarchived_entries()
                 .order_by("entry_id", "name")
                 .values_list("entry_id", "name", key_field, "version__number", named=True))
         for entry_id, row in pick_served(rows, label).items():
@@ -54,7 +54,7 @@ def served_fingerprint(label: str) -> Fingerprint:
         if key is None or served is None or not rollout_applies(served[1], served[0], rollout_label, candidate):
             continue
         out[(kind, key)] = (*served[:2], (percent, candidate))
-    snippet_rows: list[Any] = list(SnippetLabel.objects.filter(name__in=names, entry__archived_at__isnull=True)
+    snippet_rows: list[Any] = list(SnippetLabel.objects.filter(name__in=names).of_unarchived_entries()
                         .order_by("entry_id", "name").values_list("entry_id", "name", "entry__name",
                                                                   "version__number", named=True))
     for row in pick_served(snippet_rows, label).values():

@@ -157,7 +157,7 @@ def _served(label: str, kind: str) -> QuerySet[Any]:
     production's), annotated with the served key as `sort_key`."""
     labels: Any = KINDS[kind].label_model.objects
     names = fallback_names(label)
-    rows = labels.filter(name__in=names, entry__archived_at__isnull=True)
+    rows = labels.filter(name__in=names).of_unarchived_entries()
     if label != PRODUCTION:
         rows = rows.filter(Q(name=label) | ~Exists(labels.filter(entry_id=OuterRef("entry_id"), name=label)))
     if remembered(("unkeyed label rows", kind, tuple(names)),
