@@ -72,3 +72,33 @@ def test_a_pages_keyset_is_read_from_the_label_index_alone_in_order(live_and_arc
     assert f"COVERING INDEX {kind}label_by_key" in plan, plan
     assert "TEMP B-TREE" not in plan, plan  # no sort: the index holds (name, served key, entry id) in order
     assert f"COVERING INDEX registry_{kind}_archived_at" in plan, plan  # the archived ids, from their index
+
+
+@only_sqlite
+@pytest.mark.django_db(transaction=True)
+def test_indexing_archived_at_leaves_the_entry_tables_as_they_are():
+    """SQLite alters a field by copying its table: for the entry tables, every draft. Migration 0030
+    creates the index alone, so each entry table keeps its definition (a copy would move the column)."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    tables = [f"registry_{name}" for name in ("prompt", "resource", "resourcetemplate", "snippet")]
+
+    def definitions() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name IN (%s, %s, %s, %s) "
+                           "ORDER BY name", tables)
+            return [row[0] for row in cursor.fetchall()]
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("registry", "0029_label_served_projection")])
+    try:
+        before = definitions()
+        MigrationExecutor(connection).migrate([("registry", "0030_label_keys_cover_entry")])
+        assert definitions() == before
+        with connection.cursor() as cursor:
+            indexed = {table for table, in cursor.execute(
+                "SELECT tbl_name FROM sqlite_master WHERE type = 'index' AND sql LIKE '%(archived_at)'")}
+        assert indexed == set(tables)
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
