@@ -10,6 +10,8 @@ field by copying its whole table, which for the entry tables would copy every dr
 
 from django.db import migrations, models
 
+LABELS = ("promptlabel", "resourcelabel", "resourcetemplatelabel", "snippetlabel")
+
 
 def _index_archived_at(model_name: str, index_name: str) -> migrations.SeparateDatabaseAndState:
     """`archived_at` gains db_index (its index named as Django names it, so a later AlterField
@@ -31,40 +33,12 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RemoveIndex(
-            model_name='promptlabel',
-            name='promptlabel_by_key',
-        ),
-        migrations.RemoveIndex(
-            model_name='resourcelabel',
-            name='resourcelabel_by_key',
-        ),
-        migrations.RemoveIndex(
-            model_name='resourcetemplatelabel',
-            name='resourcetemplatelabel_by_key',
-        ),
-        migrations.RemoveIndex(
-            model_name='snippetlabel',
-            name='snippetlabel_by_key',
-        ),
-        _index_archived_at('prompt', 'registry_prompt_archived_at_bbc35902'),
-        _index_archived_at('resource', 'registry_resource_archived_at_de5ff726'),
-        _index_archived_at('resourcetemplate', 'registry_resourcetemplate_archived_at_add16ac2'),
-        _index_archived_at('snippet', 'registry_snippet_archived_at_13435735'),
-        migrations.AddIndex(
-            model_name='promptlabel',
-            index=models.Index(fields=['name', 'served_key', 'entry'], name='promptlabel_by_key'),
-        ),
-        migrations.AddIndex(
-            model_name='resourcelabel',
-            index=models.Index(fields=['name', 'served_key', 'entry'], name='resourcelabel_by_key'),
-        ),
-        migrations.AddIndex(
-            model_name='resourcetemplatelabel',
-            index=models.Index(fields=['name', 'served_key', 'entry'], name='resourcetemplatelabel_by_key'),
-        ),
-        migrations.AddIndex(
-            model_name='snippetlabel',
-            index=models.Index(fields=['name', 'served_key', 'entry'], name='snippetlabel_by_key'),
-        ),
+        *(migrations.RemoveIndex(model_name=label, name=f"{label}_by_key") for label in LABELS),
+        _index_archived_at("prompt", "registry_prompt_archived_at_bbc35902"),
+        _index_archived_at("resource", "registry_resource_archived_at_de5ff726"),
+        _index_archived_at("resourcetemplate", "registry_resourcetemplate_archived_at_add16ac2"),
+        _index_archived_at("snippet", "registry_snippet_archived_at_13435735"),
+        *(migrations.AddIndex(model_name=label, index=models.Index(fields=["name", "served_key", "entry"],
+                                                                   name=f"{label}_by_key"))
+          for label in LABELS),
     ]
