@@ -18,6 +18,7 @@ import dataclasses
 from typing import Any
 
 from ..handlers.identity import authenticate
+from ..handlers.reads import serving
 from ..wire import errors, jsonrpc
 from ..wire.context import Identity
 from ..wire.sessions import peer_key
@@ -76,7 +77,15 @@ class Dispatcher:
         """One HTTP POST body. Never raises for protocol problems: returns an error Reply.
 
         Anonymous callers' streams are budgeted, and may be cancelled, per network
-        (``identity.peer``, set by ``authenticate``)."""
+        (``identity.peer``, set by ``authenticate``).
+
+        Marked as served meanwhile, so a catalog build running beside it gives way
+        (registry/serving/yielding.py)."""
+        with serving():
+            return await self._post(headers, body, identity, duplicated_header=duplicated_header)
+
+    async def _post(self, headers: dict[str, str], body: bytes, identity: Identity, *,
+                    duplicated_header: str | None = None) -> Reply:
         try:
             obj = jsonrpc.parse_body(body)
         except errors.McpError as exc:

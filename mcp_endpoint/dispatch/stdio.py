@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..handlers.identity import authenticate_stdio
+from ..handlers.reads import serving
 from ..notify.hub import hub as notification_hub
 from ..notify.listeners import DROP, Listener, StreamLimitReached
 from ..wire import errors, jsonrpc
@@ -81,7 +82,13 @@ def stdio_identity(client_name: str | None) -> Identity:
 
 
 async def handle_line(line: bytes, state: StdioState) -> bytes | None:
-    """One stdio line (message or 2025-03-26 batch) -> reply line or None."""
+    """One stdio line (message or 2025-03-26 batch) -> reply line or None. Marked as served
+    meanwhile, so a catalog build running beside it gives way (registry/serving/yielding.py)."""
+    with serving():
+        return await _handle_line(line, state)
+
+
+async def _handle_line(line: bytes, state: StdioState) -> bytes | None:
     try:
         obj = jsonrpc.parse_body(line)
     except errors.McpError as exc:

@@ -22,7 +22,7 @@ from django.conf import settings
 from ..notify.hub import hub as notification_hub
 from ..settings import mcp_settings, on_reload
 from ..wire.context import RequestContext
-from .reads import PATTERN_VALUE_MAX_LENGTH, ContentNotLoaded, source
+from .reads import PATTERN_VALUE_MAX_LENGTH, ContentNotLoaded, awaiting_build, source
 from .result_cache import ResultCache
 
 results = ResultCache(lambda: mcp_settings.RESULT_CACHE_BYTES, lambda: mcp_settings.RESULT_CACHE_SIZE)
@@ -50,7 +50,8 @@ async def get_catalog(label: str) -> Any:
     if catalog is not None:
         return catalog
     await _start_hub()
-    return await asyncio.shield(asyncio.wrap_future(source.warm_catalog(label)))
+    with awaiting_build():  # the build need not give way to a request that waits for it
+        return await asyncio.shield(asyncio.wrap_future(source.warm_catalog(label)))
 
 
 async def _start_hub() -> None:

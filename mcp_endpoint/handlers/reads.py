@@ -16,6 +16,7 @@ from registry.serving import pages as catalog_pages
 from registry.serving import clients
 from registry.serving import fetches
 from registry.serving import warmup
+from registry.serving.yielding import awaiting_build, serving
 from registry.formats.argtypes import PATTERN_VALUE_MAX_LENGTH
 from registry.formats.argtypes import form_schema
 from registry.formats.argtypes import from_form
@@ -41,8 +42,8 @@ from registry.formats.uris import lookup_uri
 __all__ = [
     "PATTERN_VALUE_MAX_LENGTH", "PRODUCTION", "TOKEN_PREFIX", "ArgumentErrors", "ContentMissing",
     "ContentNotLoaded", "InvalidArguments", "InvalidUri", "MissingArguments", "RegistryError",
-    "RegistrySource", "SnippetUnavailable", "UnknownPrompt", "UnknownResource", "form_schema", "from_form",
-    "hash_token", "lookup_uri", "outage_of", "source", "still_serves",
+    "RegistrySource", "SnippetUnavailable", "UnknownPrompt", "UnknownResource", "awaiting_build", "form_schema",
+    "from_form", "hash_token", "lookup_uri", "outage_of", "serving", "source", "still_serves",
 ]
 
 

@@ -51,6 +51,7 @@ from .listeners import DROP, Listener, StreamLimitReached, session_group
 from .reads import (
     Catalog,
     Change,
+    awaiting_build,
     bump_generation,
     cached_catalog,
     followers,
@@ -154,7 +155,8 @@ class Hub:
             # Built in the background (registry/serving/warmup.py), so list pages read meanwhile are not
             # queued behind the build in the database executor. Kept (and advanced by every
             # delivery) from now on, so later listeners of the label are judged on the same record.
-            catalog = await asyncio.shield(asyncio.wrap_future(warm(label)))
+            with awaiting_build():  # a listen request waiting here: the build need not give way to it
+                catalog = await asyncio.shield(asyncio.wrap_future(warm(label)))
             self.told.setdefault(label, Told.of(catalog))
         if listener.session_id is not None:  # one delivering GET stream per legacy session
             for other in [each for each in self.listeners if each.session_id == listener.session_id]:

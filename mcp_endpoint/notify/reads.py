@@ -41,10 +41,12 @@ from registry.signals import registry_changed
 from registry.serving.viewer import may_differ_by_client
 from registry.serving.viewer import served_item
 from registry.serving.warmup import warm
+from registry.serving.yielding import awaiting_build
 # isort: on
 
 __all__ = [
-    "PRODUCTION", "Catalog", "Change", "ChangeBatch", "Viewer", "affected_uris", "bump_generation",
+    "PRODUCTION", "Catalog", "Change", "ChangeBatch", "Viewer", "affected_uris", "awaiting_build",
+    "bump_generation",
     "cached_catalog", "catalog_for", "change_log_bounds", "change_rows_after", "changes_after",
     "changes_wanted", "credentials_changed", "followers", "forget_cached_tokens", "forget_catalogs",
     "held_labels", "may_differ_by_client", "parts_behind", "prune_change_log", "recent_ids", "refresh_catalog",

@@ -43,6 +43,7 @@ from registry.serving.items import (
     with_parts,
 )
 from registry.serving.per_generation import remembered
+from registry.serving.yielding import CHECKPOINT_EVERY, checkpoint
 
 _cache: dict[str, Catalog] = {}
 _build_lock = threading.Lock()
@@ -182,8 +183,12 @@ def _read(label: str, base: Catalog | None, changed: list[tuple[str, str]] | Non
         # item is built at once: the decoded rows it does not keep are freed before the next
         # entry's are read, and their memory is reused instead of left as holes between the
         # items kept (holding every row first left about a third of the catalog's size free).
+        # A whole build gives way to the requests served beside it every CHECKPOINT_EVERY
+        # entries (registry/serving/yielding.py); a part is a request's own read and never pauses.
         keys = read_keys.setdefault(kind, {})
-        for _entry_id, entry_rows in groupby(rows(model, kind), key=attrgetter("entry_id")):
+        for count, (_entry_id, entry_rows) in enumerate(groupby(rows(model, kind), key=attrgetter("entry_id"))):
+            if share and count % CHECKPOINT_EVERY == 0:
+                checkpoint()
             for row in pick_served(entry_rows, label).values():
                 item = compose(ITEM_BUILDERS[kind](row, share), row.listing, maps)
                 keys[row.entry_id] = item.key

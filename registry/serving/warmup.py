@@ -3,7 +3,9 @@
 The MCP endpoint answers list pages from the database while a catalog is missing
 (registry/serving/pages.py) and asks for it here; requests that need the whole catalog
 (get, read, completion) wait on the same build. The build runs in a thread of its own rather
-than in the endpoint's database executor, so the page queries are not queued behind it.
+than in the endpoint's database executor, so the page queries are not queued behind it, and it
+gives way to the requests served meanwhile (registry/serving/yielding.py), so a cold walk's pages
+do not wait behind it for the GIL.
 A change committed during the build bumps the generation, so the finished catalog is already
 stale: list requests read the database meanwhile, and a request that asks for the catalog
 after the change gets a build started after it (the builds take turns under the catalog's
@@ -19,7 +21,7 @@ from concurrent.futures import Future
 from django.db import connections
 
 from registry import changes
-from registry.serving import catalogs, page_runs
+from registry.serving import catalogs, page_runs, yielding
 from registry.serving.catalog import Catalog
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,8 @@ def warm(label: str) -> Future[Catalog]:
 
 def _build(label: str, future: Future[Catalog]) -> None:
     try:
-        catalog = catalogs.load_catalog(label)
+        with yielding.building():  # gives way to the requests served meanwhile
+            catalog = catalogs.load_catalog(label)
         page_runs.forget(label)  # the catalog answers its pages now: the runs read meanwhile are not needed
         future.set_result(catalog)
     except BaseException as exc:  # the next request starts another build

@@ -1,0 +1,119 @@
+"""A background catalog build gives way to the requests served beside it.
+
+Why: the whole catalog is built in a thread of the serving process (registry/serving/warmup.py),
+and building items is Python work that holds the GIL. CPython hands the GIL to a waiting thread
+only once per switch interval (5 ms by default), so while a build ran right after a restart, every
+list page waited up to that long for the event loop to run again: over HTTP, a cold walk of 20k
+prompts took 2.1-2.8 s beside the build and 0.66 s without it (bench/restart_listing.py). Two
+remedies, both public CPython behaviour:
+
+- while any build runs, the interpreter's switch interval is lowered to BUILD_SWITCH_INTERVAL
+  (`sys.setswitchinterval`), and restored when the last build ends, so a request that arrives
+  mid-build waits at most about that long for the GIL;
+- a build calls `checkpoint()` between entries; while a request is being served (the protocol
+  layer marks it with `serving()`), the build sleeps there in short steps, so the request's threads
+  have the GIL to themselves, but never longer than MAX_PAUSE in a row: between two pauses the
+  build does CHECKPOINT_EVERY entries of work, so a steady stream of requests slows it down and
+  never stops it.
+
+A request that itself waits for the build (a get or read that needs the whole catalog) marks that
+wait with `awaiting_build()`, so it is not counted as served while it waits: the build would
+otherwise give way to the very request waiting for it.
+
+Only a build thread (inside `building()`) ever pauses: a request's own reads of part of the catalog
+(registry/serving/pages.py) pass the same checkpoints at no cost.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+BUILD_SWITCH_INTERVAL = 0.0005  # seconds; the GIL's hand-over period while a build runs
+PAUSE_STEP = 0.0005  # seconds a paused build sleeps before looking again
+MAX_PAUSE = 0.005  # seconds a build may pause in a row, before its next CHECKPOINT_EVERY entries
+CHECKPOINT_EVERY = 64  # entries a build reads between checkpoints (about 1 ms of work here)
+
+_lock = threading.Lock()
+_state = {"serving": 0, "builds": 0}
+_restore_interval: list[float] = []  # the switch interval before the first running build lowered it
+_in_request: ContextVar[bool] = ContextVar("registry_serving_request", default=False)
+_builder = threading.local()
+
+
+def requests_served() -> int:
+    """How many requests are being served now (awaiting the build not counted)."""
+    return _state["serving"]
+
+
+def _count(delta: int) -> None:
+    with _lock:
+        _state["serving"] += delta
+
+
+@contextmanager
+def serving() -> Iterator[None]:
+    """Marks the request served inside the block: a running build gives way to it."""
+    _count(1)
+    token = _in_request.set(True)
+    try:
+        yield
+    finally:
+        _in_request.reset(token)
+        _count(-1)
+
+
+@contextmanager
+def awaiting_build() -> Iterator[None]:
+    """Marks the block as waiting for the build: the request served here (if any) is not counted
+    meanwhile, so the build does not give way to the request that waits for it."""
+    if not _in_request.get():
+        yield
+        return
+    _count(-1)
+    token = _in_request.set(False)
+    try:
+        yield
+    finally:
+        _in_request.reset(token)
+        _count(1)
+
+
+@contextmanager
+def building() -> Iterator[None]:
+    """Marks this thread as running a background build: its checkpoints give way to requests, and
+    the switch interval stays lowered until the last such build ends."""
+    with _lock:
+        if _state["builds"] == 0:
+            before = sys.getswitchinterval()
+            _restore_interval[:] = [before]
+            sys.setswitchinterval(min(before, BUILD_SWITCH_INTERVAL))
+        _state["builds"] += 1
+    _builder.active = True
+    try:
+        yield
+    finally:
+        _builder.active = False
+        with _lock:
+            _state["builds"] -= 1
+            if _state["builds"] == 0 and _restore_interval:
+                sys.setswitchinterval(_restore_interval.pop())
+
+
+def checkpoint() -> float:
+    """Called by a build between entries: in a background build's thread, while requests are
+    served, sleep until none is (at most MAX_PAUSE). Returns the seconds paused."""
+    if _state["serving"] <= 0 or not getattr(_builder, "active", False):
+        return 0.0
+    started = time.perf_counter()
+    deadline = started + MAX_PAUSE
+    while _state["serving"] > 0:
+        now = time.perf_counter()
+        if now >= deadline:
+            break
+        time.sleep(min(PAUSE_STEP, deadline - now))
+    return time.perf_counter() - started

@@ -1,0 +1,124 @@
+"""The background catalog build gives way to requests served beside it, and never starves."""
+
+import asyncio
+import sys
+import threading
+from concurrent.futures import Future
+
+import pytest
+
+from registry import changes
+from registry.release import services
+from registry.serving import catalogs, warmup, yielding
+from tests.factories import make_prompt
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def checkpoints(monkeypatch):
+    """Every entry is a checkpoint; each one's pause (seconds) is recorded."""
+    paused: list[float] = []
+    real = yielding.checkpoint
+    monkeypatch.setattr(catalogs, "CHECKPOINT_EVERY", 1)
+    monkeypatch.setattr(catalogs, "checkpoint", lambda: paused.append(real()) or paused[-1])
+    for index in range(6):
+        services.publish(make_prompt(f"entry-{index}"), acting_user=None, note="test")
+    changes.bump_generation()
+    return paused
+
+
+def test_a_build_pauses_at_its_checkpoints_while_a_request_is_served(checkpoints):
+    with yielding.serving():
+        built = warmup.warm("production").result(30)  # a request served throughout: it still ends
+    assert len(built.prompt_items) == 6
+    assert len(checkpoints) == 6 and all(pause > 0 for pause in checkpoints)
+    assert max(checkpoints) < yielding.MAX_PAUSE * 10  # bounded: the build progresses between pauses
+
+
+def test_a_build_does_not_pause_with_no_request_served(checkpoints):
+    warmup.warm("production").result(30)
+    assert checkpoints == [0.0] * 6
+
+
+def test_a_requests_own_read_of_part_of_the_catalog_never_pauses(checkpoints):
+    with yielding.serving():
+        catalogs.load_catalog("production")  # in this thread, not a background build
+    assert checkpoints == [0.0] * 6
+
+
+def test_the_switch_interval_is_lowered_while_builds_run_and_restored_after_the_last():
+    before = sys.getswitchinterval()
+    with yielding.building():
+        assert sys.getswitchinterval() == min(before, yielding.BUILD_SWITCH_INTERVAL)
+        with yielding.building():  # another label's build beside it
+            pass
+        assert sys.getswitchinterval() == min(before, yielding.BUILD_SWITCH_INTERVAL)
+    assert sys.getswitchinterval() == before
+
+
+def test_the_switch_interval_is_restored_when_a_build_fails():
+    before = sys.getswitchinterval()
+    with pytest.raises(RuntimeError), yielding.building():
+        raise RuntimeError("the build broke")
+    assert sys.getswitchinterval() == before
+
+
+def test_a_request_waiting_for_the_build_is_not_counted_as_served():
+    with yielding.serving():
+        assert yielding.requests_served() == 1
+        with yielding.awaiting_build():
+            assert yielding.requests_served() == 0
+        assert yielding.requests_served() == 1
+    assert yielding.requests_served() == 0
+
+
+def test_waiting_for_the_build_outside_a_request_counts_nothing():
+    with yielding.awaiting_build():
+        assert yielding.requests_served() == 0
+    assert yielding.requests_served() == 0
+
+
+def test_a_post_is_counted_as_served_while_it_is_handled(monkeypatch):
+    from mcp_endpoint.dispatch import dispatcher as dispatch_module
+    from mcp_endpoint.dispatch import modern
+    from mcp_endpoint.handlers.identity import anonymous
+
+    seen: list[int] = []
+
+    async def handled(*args, **kwargs):
+        seen.append(yielding.requests_served())
+        return await real(*args, **kwargs)
+
+    real = modern.post
+    monkeypatch.setattr(modern, "post", handled)
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}}'
+    asyncio.run(dispatch_module.Dispatcher().post({"mcp-protocol-version": "2026-07-28"}, body, anonymous()))
+    assert seen == [1] and yielding.requests_served() == 0
+
+
+def test_a_get_waiting_for_the_whole_catalog_is_not_counted_meanwhile(monkeypatch):
+    from mcp_endpoint.handlers import catalogs as handler_catalogs
+    from mcp_endpoint.handlers import reads
+
+    pending: Future = Future()
+    while_waiting: list[int] = []
+    monkeypatch.setattr(reads.source, "cached_catalog", lambda label: None)
+    monkeypatch.setattr(reads.source, "warm_catalog", lambda label: pending)
+
+    async def no_hub() -> None:
+        return None
+
+    monkeypatch.setattr(handler_catalogs, "_start_hub", no_hub)
+
+    def finish() -> None:
+        while_waiting.append(yielding.requests_served())
+        pending.set_result("the catalog")
+
+    async def request() -> object:
+        with yielding.serving():
+            threading.Timer(0.05, finish).start()
+            return await handler_catalogs.get_catalog("production")
+
+    assert asyncio.run(request()) == "the catalog"
+    assert while_waiting == [0] and yielding.requests_served() == 0
