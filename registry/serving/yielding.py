@@ -41,8 +41,20 @@ CHECKPOINT_EVERY = 64  # entries a build reads between checkpoints (about 1 ms o
 _lock = threading.Lock()
 _state = {"serving": 0, "builds": 0}
 _restore_interval: list[float] = []  # the switch interval before the first running build lowered it
-_in_request: ContextVar[bool] = ContextVar("registry_serving_request", default=False)
 _builder = threading.local()
+
+
+class _Request:
+    """One request's mark, shared with the tasks it starts (they copy its context)."""
+
+    __slots__ = ("counted", "open")
+
+    def __init__(self) -> None:
+        self.counted = True  # counted in _state["serving"] now
+        self.open = True  # still being served: a task outliving it never counts it again
+
+
+_request: ContextVar[_Request | None] = ContextVar("registry_serving_request", default=None)
 
 
 def requests_served() -> int:
@@ -50,37 +62,45 @@ def requests_served() -> int:
     return _state["serving"]
 
 
-def _count(delta: int) -> None:
-    with _lock:
-        _state["serving"] += delta
+def _mark(request: _Request, counted: bool) -> None:
+    """Count or uncount `request` (under the lock; nothing if it already is so)."""
+    if request.counted != counted:
+        request.counted = counted
+        _state["serving"] += 1 if counted else -1
 
 
 @contextmanager
 def serving() -> Iterator[None]:
     """Marks the request served inside the block: a running build gives way to it."""
-    _count(1)
-    token = _in_request.set(True)
+    request = _Request()
+    token = _request.set(request)
+    with _lock:
+        _state["serving"] += 1
     try:
         yield
     finally:
-        _in_request.reset(token)
-        _count(-1)
+        with _lock:
+            _mark(request, False)
+            request.open = False
+        _request.reset(token)
 
 
 @contextmanager
 def awaiting_build() -> Iterator[None]:
     """Marks the block as waiting for the build: the request served here (if any) is not counted
     meanwhile, so the build does not give way to the request that waits for it."""
-    if not _in_request.get():
+    request = _request.get()
+    if request is None:
         yield
         return
-    _count(-1)
-    token = _in_request.set(False)
+    with _lock:
+        _mark(request, False)
     try:
         yield
     finally:
-        _in_request.reset(token)
-        _count(1)
+        with _lock:
+            if request.open:
+                _mark(request, True)
 
 
 @contextmanager

@@ -122,3 +122,29 @@ def test_a_get_waiting_for_the_whole_catalog_is_not_counted_meanwhile(monkeypatc
 
     assert asyncio.run(request()) == "the catalog"
     assert while_waiting == [0] and yielding.requests_served() == 0
+
+
+def test_a_task_started_in_a_request_and_outliving_it_never_counts_it_again():
+    async def scenario() -> list[int]:
+        seen: list[int] = []
+        later = asyncio.Event()
+
+        async def outliving() -> None:  # e.g. a stream's forwarder: it copies the request's context
+            await later.wait()
+            with yielding.awaiting_build():
+                seen.append(yielding.requests_served())
+            seen.append(yielding.requests_served())
+
+        with yielding.serving():
+            task = asyncio.get_running_loop().create_task(outliving())
+        later.set()
+        await task
+        return seen
+
+    assert asyncio.run(scenario()) == [0, 0] and yielding.requests_served() == 0
+
+
+def test_a_failed_request_is_no_longer_counted():
+    with pytest.raises(ValueError), yielding.serving():
+        raise ValueError("the handler broke")
+    assert yielding.requests_served() == 0
