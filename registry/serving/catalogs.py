@@ -9,7 +9,8 @@ catalog.py says what a catalog answers; registry/serving/items.py what it holds)
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from itertools import groupby
 from operator import attrgetter
@@ -43,7 +44,7 @@ from registry.serving.items import (
     with_parts,
 )
 from registry.serving.per_generation import remembered
-from registry.serving.yielding import CHECKPOINT_EVERY, checkpoint
+from registry.serving.yielding import CHECKPOINT_EVERY, build_awaited, checkpoint
 
 _cache: dict[str, Catalog] = {}
 _build_lock = threading.Lock()
@@ -58,9 +59,21 @@ def cached_catalog(label: str) -> Catalog | None:
     return None
 
 
+@contextmanager
+def _build_locked() -> Iterator[None]:
+    """`_build_lock`, its wait marked: a build under way does not give way to requests while a
+    caller waits for it (registry/serving/yielding.py)."""
+    with build_awaited():
+        _build_lock.acquire()
+    try:
+        yield
+    finally:
+        _build_lock.release()
+
+
 def load_catalog(label: str) -> Catalog:
     """Build (or reuse) the catalog for `label` from the database. Call from a sync context."""
-    with _build_lock:
+    with _build_locked():
         fresh = cached_catalog(label)
         if fresh is not None:
             return fresh
@@ -74,7 +87,7 @@ def refresh_catalog(label: str, changed: Iterable[tuple[str, str]]) -> Catalog:
     small queries instead of a full rebuild; a key of "*" (bulk loads) rebuilds everything.
     """
     changed = list(changed)
-    with _build_lock:
+    with _build_locked():
         base = _cache.get(label)
         if base is None or any(key == "*" for _kind, key in changed):
             return _build(label, None, None)
@@ -367,7 +380,7 @@ def held_labels() -> set[str]:
 
 def forget_catalogs() -> None:
     """Drop every cached catalog; the next use rebuilds from the database (after a failed refresh)."""
-    with _build_lock:
+    with _build_locked():
         _cache.clear()
 
 

@@ -16,9 +16,11 @@ remedies, both public CPython behaviour:
   build does CHECKPOINT_EVERY entries of work, so a steady stream of requests slows it down and
   never stops it.
 
-A request that itself waits for the build (a get or read that needs the whole catalog) marks that
-wait with `awaiting_build()`, so it is not counted as served while it waits: the build would
-otherwise give way to the very request waiting for it.
+Nobody may wait for a build that gives way: a request that needs the whole catalog (a get or
+read no part answers, a completion, a label's first listener) marks its wait with
+`awaiting_build()`, and a caller blocked on the catalogs' build lock (a change's refresh, on the
+endpoint's one database thread that every request's reads queue behind) with `build_awaited()`;
+while any such wait lasts, the build runs at full speed, as it did before it gave way at all.
 
 Only a build thread (inside `building()`) ever pauses: a request's own reads of part of the catalog
 (registry/serving/pages.py) pass the same checkpoints at no cost.
@@ -39,7 +41,7 @@ MAX_PAUSE = 0.005  # seconds a build may pause in a row, before its next CHECKPO
 CHECKPOINT_EVERY = 64  # entries a build reads between checkpoints (about 1 ms of work here)
 
 _lock = threading.Lock()
-_state = {"serving": 0, "builds": 0}
+_state = {"serving": 0, "builds": 0, "awaited": 0}  # awaited: callers waiting for a build to end
 _restore_interval: list[float] = []  # the switch interval before the first running build lowered it
 _builder = threading.local()
 
@@ -86,21 +88,35 @@ def serving() -> Iterator[None]:
 
 
 @contextmanager
-def awaiting_build() -> Iterator[None]:
-    """Marks the block as waiting for the build: the request served here (if any) is not counted
-    meanwhile, so the build does not give way to the request that waits for it."""
-    request = _request.get()
-    if request is None:
-        yield
-        return
+def build_awaited() -> Iterator[None]:
+    """Marks the block as waiting for a build to end (its result, or the catalogs' build lock): no
+    build gives way meanwhile, since whoever waits, and every request queued behind it (the
+    endpoint's database calls share one thread), waits for the build itself."""
     with _lock:
-        _mark(request, False)
+        _state["awaited"] += 1
     try:
         yield
     finally:
         with _lock:
-            if request.open:
-                _mark(request, True)
+            _state["awaited"] -= 1
+
+
+@contextmanager
+def awaiting_build() -> Iterator[None]:
+    """Marks the block as a request (if any) waiting for the build: it is not counted as served
+    meanwhile, and no build gives way (`build_awaited`) until it has its catalog."""
+    request = _request.get()
+    if request is not None:
+        with _lock:
+            _mark(request, False)
+    try:
+        with build_awaited():
+            yield
+    finally:
+        if request is not None:
+            with _lock:
+                if request.open:
+                    _mark(request, True)
 
 
 @contextmanager
@@ -124,14 +140,19 @@ def building() -> Iterator[None]:
                 sys.setswitchinterval(_restore_interval.pop())
 
 
+def _gives_way() -> bool:
+    return _state["serving"] > 0 and _state["awaited"] == 0
+
+
 def checkpoint() -> float:
     """Called by a build between entries: in a background build's thread, while requests are
-    served, sleep until none is (at most MAX_PAUSE). Returns the seconds paused."""
-    if _state["serving"] <= 0 or not getattr(_builder, "active", False):
+    served and nobody waits for a build, sleep until that changes (at most MAX_PAUSE). Returns
+    the seconds paused."""
+    if not _gives_way() or not getattr(_builder, "active", False):
         return 0.0
     started = time.perf_counter()
     deadline = started + MAX_PAUSE
-    while _state["serving"] > 0:
+    while _gives_way():
         now = time.perf_counter()
         if now >= deadline:
             break

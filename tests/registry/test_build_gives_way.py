@@ -41,18 +41,72 @@ def test_a_build_does_not_pause_with_no_request_served(checkpoints):
     assert checkpoints == [0.0] * 6
 
 
-def test_a_requests_own_read_of_part_of_the_catalog_never_pauses(checkpoints):
-    with yielding.serving():
-        catalogs.load_catalog("production")  # in this thread, not a background build
+def test_a_read_of_part_of_the_catalog_never_pauses(checkpoints):
+    with yielding.serving(), yielding.building():  # even in a build's thread, with a request served
+        part = catalogs.read_entries("production", {"prompt": None})
+    assert len(part.prompt_items) == 6
+    assert checkpoints == []  # a part passes no checkpoint at all
+
+
+def test_a_build_does_not_pause_while_a_request_waits_for_it(checkpoints):
+    other_request_waiting = threading.Event()
+    done = threading.Event()
+
+    def waiting_request() -> None:
+        with yielding.serving(), yielding.awaiting_build():
+            other_request_waiting.set()
+            done.wait(30)
+
+    waiter = threading.Thread(target=waiting_request)
+    waiter.start()
+    assert other_request_waiting.wait(30)
+    try:
+        with yielding.serving():  # another request served beside the one waiting
+            warmup.warm("production").result(30)
+    finally:
+        done.set()
+        waiter.join(30)
     assert checkpoints == [0.0] * 6
+
+
+def test_a_build_does_not_pause_while_a_caller_waits_for_the_build_lock(checkpoints, monkeypatch):
+    """A change's refresh blocked on the build holds up every request queued behind it on the
+    endpoint's database thread: those requests are counted as served, yet wait for the build."""
+    real = yielding.checkpoint
+    refresh_started: list[threading.Thread] = []
+
+    def first_checkpoint_starts_a_refresh() -> float:
+        if not refresh_started:
+            thread = threading.Thread(target=catalogs.refresh_catalog, args=("production", [("prompt", "entry-0")]))
+            refresh_started.append(thread)
+            thread.start()
+            while yielding._state["awaited"] == 0:  # the refresh is blocked on the build lock
+                pass
+        checkpoints.append(real())
+        return checkpoints[-1]
+
+    monkeypatch.setattr(catalogs, "checkpoint", first_checkpoint_starts_a_refresh)
+    with yielding.serving():
+        warmup.warm("production").result(30)
+    refresh_started[0].join(30)
+    assert len(checkpoints) >= 6 and set(checkpoints) == {0.0}  # the build's six, then the refresh's own
 
 
 def test_the_switch_interval_is_lowered_while_builds_run_and_restored_after_the_last():
     before = sys.getswitchinterval()
     with yielding.building():
         assert sys.getswitchinterval() == min(before, yielding.BUILD_SWITCH_INTERVAL)
-        with yielding.building():  # another label's build beside it
-            pass
+        other = yielding.building()
+        done = threading.Event()
+
+        def another_labels_build() -> None:
+            with other:
+                done.wait(30)
+
+        beside = threading.Thread(target=another_labels_build)
+        beside.start()
+        done.set()
+        beside.join(30)  # another label's build, in a thread beside this one, ended first
         assert sys.getswitchinterval() == min(before, yielding.BUILD_SWITCH_INTERVAL)
     assert sys.getswitchinterval() == before
 
