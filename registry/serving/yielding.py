@@ -64,6 +64,11 @@ def requests_served() -> int:
     return _state["serving"]
 
 
+def builds_awaited() -> int:
+    """How many callers wait for a build to end now (none: a build may give way)."""
+    return _state["awaited"]
+
+
 def _mark(request: _Request, counted: bool) -> None:
     """Count or uncount `request` (under the lock; nothing if it already is so)."""
     if request.counted != counted:
