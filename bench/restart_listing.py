@@ -17,9 +17,9 @@ every restart or deploy. Per repeat and list (prompts/list, resources/list):
   the walk: every page made from the built catalog, nothing cached (what the cold walk should be
   compared with: the same work once the catalog is in memory).
 
-Server on CPU 0, this client on CPU 1 (taskset), as bench/run.py does. Prints a Markdown table
-(medians over the repeats; the ratio is the median of each repeat's cold/warm) with the
-conditions, and writes bench/results/restart-listing-<time>.json.
+The server is pinned to CPU 0 (taskset, as bench/run.py does); the client runs beside it
+unpinned. Prints a Markdown table (medians over the repeats; the ratio is the median of each
+repeat's cold/warm) with the conditions, and writes bench/results/restart-listing-<time>.json.
 
   .venv/bin/python bench/restart_listing.py [--size 20000] [--repeat 3] [--db /tmp/restart-listing.sqlite3]
 """

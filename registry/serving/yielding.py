@@ -3,9 +3,10 @@
 Why: the whole catalog is built in a thread of the serving process (registry/serving/warmup.py),
 and building items is Python work that holds the GIL. CPython hands the GIL to a waiting thread
 only once per switch interval (5 ms by default), so while a build ran right after a restart, every
-list page waited up to that long for the event loop to run again: over HTTP, a cold walk of 20k
-prompts took 2.1-2.8 s beside the build and 0.66 s without it (bench/restart_listing.py). Two
-remedies, both public CPython behaviour:
+list page waited up to that long for the event loop to run again: over HTTP right after a
+restart, a cold walk of 20k prompts took 0.96-1.02 s beside the build, and takes 0.57-0.65 s now
+that the build gives way (bench/restart_listing.py, README "Cold start"). Two remedies, both
+public CPython behaviour:
 
 - while any build runs, the interpreter's switch interval is lowered to BUILD_SWITCH_INTERVAL
   (`sys.setswitchinterval`), and restored when the last build ends, so a request that arrives
@@ -22,8 +23,8 @@ read no part answers, a completion, a label's first listener) marks its wait wit
 endpoint's one database thread that every request's reads queue behind) with `build_awaited()`;
 while any such wait lasts, the build runs at full speed, as it did before it gave way at all.
 
-Only a build thread (inside `building()`) ever pauses: a request's own reads of part of the catalog
-(registry/serving/pages.py) pass the same checkpoints at no cost.
+Only a build thread (inside `building()`) ever pauses, and only a whole build or a refresh passes
+checkpoints: a request's own read of part of the catalog (registry/serving/pages.py) passes none.
 """
 
 from __future__ import annotations
