@@ -202,3 +202,21 @@ def test_a_failed_request_is_no_longer_counted():
     with pytest.raises(ValueError), yielding.serving():
         raise ValueError("the handler broke")
     assert yielding.requests_served() == 0
+
+
+def test_a_build_still_gives_way_just_after_a_request_ends(checkpoints, monkeypatch):
+    """A client walking a list sends its next page at once: the build does not take the GIL back
+    in between."""
+    monkeypatch.setattr(yielding, "GRACE", 60.0)
+    with yielding.serving():
+        pass
+    warmup.warm("production").result(30)
+    assert len(checkpoints) == 6 and all(pause > 0 for pause in checkpoints)
+
+
+def test_a_build_runs_at_full_speed_once_the_grace_after_the_last_request_is_over(checkpoints, monkeypatch):
+    monkeypatch.setattr(yielding, "GRACE", 0.0)
+    with yielding.serving():
+        pass
+    warmup.warm("production").result(30)
+    assert checkpoints == [0.0] * 6
