@@ -220,3 +220,12 @@ def test_a_build_runs_at_full_speed_once_the_grace_after_the_last_request_is_ove
         pass
     warmup.warm("production").result(30)
     assert checkpoints == [0.0] * 6
+
+
+def test_a_build_pauses_no_more_once_its_pause_budget_is_spent(checkpoints, monkeypatch):
+    """Requests that never stop delay a build by at most the budget: then it runs at full speed."""
+    monkeypatch.setattr(yielding, "PAUSE_BUDGET", yielding.MAX_PAUSE * 2.5)
+    with yielding.serving():
+        warmup.warm("production").result(30)
+    assert all(pause > 0 for pause in checkpoints[:3]) and checkpoints[3:] == [0.0] * 3
+    assert sum(checkpoints) < yielding.MAX_PAUSE * 2.5 + 0.05
