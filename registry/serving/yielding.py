@@ -163,9 +163,10 @@ def _gives_way() -> bool:
 
 
 def checkpoint() -> float:
-    """Called by a build between entries: in a background build's thread, while requests are
-    served and nobody waits for a build, sleep until that changes (at most MAX_PAUSE). Returns
-    the seconds paused."""
+    """Called by a build between entries: in a background build's thread, while a request is
+    served or one ended less than GRACE ago, and nobody waits for a build, sleep until that
+    changes (at most MAX_PAUSE, and PAUSE_BUDGET over the whole build). Returns the seconds
+    paused."""
     if not _gives_way() or not getattr(_builder, "active", False):
         return 0.0
     budget = PAUSE_BUDGET - _builder.paused
