@@ -39,6 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+from availability_common import cpu_seconds  # noqa: E402
 from conditions import busy_processes, load_average, machine, today, versions  # noqa: E402
 from run import free_port, pinned, wait_port  # noqa: E402
 
@@ -78,12 +79,6 @@ def walk(port: int, method: str, field: str, pages: int | None = None) -> tuple[
         if not cursor or len(spent) == pages:
             conn.close()
             return spent, entries
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_idle(pid: int, timeout: float = 120.0) -> float:

@@ -4,7 +4,7 @@ Why: the whole catalog is built in a thread of the serving process (registry/ser
 and building items is Python work that holds the GIL. CPython hands the GIL to a waiting thread
 only once per switch interval (5 ms by default), so while a build ran right after a restart, every
 list page waited up to that long for the event loop to run again: over HTTP right after a
-restart, a cold walk of 20k prompts took 1.03-1.14 s beside the build, and takes 0.38-0.39 s now
+restart, a cold walk of 20k prompts took 1.03-1.14 s beside the build, and takes 0.38-0.40 s now
 that the build gives way (bench/restart_listing.py, README "Cold start"). Two remedies, both
 public CPython behaviour:
 
