@@ -115,3 +115,28 @@ def test_a_build_picks_and_builds_one_entry_at_a_time(monkeypatch):
     assert [len(ids) for ids in seen if ids] and all(len(ids) == 1 for ids in seen)
     assert {p["name"]: p["description"] for p in catalog.prompts(ANYONE)} == {
         "p1": "staged", "p2": "A prompt for tests"}
+
+
+def test_equal_arguments_in_another_key_order_are_not_shared():
+    """Sharing never changes what a client is shown: each item keeps its own key order."""
+    items.forget_shared()
+    first = ITEM_BUILDERS["prompt"](prompt_row(1, "p1", [{"name": "n", "required": True}], {}))
+    second = ITEM_BUILDERS["prompt"](prompt_row(2, "p2", [{"required": True, "name": "n"}], {}))
+    assert first.listing["arguments"] is not second.listing["arguments"]
+    assert list(second.listing["arguments"][0]) == ["required", "name"]
+
+
+def test_a_value_beyond_plain_json_is_kept_as_it_is_not_shared():
+    items.forget_shared()
+    huge = [{"name": "n", "default": 2**70}]
+    first = ITEM_BUILDERS["prompt"](prompt_row(1, "p1", huge, {}))
+    second = ITEM_BUILDERS["prompt"](prompt_row(2, "p2", [{"name": "n", "default": 2**70}], {}))
+    assert first.listing["arguments"] == second.listing["arguments"] == huge
+    assert first.listing["arguments"] is not second.listing["arguments"]
+
+
+def test_a_list_and_a_tuple_of_the_same_values_are_not_shared():
+    items.forget_shared()
+    as_list = items._shared_value(["a", "b"])
+    as_tuple = items._shared_value(("a", "b"))
+    assert isinstance(as_list, list) and isinstance(as_tuple, tuple)
