@@ -145,3 +145,25 @@ def test_the_warm_up_drops_the_runs_of_its_label():
     assert page_runs.covering("production", "prompt", Viewer(), None, PAGE + 1) is not None
     warmup.warm("production").result(30)
     assert page_runs.covering("production", "prompt", Viewer(), None, PAGE + 1) is None
+
+
+def test_a_walk_keeps_only_the_runs_it_has_not_passed(sixty):
+    """A walk's earlier runs go as soon as a run continues past them, so a cold walk holds two
+    runs at most until the catalog is built (the allocator cannot return the memory of runs freed
+    only then); pages and reads stay as before."""
+    viewer = Viewer()
+    pages, queries = walk(viewer)
+    assert pages == warm_pages(viewer)
+    assert len([n for n in queries if n]) == 4  # runs of 6, 12, 24, 48, as with every run kept
+    kept = [run for run in page_runs._runs if run.label == "production" and run.kind == "prompt"]
+    assert len(kept) <= 2 and kept[-1].complete
+
+
+def test_a_run_of_another_scope_is_kept_when_a_walk_passes_its_keys(sixty):
+    billing, everyone = Viewer(scope_tags=frozenset({"billing"})), Viewer()
+    changes.bump_generation()
+    catalog_pages.page_catalog("production", "prompt", billing, None, PAGE + 1)
+    for after in (None, "p-04", "p-16", "p-40"):  # a walk of everyone's pages, past the billing run's keys
+        catalog_pages.page_catalog("production", "prompt", everyone, after, PAGE + 1)
+    assert len(page_runs._current("production", "prompt", billing.scope_tags)) == 1
+    assert len(page_runs._current("production", "prompt", everyone.scope_tags)) <= 2
