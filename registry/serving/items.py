@@ -300,10 +300,10 @@ def _share_key(value: Any) -> bytes | str | None:
     """What tells equal decoded JSON values apart as JSON does (True, 1 and 1.0 are equal in Python
     but not in JSON): the value's compact JSON text, in its own key order. None: not plain JSON
     (an integer beyond 64 bits, a key that is not a string, a lone surrogate), so never shared.
-    Encoded in C: the recursive Python walk it replaces was over half of a whole build's time
-    (a 20k + 20k build: 0.93 s before, see bench/cold_listing.py). Lists and tuples encode alike;
-    `_shared_value` tells them apart at the top, and below it each caller's values are built one
-    way (decoded arguments hold lists; suggestion mappings hold tuples)."""
+    Encoded in C: the recursive Python walk it replaces was over half of a whole build's time (a
+    20k + 20k build in process: 0.92-1.03 s before, 0.48-0.56 s after; README "Cold start").
+    Lists and tuples encode alike; `_shared_value` tells them apart at the top, and below it each
+    caller's values are built one way (decoded arguments hold lists; suggestion mappings tuples)."""
     try:
         return _dumps(value)
     except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError; the stdlib raises either
