@@ -19,6 +19,7 @@ entry with a rollout running, so each viewer's page is cut from it by the catalo
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,7 @@ class Run:
     complete: bool
     size: int
     catalog: Catalog
+    walk: int = 0  # the walk that read it: a run continuing another is of its walk, a first one of a new walk
 
     def starts_by(self, after: str | None) -> bool:
         return self.after is None or (after is not None and self.after <= after)
@@ -68,6 +70,7 @@ class Run:
 
 _lock = threading.Lock()
 _runs: list[Run] = []  # newest last
+_walks = itertools.count(1)  # walk ids (Run.walk)
 
 
 def _current(label: str, kind: str, scope: frozenset[str]) -> list[Run]:
@@ -85,32 +88,43 @@ def covering(label: str, kind: str, viewer: Viewer, after: str | None, count: in
     return None
 
 
-def next_size(label: str, kind: str, viewer: Viewer, after: str | None) -> int:
-    """How many entries the next run after `after` should read: twice the run it continues (a walk),
-    up to MAX_RUN; 0 when it continues none (a first page stays as short as a page)."""
-    for run in _current(label, kind, viewer.scope_tags):
-        if not run.complete and run.starts_by(after):
-            return min(MAX_RUN, 2 * run.size)
-    return 0
+def continued(label: str, kind: str, viewer: Viewer, after: str | None) -> Run | None:
+    """The run a read after `after` continues (a walk), or None (a first page): of the runs that
+    start by `after` and do not reach the end, the one reaching furthest, so that where several
+    clients walk one list, each continues its own run, not the newest of another walk behind it."""
+    walked = [run for run in _current(label, kind, viewer.scope_tags)
+              if not run.complete and run.starts_by(after) and run.last is not None]
+    return max(walked, key=lambda run: run.last or "", default=None)
+
+
+def next_size(previous: Run | None) -> int:
+    """How many entries the next run should read: twice the run it continues (a walk), up to
+    MAX_RUN; 0 when it continues none (a first page stays as short as a page)."""
+    return 0 if previous is None else min(MAX_RUN, 2 * previous.size)
+
+
+def walk_of(previous: Run | None) -> int:
+    """The walk a run continuing `previous` belongs to: its walk, or (none) a new one."""
+    return previous.walk if previous is not None else next(_walks)
 
 
 def add(run: Run) -> None:
-    """Keep `run`, and drop the runs of its list and scope that end where it starts or before: the
-    walk that read it has moved past them. A walk so holds two runs at most, not MAX_RUNS, until the
-    catalog is built: the runs' items, freed once it is, left the allocator's arenas that the
-    catalog's items share part empty and not returnable (bench/memory.py, 20k + 20k walked cold
-    beside the build: 187.7 MiB with eight runs kept, 170.5 with two). A walk still behind a dropped
-    run reads its range again, as a first page does."""
+    """Keep `run`, and drop its own walk's runs that end where it starts or before: that walk has
+    moved past them. A walk so holds two runs at most, not MAX_RUNS, until the catalog is built: the
+    runs' items, freed once it is, left the allocator's arenas that the catalog's items share part
+    empty and not returnable (bench/memory.py, 20k + 20k walked cold beside the build: 187.7 MiB
+    with eight runs kept, 170.5 with two). Another walk's runs stay, however far behind: dropping
+    every run passed undid the doubling of two walks a few pages apart (7 -> 49 run reads for 400
+    prompts)."""
     with _lock:
-        _runs[:] = [kept for kept in _runs if not _passed(kept, run)]
+        _runs[:] = [kept for kept in _runs if not (kept.walk == run.walk and _passed(kept, run))]
         _runs.append(run)
         del _runs[:-MAX_RUNS]
 
 
 def _passed(kept: Run, run: Run) -> bool:
-    """Whether `run` continues a walk past all of `kept` (same label, list and scope)."""
-    return (kept.label == run.label and kept.kind == run.kind and kept.scope == run.scope and not kept.complete
-            and kept.last is not None and run.after is not None and kept.last <= run.after)
+    """Whether `run` starts at or after the end of `kept` (which does not reach the list's end)."""
+    return not kept.complete and kept.last is not None and run.after is not None and kept.last <= run.after
 
 
 def forget(label: str | None = None) -> None:

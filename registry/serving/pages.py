@@ -68,7 +68,8 @@ def page_catalog(label: str, kind: str, viewer: Viewer, after: str | None, count
     found = runs.covering(label, kind, viewer, after, count)
     if found is not None:
         return found
-    size = max(count, runs.next_size(label, kind, viewer, after))
+    previous = runs.continued(label, kind, viewer, after)
+    size = max(count, runs.next_size(previous))
     generation = changes.generation()  # before the first read: a change committed meanwhile retires the run
     with collector_paused():  # the run's objects all survive: collecting meanwhile finds nothing (heap.py)
         keyed = visible_keys(label, kind, viewer, after, size)
@@ -78,7 +79,7 @@ def page_catalog(label: str, kind: str, viewer: Viewer, after: str | None, count
         catalog = catalogs.read_entries(label, {kind: ids})
     catalog.generation = generation
     runs.add(runs.Run(label, kind, viewer.scope_tags, after, keyed[-1][1] if keyed else None, len(keyed) < size,
-                      size, catalog))
+                      size, catalog, runs.walk_of(previous)))
     return catalog
 
 

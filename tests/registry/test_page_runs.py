@@ -167,3 +167,31 @@ def test_a_run_of_another_scope_is_kept_when_a_walk_passes_its_keys(sixty):
         catalog_pages.page_catalog("production", "prompt", everyone, after, PAGE + 1)
     assert len(page_runs._current("production", "prompt", billing.scope_tags)) == 1
     assert len(page_runs._current("production", "prompt", everyone.scope_tags)) <= 2
+
+
+def test_two_walks_pages_apart_each_read_as_a_lone_walk_does(sixty):
+    """A walk drops only the run it continued: another walk behind it keeps its own run and its
+    doubling (dropping every run passed cost the walk behind a read a page, and reset the one ahead)."""
+    viewer = Viewer()
+    changes.bump_generation()
+    reads = {"ahead": 0, "behind": 0}
+    cursors: dict[str, str | None] = {"ahead": None, "behind": None}
+    pages: dict[str, list[list[str]]] = {"ahead": [], "behind": []}
+
+    def step(walk):
+        after = cursors[walk]
+        with CaptureQueriesContext(connection) as captured:
+            part = catalog_pages.page_catalog("production", "prompt", viewer, after, PAGE + 1)
+        reads[walk] += bool(len(captured))
+        listed = [p["name"] for p in part.prompts(viewer) if after is None or p["name"] > after][:PAGE + 1]
+        pages[walk].append(listed[:PAGE])
+        cursors[walk] = listed[PAGE - 1] if len(listed) > PAGE else "done"
+
+    for _ in range(5):  # the walk ahead starts five pages earlier
+        step("ahead")
+    while "done" not in (cursors["ahead"], cursors["behind"]) or cursors["ahead"] != cursors["behind"]:
+        for walk in ("ahead", "behind"):
+            if cursors[walk] != "done":
+                step(walk)
+    assert pages["ahead"] == pages["behind"] == warm_pages(viewer)
+    assert reads["ahead"] == 4 and reads["behind"] <= 4, reads  # runs of 6, 12, 24, 48 at most, as alone
